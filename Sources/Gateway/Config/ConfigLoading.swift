@@ -1,0 +1,37 @@
+import Foundation
+import Pushkins
+
+/// Loads a config file into a checked `GatewayConfig`.
+public enum ConfigLoading {
+    public struct Failure: Error, CustomStringConvertible {
+        public var errors: [String]
+        public var description: String { errors.joined(separator: "\n") }
+    }
+
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(Failure) -> (
+        GatewayConfig, ConfigDiagnostics
+    ) {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw Failure(errors: ["\(path): cannot read config file: \(error.localizedDescription)"])
+        }
+        return try parse(text, source: path, environment: environment)
+    }
+
+    public static func parse(_ text: String, source: String = "config", environment: [String: String] = [:]) throws(Failure) -> (
+        GatewayConfig, ConfigDiagnostics
+    ) {
+        let root: ConfigValue
+        do {
+            root = try YAMLLoader.load(text)
+        } catch {
+            throw Failure(errors: ["\(source): \(error.description)"])
+        }
+        let diagnostics = ConfigDiagnostics()
+        let config = GatewayConfig.read(root, diagnostics: diagnostics, environment: environment)
+        if !diagnostics.errors.isEmpty { throw Failure(errors: diagnostics.errors) }
+        return (config, diagnostics)
+    }
+}

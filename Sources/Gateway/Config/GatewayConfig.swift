@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import OrderedCollections
+import Pushkins
+
+/// The whole config file: Sygnal's sections (sygnal.md §2) plus Herald's additions, validated at
+/// start-up with every problem named by its key path.
+public struct GatewayConfig: Sendable {
+    public struct HTTP: Sendable {
+        public var bindAddresses: [String] = ["127.0.0.1"]
+        public var port: Int = 5000
+        public var maxRequestBodyBytes: Int = 512 * 1024
+        public var idleTimeout: Duration = .seconds(75)
+        public var shutdownGracePeriod: Duration = .seconds(30)
+    }
+
+    public struct Log: Sendable {
+        public enum Format: String, Sendable { case plain, json }
+        public var format: Format = .plain
+        public var level: Logger.Level = .info
+        public var accessLog: Bool = false
+    }
+
+    public struct Prometheus: Sendable {
+        public var enabled = false
+        public var address = "127.0.0.1"
+        public var port = 8000
+    }
+
+    public struct App: Sendable {
+        public var key: String
+        public var type: String
+        public var inflightRequestLimit: Int
+    }
+
+    public var http = HTTP()
+    public var log = Log()
+    public var prometheus = Prometheus()
+    public var proxy: ProxySettings?
+    /// Each app's type and limit; the pushkin-specific keys are read when pushkins are built.
+    public var apps: [App] = []
+    /// The raw `apps:` section, in file order.
+    public var rawApps: OrderedDictionary<String, ConfigValue> = [:]
+    /// Sections other modules read (`status:`).
+    public var extraSections: OrderedDictionary<String, ConfigValue> = [:]
+}
+
+extension GatewayConfig {
+    static let topLevelKeys: Set<String> = ["http", "log", "metrics", "proxy", "apps", "status", "database", "db"]
+
+    /// Parses the config's generic sections. Pushkin keys are validated separately, by the pushkins.
+    public static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
+        var config = GatewayConfig()
+        guard case .map(let top) = root else {
+            diagnostics.error("(top level)", "expected a mapping, got \(root.typeName)")
+            return config
+        }
+        let reader = ConfigReader(path: "", values: top, diagnostics: diagnostics)
+
+        if let http = reader.map("http") {
+            if let addresses = http.stringList("bind_addresses") { config.http.bindAddresses = addresses }
+            config.http.port = http.int("port", default: 5000, range: 0...65535)
+            config.http.maxRequestBodyBytes = http.int("max_request_body_bytes", default: 512 * 1024, range: 1024...(64 << 20))
+            config.http.idleTimeout = http.seconds("idle_timeout", default: 75, range: 1...3600)
+            config.http.shutdownGracePeriod = http.seconds("shutdown_grace_period", default: 30, range: 0...3600)
+            http.warnUnknownKeys()
+        }
+        if config.http.bindAddresses.isEmpty { diagnostics.error("http.bind_addresses", "must name at least one address") }
+
+        if let log = reader.map("log") {
+            if let format = log.string("format") {
+                if let parsed = Log.Format(rawValue: format) { config.log.format = parsed } else {
+                    diagnostics.error(log.keyPath("format"), "must be plain or json, got '\(format)'")
+                }
+            }
+            if let level = log.string("level") {
+                if let parsed = Logger.Level(rawValue: level.lowercased()) { config.log.level = parsed } else {
+                    diagnostics.error(log.keyPath("level"), "must be one of trace, debug, info, notice, warning, error, critical")
+                }
+            }
+            // Sygnal's Python logging dictConfig is accepted; its root level counts when no `level` is set.
+            if case .map(let setup)? = log.raw("setup"), !log.has("level"),
+                case .map(let root)? = setup["root"], case .string(let level)? = root["level"],
+                let parsed = Logger.Level(rawValue: level.lowercased())
+            {
+                config.log.level = parsed
+            }
+            if let access = log.map("access") {
+                config.log.accessLog = access.bool("enabled", default: false)
+                access.accept("x_forwarded_for", "file")
+                access.warnUnknownKeys()
+            }
+            log.warnUnknownKeys()
+        }
+
+        if let metrics = reader.map("metrics") {
+            if let prometheus = metrics.map("prometheus") {
+                config.prometheus.enabled = prometheus.bool("enabled", default: false)
+                config.prometheus.address = prometheus.string("address") ?? "127.0.0.1"
+                config.prometheus.port = prometheus.int("port", default: 8000, range: 0...65535)
+                prometheus.warnUnknownKeys()
+            }
+            for unsupported in ["opentracing", "sentry"] {
+                if let section = metrics.map(unsupported) {
+                    for key in section.keys { _ = section.raw(key) }
+                    if section.bool("enabled", default: false) {
+                        diagnostics.warning(section.keyPath("enabled"), "\(unsupported) is not supported by Herald; ignored")
+                    }
+                }
+            }
+            metrics.warnUnknownKeys()
+        }
+
+        let proxyURL = reader.string("proxy") ?? environment["HTTPS_PROXY"]
+        if let proxyURL, !proxyURL.isEmpty {
+            switch ProxySettings.parse(proxyURL) {
+            case .success(let proxy): config.proxy = proxy
+            case .failure(let error): diagnostics.error(reader.has("proxy") ? "proxy" : "HTTPS_PROXY", "invalid proxy URL: \(error.reason)")
+            }
+        }
+
+        for legacy in ["database", "db"] where reader.raw(legacy) != nil {
+            diagnostics.warning(legacy, "Herald keeps no database for Matrix; section ignored")
+        }
+        if let status = reader.raw("status") { config.extraSections["status"] = status }
+
+        if let apps = reader.map("apps") {
+            for key in apps.keys {
+                guard case .map(let values)? = apps.raw(key) else {
+                    diagnostics.error(apps.keyPath(key), "expected a mapping of app settings")
+                    continue
+                }
+                let app = ConfigReader(path: apps.keyPath(key), values: values, diagnostics: diagnostics)
+                let type = app.string("type", required: true) ?? ""
+                let limit = app.int("inflight_request_limit", default: 512, range: 1...1_000_000)
+                config.apps.append(App(key: key, type: type, inflightRequestLimit: limit))
+                config.rawApps[key] = .map(values)
+            }
+        }
+        if config.apps.isEmpty { diagnostics.error("apps", "No app IDs are configured") }
+
+        for key in top.keys where !topLevelKeys.contains(key) {
+            diagnostics.warning(key, "unknown section, ignored")
+        }
+        return config
+    }
+}

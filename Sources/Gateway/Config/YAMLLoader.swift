@@ -1,0 +1,48 @@
+import OrderedCollections
+import Pushkins
+import Yams
+
+/// Reads YAML into `ConfigValue`, keeping mapping order.
+public enum YAMLLoader {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func load(_ text: String) throws(Failure) -> ConfigValue {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: text)
+        } catch {
+            throw Failure(description: "invalid YAML: \(String(describing: error).split(separator: "\n").joined(separator: " "))")
+        }
+        guard let node else { return .map([:]) }
+        return try convert(node, path: "")
+    }
+
+    private static func convert(_ node: Node, path: String) throws(Failure) -> ConfigValue {
+        switch node {
+        case .scalar(let scalar):
+            switch node.tag.rawValue {
+            case "tag:yaml.org,2002:null": return .null
+            case "tag:yaml.org,2002:bool": if let b = node.bool { return .bool(b) }
+            case "tag:yaml.org,2002:int": if let i = node.int { return .int(i) }
+            case "tag:yaml.org,2002:float": if let d = node.float { return .double(d) }
+            default: break
+            }
+            return .string(scalar.string)
+        case .sequence(let sequence):
+            var items: [ConfigValue] = []
+            for (index, item) in sequence.enumerated() { items.append(try convert(item, path: "\(path)[\(index)]")) }
+            return .list(items)
+        case .mapping(let mapping):
+            var map = OrderedDictionary<String, ConfigValue>()
+            for (key, value) in mapping {
+                guard let name = key.string else { throw Failure(description: "\(path): mapping keys must be strings") }
+                map[name] = try convert(value, path: path.isEmpty ? name : "\(path).\(name)")
+            }
+            return .map(map)
+        case .alias:
+            throw Failure(description: "\(path): YAML aliases are not supported")
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import Logging
+import NIOCore
+import Pushkins
+
+/// A configured Herald: its pushkins, its notify listeners and its metrics listener.
+///
+/// `start()` binds every listener (so ports are known), `run()` serves until `shutdown()`, which
+/// stops accepting, lets requests in progress finish (up to `http.shutdown_grace_period`), then
+/// closes the upstream connections.
+public final class Gateway: Sendable {
+    public let config: GatewayConfig
+    public let pushkins: [any Pushkin]
+    public let metrics: GatewayMetrics
+    public let router: Router
+    let logger: Logger
+    private let state = ServerState()
+
+    /// Builds the pushkins of `config`. Problems are added to `diagnostics` (naming key paths);
+    /// the caller stops when it has errors.
+    public init(
+        config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
+        logger: Logger, extraRoutes: (inout Router, [any Pushkin], GatewayMetrics) -> Void = { _, _, _ in }
+    ) {
+        self.config = config
+        self.logger = logger
+        let metrics = GatewayMetrics()
+        self.metrics = metrics
+        var pushkins: [any Pushkin] = []
+        var limits: [String: InflightLimit] = [:]
+        for app in config.apps {
+            guard case .map(let values)? = config.rawApps[app.key] else { continue }
+            let reader = ConfigReader(path: "apps", values: ["": .null], diagnostics: diagnostics)
+            let appReader = ConfigReader(path: reader.keyPath(app.key), values: values, diagnostics: diagnostics)
+            appReader.accept("type", "inflight_request_limit")
+            guard let builder = registry.builder(for: app.type) else {
+                if !app.type.isEmpty {
+                    diagnostics.error(appReader.keyPath("type"), "unknown pushkin type '\(app.type)' (available: \(registry.types.joined(separator: ", ")))")
+                }
+                continue
+            }
+            var pushkinLogger = logger
+            pushkinLogger[metadataKey: "pushkin"] = "\(app.key)"
+            let environment = PushkinEnvironment(logger: pushkinLogger, metrics: metrics.factory, proxy: config.proxy)
+            do {
+                if let pushkin = try builder(app.key, appReader, environment) {
+                    pushkins.append(pushkin)
+                    limits[app.key] = InflightLimit(limit: app.inflightRequestLimit)
+                    metrics.prepare(pushkin: app.key)
+                }
+            } catch {
+                diagnostics.error(appReader.keyPath("type"), "could not start the \(app.type) pushkin: \(error)")
+            }
+            appReader.warnUnknownKeys()
+        }
+        self.pushkins = pushkins
+
+        let notify = NotifyHandler(router: AppRouter(pushkins: pushkins), limits: limits, metrics: metrics, logger: logger)
+        var router = Router()
+        router.add(.subtree("/_matrix/push/v1/notify"), [.POST]) { await notify.handle($0) }
+        router.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in .json(.ok, ["unifiedpush": ["gateway": "matrix"]]) }
+        router.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
+        extraRoutes(&router, pushkins, metrics)
+        self.router = router
+    }
+
+    /// Binds the notify listeners (one per `http.bind_addresses` entry) and the metrics listener.
+    public func start() async throws {
+        var servers: [HTTPServer] = []
+        for address in config.http.bindAddresses {
+            let server = try await HTTPServer.bind(
+                host: address, port: config.http.port, handler: router, maxBodyBytes: config.http.maxRequestBodyBytes,
+                idleTimeout: TimeAmount.nanoseconds(Int64(config.http.idleTimeout.seconds * 1e9)), logger: logger)
+            logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
+            servers.append(server)
+        }
+        var metricsServer: HTTPServer?
+        if config.prometheus.enabled {
+            let metrics = self.metrics
+            let server = try await HTTPServer.bind(
+                host: config.prometheus.address, port: config.prometheus.port, handler: MetricsEndpoint(metrics: metrics), logger: logger)
+            logger.notice("Serving Prometheus metrics", metadata: ["address": "\(server.localAddress)"])
+            metricsServer = server
+        }
+        state.set(servers: servers, metrics: metricsServer)
+    }
+
+    /// The bound notify ports, in `bind_addresses` order.
+    public var ports: [Int] { state.servers.map(\.port) }
+    public var metricsPort: Int? { state.metricsServer?.port }
+
+    /// Serves until `shutdown()` completes.
+    public func run() async {
+        let all = state.servers + (state.metricsServer.map { [$0] } ?? [])
+        await withTaskGroup(of: Void.self) { group in
+            for server in all { group.addTask { await server.serve() } }
+        }
+    }
+
+    /// Drains: stop accepting, finish requests in progress, close idle connections, then close
+    /// upstream connections. Requests still running after the grace period are abandoned.
+    public func shutdown() async {
+        logger.notice("Shutting down: draining requests in progress")
+        let servers = state.servers + (state.metricsServer.map { [$0] } ?? [])
+        let grace = config.http.shutdownGracePeriod
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskGroup(of: Void.self) { inner in
+                    for server in servers { inner.addTask { await server.shutdown() } }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: grace) }
+            await group.next()
+            group.cancelAll()
+        }
+        for pushkin in pushkins { await pushkin.shutdown() }
+        logger.notice("Shut down")
+    }
+}
+
+/// Serves the Prometheus exposition on any path, as Sygnal's metrics listener does.
+struct MetricsEndpoint: HTTPHandler {
+    let metrics: GatewayMetrics
+
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        var response = HTTPResponse(status: .ok, body: ByteBuffer(bytes: metrics.exposition()))
+        response.headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+        return response
+    }
+}
+
+import Synchronization
+
+private final class ServerState: Sendable {
+    private let storage = Mutex<([HTTPServer], HTTPServer?)>(([], nil))
+
+    func set(servers: [HTTPServer], metrics: HTTPServer?) { storage.withLock { $0 = (servers, metrics) } }
+    var servers: [HTTPServer] { storage.withLock { $0.0 } }
+    var metricsServer: HTTPServer? { storage.withLock { $0.1 } }
+}
+
+extension Gateway {
+    public func logInfo(_ message: String, _ metadata: [String: String]) {
+        logger.info("\(message)", metadata: metadata.mapValues { .string($0) })
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// `process_*` metrics as prometheus_client exports them (Sygnal's Grafana dashboard uses them),
+/// read from /proc at scrape time.
+enum ProcessMetrics {
+    static let startTime = Date().timeIntervalSince1970
+
+    static func emit(into buffer: inout [UInt8]) {
+        var lines: [String] = []
+        if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+            let residentPages = statm.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        {
+            let pageSize = Double(sysconf(Int32(_SC_PAGESIZE)))
+            lines.append("# TYPE process_resident_memory_bytes gauge")
+            lines.append("process_resident_memory_bytes \(residentPages * pageSize)")
+        }
+        if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        {
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // After the command: state(0) … utime(11) stime(12) in clock ticks.
+            if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+                let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+                lines.append("# TYPE process_cpu_seconds_total counter")
+                lines.append("process_cpu_seconds_total \((user + system) / ticks)")
+            }
+        }
+        if let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            lines.append("# TYPE process_open_fds gauge")
+            lines.append("process_open_fds \(fds.count)")
+        }
+        lines.append("# TYPE process_start_time_seconds gauge")
+        lines.append("process_start_time_seconds \(startTime)")
+        buffer.append(contentsOf: (lines.joined(separator: "\n") + "\n").utf8)
+    }
+}

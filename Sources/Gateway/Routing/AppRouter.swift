@@ -1,0 +1,31 @@
+import Pushkins
+
+/// Finds the pushkin for an app id as Sygnal does (sygnal.md §1.4): an exact key first, then
+/// every key as a case-sensitive anchored glob; zero or several glob matches mean no pushkin.
+public struct AppRouter: Sendable {
+    public enum Route: Sendable {
+        case pushkin(any Pushkin)
+        case unknown
+        case ambiguous([String])
+    }
+
+    private let exact: [String: any Pushkin]
+    private let globs: [(Glob, any Pushkin)]
+
+    public init(pushkins: [any Pushkin]) {
+        var exact: [String: any Pushkin] = [:]
+        for pushkin in pushkins { exact[pushkin.name] = pushkin }
+        self.exact = exact
+        self.globs = pushkins.filter { Glob($0.name).hasWildcards }.map { (Glob($0.name), $0) }
+    }
+
+    public func route(_ appId: String) -> Route {
+        if let pushkin = exact[appId] { return .pushkin(pushkin) }
+        let matches = globs.filter { $0.0.matches(appId) }
+        switch matches.count {
+        case 0: return .unknown
+        case 1: return .pushkin(matches[0].1)
+        default: return .ambiguous(matches.map(\.1.name))
+        }
+    }
+}

@@ -1,0 +1,44 @@
+/// What became of one device of a notification.
+public enum DeviceOutcome: Sendable, Equatable {
+    /// The upstream accepted the message.
+    case delivered
+    /// The pushkey is dead (unregistered, invalid): it goes into `rejected` and the homeserver
+    /// deletes the pusher.
+    case rejected(reason: String)
+    /// Nothing had to be sent (no content and no badge, `events_only`, an endpoint not allowed).
+    case skipped(reason: String)
+    /// The upstream refused this message for good; retrying the whole request cannot help, so the
+    /// request still succeeds. Logged and counted.
+    case dropped(reason: String)
+    /// Not delivered now (upstream unavailable, retry budget spent, in-flight limit): the request
+    /// answers 502 so that the homeserver retries it later.
+    case failed(reason: String)
+
+    public var isRejected: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
+
+    public var isFailure: Bool {
+        if case .failed = self { return true }
+        return false
+    }
+
+    /// A short label for logs and metrics.
+    public var label: String {
+        switch self {
+        case .delivered: return "delivered"
+        case .rejected: return "rejected"
+        case .skipped: return "skipped"
+        case .dropped: return "dropped"
+        case .failed: return "failed"
+        }
+    }
+
+    public var reason: String? {
+        switch self {
+        case .delivered: return nil
+        case .rejected(let r), .skipped(let r), .dropped(let r), .failed(let r): return r
+        }
+    }
+}

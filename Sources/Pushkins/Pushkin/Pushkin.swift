@@ -1,0 +1,51 @@
+import Logging
+
+/// A push provider for one configured app (one key of `apps:`).
+///
+/// A pushkin turns a notification into a request to its upstream (APNs, FCM, a Web Push
+/// service) and reports, per device, what became of it. It never throws: every failure is an
+/// outcome, so one device cannot take the others of a request down with it.
+public protocol Pushkin: Sendable {
+    /// The app key from the config (an app id or a glob).
+    var name: String { get }
+    /// The pushkin type as written in config: `webpush`, `apns`, `gcm`.
+    var kind: String { get }
+
+    func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome
+
+    /// Dispatches every device of one notification that routes to this pushkin. The default fans
+    /// out concurrently; a provider with a batch API (legacy FCM) overrides it.
+    func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome]
+
+    /// Releases connections; called once at shutdown.
+    func shutdown() async
+}
+
+extension Pushkin {
+    public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+        if devices.count == 1 {
+            return [await dispatch(notification, device: devices[0], context: context)]
+        }
+        return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
+            for (index, device) in devices.enumerated() {
+                group.addTask { (index, await self.dispatch(notification, device: device, context: context)) }
+            }
+            var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
+            for await (index, outcome) in group { outcomes[index] = outcome }
+            return outcomes
+        }
+    }
+
+    public func shutdown() async {}
+}
+
+/// What a dispatch needs besides the notification: the request's id and logger.
+public struct DispatchContext: Sendable {
+    public var requestId: String
+    public var logger: Logger
+
+    public init(requestId: String, logger: Logger) {
+        self.requestId = requestId
+        self.logger = logger
+    }
+}

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import NIOPosix
+
+/// Classifies IP addresses, so that a homeserver cannot make Herald send requests into the
+/// operator's own network (loopback, private, link-local, multicast, reserved ranges).
+public enum NetworkAddress {
+    public enum Kind: Sendable, Equatable {
+        case global
+        case nonPublic(String)
+    }
+
+    /// The kind of a literal IPv4/IPv6 address, or nil if `text` is not one.
+    public static func classify(literal text: String) -> Kind? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return classifyV4(UInt32(bigEndian: v4.s_addr))
+        }
+        var v6 = in6_addr()
+        let stripped = text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
+        if inet_pton(AF_INET6, stripped, &v6) == 1 {
+            return classifyV6(withUnsafeBytes(of: v6) { Array($0) })
+        }
+        return nil
+    }
+
+    static func classifyV4(_ a: UInt32) -> Kind {
+        func inRange(_ base: UInt32, _ bits: UInt32) -> Bool {
+            let mask: UInt32 = bits == 0 ? 0 : ~UInt32(0) << (32 - bits)
+            return a & mask == base & mask
+        }
+        let ranges: [(UInt32, UInt32, String)] = [
+            (0x0000_0000, 8, "this-network"), (0x0A00_0000, 8, "private"), (0x6440_0000, 10, "shared address space"),
+            (0x7F00_0000, 8, "loopback"), (0xA9FE_0000, 16, "link-local"), (0xAC10_0000, 12, "private"),
+            (0xC000_0000, 24, "IETF protocol assignments"), (0xC0A8_0000, 16, "private"), (0xC612_0000, 15, "benchmarking"),
+            (0xE000_0000, 4, "multicast"), (0xF000_0000, 4, "reserved"),
+        ]
+        for (base, bits, name) in ranges where inRange(base, bits) { return .nonPublic(name) }
+        return .global
+    }
+
+    static func classifyV6(_ b: [UInt8]) -> Kind {
+        if b.allSatisfy({ $0 == 0 }) { return .nonPublic("unspecified") }
+        if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return .nonPublic("loopback") }
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {
+            return classifyV4(UInt32(b[12]) << 24 | UInt32(b[13]) << 16 | UInt32(b[14]) << 8 | UInt32(b[15]))
+        }
+        if b[0] & 0xFE == 0xFC { return .nonPublic("unique local") }
+        if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return .nonPublic("link-local") }
+        if b[0] == 0xFF { return .nonPublic("multicast") }
+        return .global
+    }
+
+    /// Resolves `host` (off the event loops) and returns the worst kind among its addresses.
+    public static func resolveAndClassify(host: String, port: Int) async -> Result<Kind, ResolutionError> {
+        if let literal = classify(literal: host) { return .success(literal) }
+        do {
+            return try await NIOThreadPool.singleton.runIfActive {
+                var hints = addrinfo()
+                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+                var result: UnsafeMutablePointer<addrinfo>?
+                let status = getaddrinfo(host, String(port), &hints, &result)
+                guard status == 0, let first = result else {
+                    return .failure(ResolutionError(host: host, reason: "cannot resolve"))
+                }
+                defer { freeaddrinfo(first) }
+                var pointer: UnsafeMutablePointer<addrinfo>? = first
+                var kind = Kind.global
+                while let info = pointer {
+                    if let address = info.pointee.ai_addr {
+                        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+                        if info.pointee.ai_family == AF_INET {
+                            address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                                var a = sin.pointee.sin_addr
+                                _ = inet_ntop(AF_INET, &a, &buffer, socklen_t(buffer.count))
+                            }
+                        } else if info.pointee.ai_family == AF_INET6 {
+                            address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
+                                var a = sin.pointee.sin6_addr
+                                _ = inet_ntop(AF_INET6, &a, &buffer, socklen_t(buffer.count))
+                            }
+                        }
+                        let text = String(cString: buffer)
+                        if case .nonPublic(let name)? = classify(literal: text) { kind = .nonPublic(name) }
+                    }
+                    pointer = info.pointee.ai_next
+                }
+                return .success(kind)
+            }
+        } catch {
+            return .failure(ResolutionError(host: host, reason: "resolver unavailable"))
+        }
+    }
+
+    public struct ResolutionError: Error, Sendable, Equatable {
+        public var host: String
+        public var reason: String
+    }
+}

@@ -1,0 +1,146 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// Connection and timeout settings shared by the HTTP-based pushkins.
+public struct UpstreamSettings: Sendable {
+    public var maxConnections: Int
+    public var connectTimeout: Duration
+    public var requestTimeout: Duration
+    public var proxy: ProxySettings?
+    /// Extra PEM CA files to trust (APNs-compatible test servers, private push services).
+    public var trustedCAFiles: [String]
+    /// How much of a response body is read (for error reasons); the rest is discarded.
+    public var maxResponseBytes: Int
+
+    public init(
+        maxConnections: Int = 20, connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
+        proxy: ProxySettings? = nil, trustedCAFiles: [String] = [], maxResponseBytes: Int = 64 * 1024
+    ) {
+        self.maxConnections = maxConnections
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+        self.proxy = proxy
+        self.trustedCAFiles = trustedCAFiles
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    /// Reads `max_connections`, `connect_timeout`, `request_timeout` and `tls_ca_file` of an app.
+    public static func read(from config: ConfigReader, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings()) -> UpstreamSettings {
+        var settings = defaults
+        settings.maxConnections = config.int("max_connections", default: defaults.maxConnections, range: 1...10_000)
+        settings.connectTimeout = config.seconds("connect_timeout", default: defaults.connectTimeout.seconds, range: 0.001...300)
+        settings.requestTimeout = config.seconds("request_timeout", default: defaults.requestTimeout.seconds, range: 0.001...300)
+        if let ca = config.readableFile("tls_ca_file", required: false) { settings.trustedCAFiles = [ca] }
+        settings.proxy = proxy
+        return settings
+    }
+}
+
+/// An outbound HTTP CONNECT proxy (`proxy:` in config, or `HTTPS_PROXY`).
+public struct ProxySettings: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var username: String?
+    public var password: String?
+
+    public init(host: String, port: Int, username: String? = nil, password: String? = nil) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+    }
+
+    /// Parses `http://[user:pass@]host[:port]`; the port defaults to 80 as in Sygnal.
+    public static func parse(_ url: String) -> Result<ProxySettings, ProxyURLError> {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
+            return .failure(ProxyURLError(reason: "not a URL"))
+        }
+        guard scheme == "http" else { return .failure(ProxyURLError(reason: "only http:// proxies are supported")) }
+        guard let host = components.host, !host.isEmpty else { return .failure(ProxyURLError(reason: "no host")) }
+        var settings = ProxySettings(host: host, port: components.port ?? 80)
+        if let user = components.user, let password = components.password {
+            settings.username = user.removingPercentEncoding ?? user
+            settings.password = password.removingPercentEncoding ?? password
+        }
+        return .success(settings)
+    }
+}
+
+public struct ProxyURLError: Error, Sendable, Equatable {
+    public var reason: String
+}
+
+/// A response from an upstream, with the start of its body.
+public struct UpstreamResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: ByteBuffer
+
+    public var bodyText: String { String(buffer: body) }
+}
+
+/// A pooled HTTP client for one pushkin, with its own connection limit and timeouts.
+public final class UpstreamHTTPClient: Sendable {
+    public let settings: UpstreamSettings
+    private let client: HTTPClient
+
+    public init(settings: UpstreamSettings, httpVersion: HTTPClient.Configuration.HTTPVersion = .automatic) throws {
+        self.settings = settings
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if !settings.trustedCAFiles.isEmpty {
+            var roots: [NIOSSLCertificateSource] = []
+            for file in settings.trustedCAFiles {
+                roots.append(contentsOf: try NIOSSLCertificate.fromPEMFile(file).map { .certificate($0) })
+            }
+            tls.additionalTrustRoots = [.certificates(roots.compactMap { if case .certificate(let c) = $0 { return c } else { return nil } })]
+        }
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .init(settings.connectTimeout), read: .init(settings.requestTimeout)),
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.maxConnections),
+            proxy: settings.proxy.map { proxy in
+                if let user = proxy.username, let password = proxy.password {
+                    return .server(host: proxy.host, port: proxy.port, authorization: .basic(username: user, password: password))
+                }
+                return .server(host: proxy.host, port: proxy.port)
+            },
+            decompression: .disabled
+        )
+        configuration.httpVersion = httpVersion
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Sends one request and reads at most `maxResponseBytes` of the answer. Throws on network
+    /// errors and timeouts.
+    public func send(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?) async throws -> UpstreamResponse {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers = headers
+        if let body { request.body = .bytes(body) }
+        let response = try await client.execute(request, timeout: .init(settings.requestTimeout))
+        var collected = ByteBuffer()
+        for try await var chunk in response.body {
+            let room = settings.maxResponseBytes - collected.readableBytes
+            if room > 0, let slice = chunk.readSlice(length: min(room, chunk.readableBytes)) {
+                var slice = slice
+                collected.writeBuffer(&slice)
+            }
+        }
+        return UpstreamResponse(status: Int(response.status.code), headers: response.headers, body: collected)
+    }
+
+    public func shutdown() async {
+        try? await client.shutdown()
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+
+/// Decides whether Herald may POST to a subscription endpoint.
+///
+/// Beyond Sygnal's `allowed_endpoints` globs (on `host[:port]`, case-insensitive), endpoints must
+/// be https and must not resolve to loopback, private, link-local or multicast addresses, unless
+/// the app sets `allow_insecure_endpoints` / `allow_private_endpoints`.
+public final class EndpointPolicy: Sendable {
+    public struct Endpoint: Sendable, Equatable {
+        public var url: String
+        public var scheme: String
+        public var host: String
+        public var port: Int
+        /// `host[:port]` as written in the URL: what `allowed_endpoints` globs match.
+        public var netloc: String
+        /// `scheme://host[:port]`: the VAPID audience.
+        public var origin: String
+    }
+
+    public enum Verdict: Sendable, Equatable {
+        case allowed(Endpoint)
+        /// Not a usable http(s) URL: the pushkey can never work.
+        case malformed(String)
+        /// A valid endpoint this gateway is configured not to reach.
+        case refused(String)
+    }
+
+    let allowedGlobs: [Glob]?
+    let allowInsecure: Bool
+    let allowPrivate: Bool
+    private let resolutions = Mutex<[String: (kind: NetworkAddress.Kind, until: ContinuousClock.Instant)]>([:])
+    private static let resolutionTTL: Duration = .seconds(60)
+
+    public init(allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool) {
+        self.allowedGlobs = allowedEndpoints?.map { Glob($0, caseInsensitive: true) }
+        self.allowInsecure = allowInsecure
+        self.allowPrivate = allowPrivate
+    }
+
+    public static func parse(_ url: String) -> Endpoint? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "https" || scheme == "http", let rawHost = components.host, !rawHost.isEmpty
+        else { return nil }
+        let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let netloc = components.port.map { "\(hostPart):\($0)" } ?? hostPart
+        return Endpoint(
+            url: url, scheme: scheme, host: host, port: components.port ?? (scheme == "https" ? 443 : 80),
+            netloc: netloc, origin: "\(scheme)://\(netloc)")
+    }
+
+    public func check(_ url: String) async -> Verdict {
+        guard let endpoint = Self.parse(url) else { return .malformed("endpoint is not an http(s) URL") }
+        if let globs = allowedGlobs, !globs.contains(where: { $0.matches(endpoint.netloc) }) {
+            return .refused("endpoint \(endpoint.netloc) is not in allowed_endpoints")
+        }
+        if endpoint.scheme != "https" && !allowInsecure {
+            return .refused("endpoint is not https (set allow_insecure_endpoints to allow)")
+        }
+        if !allowPrivate {
+            switch await kind(of: endpoint) {
+            case .success(.global): break
+            case .success(.nonPublic(let name)):
+                return .refused("endpoint resolves to a \(name) address (set allow_private_endpoints to allow)")
+            case .failure(let error):
+                return .refused("endpoint host \(error.host): \(error.reason)")
+            }
+        }
+        return .allowed(endpoint)
+    }
+
+    private func kind(of endpoint: Endpoint) async -> Result<NetworkAddress.Kind, NetworkAddress.ResolutionError> {
+        if let literal = NetworkAddress.classify(literal: endpoint.host) { return .success(literal) }
+        let now = ContinuousClock.now
+        if let cached = resolutions.withLock({ $0[endpoint.host] }), cached.until > now { return .success(cached.kind) }
+        let result = await NetworkAddress.resolveAndClassify(host: endpoint.host, port: endpoint.port)
+        if case .success(let kind) = result {
+            resolutions.withLock { cache in
+                if cache.count > 10_000 { cache.removeAll() }
+                cache[endpoint.host] = (kind, now + Self.resolutionTTL)
+            }
+        }
+        return result
+    }
+}

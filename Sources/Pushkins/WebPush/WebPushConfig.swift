@@ -1,0 +1,44 @@
+import Crypto
+import Logging
+
+/// The `type: webpush` app keys: Sygnal's (sygnal.md §2.5) plus Herald's limits and policies.
+public struct WebPushConfig: Sendable {
+    public var vapidKey: P256.Signing.PrivateKey
+    public var contactEmail: String
+    public var allowedEndpoints: [String]?
+    public var ttl: Int
+    public var allowInsecureEndpoints: Bool
+    public var allowPrivateEndpoints: Bool
+    public var upstream: UpstreamSettings
+    public var retry: RetryPolicy
+
+    public static let keys = [
+        "vapid_private_key", "vapid_contact_email", "allowed_endpoints", "ttl", "max_connections", "create_vapid_key_if_missing",
+        "allow_insecure_endpoints", "allow_private_endpoints", "connect_timeout", "request_timeout", "tls_ca_file",
+        "max_attempts", "retry_initial_backoff", "retry_max_backoff", "retry_budget",
+    ]
+
+    /// Reads the app's keys; problems go to the reader's diagnostics and nil is returned.
+    public static func read(_ config: ConfigReader, environment: PushkinEnvironment) -> WebPushConfig? {
+        let keyPath = config.string("vapid_private_key", required: true)
+        let createKey = config.bool("create_vapid_key_if_missing", default: false)
+        let email = config.string("vapid_contact_email", required: true)
+        let allowed = config.stringList("allowed_endpoints")
+        let ttl = config.int("ttl", default: 900, range: 0...2_419_200)
+        let insecure = config.bool("allow_insecure_endpoints", default: false)
+        let privateEndpoints = config.bool("allow_private_endpoints", default: false)
+        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy)
+        let retry = RetryPolicy.read(from: config)
+        guard let keyPath, !keyPath.isEmpty, let email else { return nil }
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try VAPIDKey.load(path: keyPath, createIfMissing: createKey, logger: environment.logger)
+        } catch {
+            config.diagnostics.error(config.keyPath("vapid_private_key"), error.description)
+            return nil
+        }
+        return WebPushConfig(
+            vapidKey: key, contactEmail: email, allowedEndpoints: allowed, ttl: ttl, allowInsecureEndpoints: insecure,
+            allowPrivateEndpoints: privateEndpoints, upstream: upstream, retry: retry)
+    }
+}

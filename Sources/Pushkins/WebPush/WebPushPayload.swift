@@ -1,0 +1,73 @@
+/// The JSON a Web Push subscriber receives (sygnal.md §5.2), kept within the 3993 bytes one
+/// `aes128gcm` record of a 4096-byte push message can carry.
+public enum WebPushPayload {
+    nonisolated(unsafe) static let copiedFields: [(String, KeyPath<PushNotification, String?>)] = [
+        ("room_id", \.roomId), ("room_name", \.roomName), ("room_alias", \.roomAlias), ("membership", \.membership),
+        ("event_id", \.eventId), ("sender", \.sender), ("sender_display_name", \.senderDisplayName),
+    ]
+
+    public static func build(_ notification: PushNotification, defaultPayload: JSONObject?) -> JSONObject {
+        var payload = defaultPayload ?? JSONObject()
+        for (key, path) in copiedFields {
+            if let value = notification[keyPath: path], !value.isEmpty { payload[key] = .string(value) }
+            if key == "sender_display_name", notification.userIsTarget { payload["user_is_target"] = .bool(true) }
+        }
+        if let type = notification.type, !type.isEmpty { payload["type"] = .string(type) }
+        if let unread = notification.counts.unread { payload["unread"] = .int(unread) }
+        if let missed = notification.counts.missedCalls { payload["missed_calls"] = .int(missed) }
+        if var content = notification.contentObject, !content.isEmpty {
+            content.removeValue(forKey: "formatted_body")
+            if case .string(let body)? = content["body"], body.unicodeScalars.count > 1000 {
+                content["body"] = .string(String(String.UnicodeScalarView(body.unicodeScalars.prefix(999))) + "…")
+            }
+            if case .string(let ciphertext)? = content["ciphertext"], ciphertext.count > 2000 {
+                content.removeValue(forKey: "ciphertext")
+            }
+            payload["content"] = .object(content)
+        }
+        return payload
+    }
+
+    /// Serialises `payload`, shortening its longest strings from their ends (never splitting a
+    /// character) until it fits in `limit` bytes. Returns nil if even empty strings do not fit.
+    public static func encode(_ payload: JSONObject, limit: Int = WebPushEncryption.maxPlaintext) -> [UInt8]? {
+        var current = payload
+        var bytes = JSONWriter.serialize(.object(current))
+        var rounds = 0
+        while bytes.count > limit {
+            rounds += 1
+            guard rounds < 64, let (path, length) = longestString(in: .object(current), path: []), length > 0 else { return nil }
+            let excess = bytes.count - limit
+            // Cut the longest string by the excess (or to the next-longest length), at a character boundary.
+            current = shorten(.object(current), at: path, by: excess).objectValue ?? current
+            bytes = JSONWriter.serialize(.object(current))
+        }
+        return bytes
+    }
+
+    private static func longestString(in value: JSONValue, path: [String]) -> ([String], Int)? {
+        switch value {
+        case .string(let s): return (path, s.utf8.count)
+        case .object(let o):
+            var best: ([String], Int)?
+            for (key, child) in o {
+                if let candidate = longestString(in: child, path: path + [key]), candidate.1 > (best?.1 ?? 0) { best = candidate }
+            }
+            return best
+        default: return nil
+        }
+    }
+
+    private static func shorten(_ value: JSONValue, at path: [String], by bytes: Int) -> JSONValue {
+        guard let key = path.first else {
+            guard case .string(let s) = value else { return value }
+            var scalars = Array(s.unicodeScalars)
+            var removed = 0
+            while removed < bytes, let last = scalars.popLast() { removed += JSONWriter.encodedLength(of: last) }
+            return .string(String(String.UnicodeScalarView(scalars)))
+        }
+        guard case .object(var o) = value, let child = o[key] else { return value }
+        o[key] = shorten(child, at: Array(path.dropFirst()), by: bytes)
+        return .object(o)
+    }
+}
