@@ -67,6 +67,7 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "Pushkins",
+                "Gateway",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -76,6 +77,10 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
+        ),
+        .executableTarget(
+            name: "herald-fakes",
+            dependencies: ["HeraldTestSupport", "Pushkins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "PushkinsTests", dependencies: ["Pushkins", "HeraldTestSupport"]),
         .testTarget(

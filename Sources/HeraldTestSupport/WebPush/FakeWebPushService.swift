@@ -1,0 +1,203 @@
+import Crypto
+import Foundation
+import Gateway
+import Logging
+import NIOCore
+import NIOHTTP1
+import Pushkins
+import Synchronization
+
+/// A push service for tests, the benchmark and the demo: it holds each subscription's private
+/// key and auth secret, decrypts what it receives (RFC 8291), verifies the VAPID token
+/// (RFC 8292), records every request, and answers as scripted per subscription.
+public final class FakeWebPushService: HTTPHandler, Sendable {
+    public struct Subscription: Sendable {
+        public let path: String
+        public let privateKey: P256.KeyAgreement.PrivateKey
+        public let authSecret: [UInt8]
+        public let endpoint: String
+        /// The `pushkey` a homeserver would send: base64url of the public key.
+        public var p256dh: String { Base64URL.encode(privateKey.publicKey.x963Representation) }
+        public var auth: String { Base64URL.encode(authSecret) }
+    }
+
+    public indirect enum Behavior: Sendable {
+        /// Answer this status (201 by default), with an optional `Retry-After`.
+        case respond(status: Int = 201, retryAfter: String? = nil)
+        /// Use each behaviour once, in order, then keep the last.
+        case sequence([Behavior])
+        /// Wait, then behave as given.
+        case delay(Duration, then: Behavior)
+    }
+
+    public struct Received: Sendable {
+        public let path: String
+        public let headers: HTTPHeaders
+        public let body: [UInt8]
+        /// The decrypted payload, parsed; nil when it did not decrypt or parse.
+        public let payload: JSONValue?
+        public let plaintext: [UInt8]?
+        public let problems: [String]
+        public let vapidClaims: JSONValue?
+
+        public func header(_ name: String) -> String? { headers.first(name: name) }
+    }
+
+    private struct State {
+        var subscriptions: [String: Subscription] = [:]
+        var behaviors: [String: Behavior] = [:]
+        var served: [String: Int] = [:]
+        var received: [Received] = []
+    }
+
+    private let state = Mutex(State())
+    private let recordRequests: Bool
+    public let server: HTTPServer
+    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    private let serveTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+    private let box: HandlerBox
+
+    /// Starts listening on 127.0.0.1 (port 0 picks a free one).
+    public static func start(port: Int = 0, recordRequests: Bool = true) async throws -> FakeWebPushService {
+        let box = HandlerBox()
+        let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-webpush"))
+        let service = FakeWebPushService(server: server, box: box, recordRequests: recordRequests)
+        box.set(service)
+        service.serveTask.withLock { $0 = Task { await server.serve() } }
+        return service
+    }
+
+    private init(server: HTTPServer, box: HandlerBox, recordRequests: Bool) {
+        self.server = server
+        self.box = box
+        self.recordRequests = recordRequests
+    }
+
+    public func stop() async {
+        await server.shutdown()
+        await serveTask.withLock { $0 }?.value
+    }
+
+    /// A new subscription at `/push/<path>`.
+    @discardableResult
+    public func subscribe(_ name: String = UUID().uuidString, behavior: Behavior = .respond()) -> Subscription {
+        let path = "/push/\(name)"
+        let subscription = Subscription(
+            path: path, privateKey: P256.KeyAgreement.PrivateKey(), authSecret: (0..<16).map { _ in UInt8.random(in: 0...255) },
+            endpoint: baseURL + path)
+        state.withLock {
+            $0.subscriptions[path] = subscription
+            $0.behaviors[path] = behavior
+        }
+        return subscription
+    }
+
+    public func setBehavior(_ behavior: Behavior, for subscription: Subscription) {
+        state.withLock {
+            $0.behaviors[subscription.path] = behavior
+            $0.served[subscription.path] = 0
+        }
+    }
+
+    public var received: [Received] { state.withLock { $0.received } }
+
+    public func received(for subscription: Subscription) -> [Received] {
+        state.withLock { $0.received.filter { $0.path == subscription.path } }
+    }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let path = request.path
+        let (subscription, behavior, index) = state.withLock { s -> (Subscription?, Behavior?, Int) in
+            let n = s.served[path, default: 0]
+            s.served[path] = n + 1
+            return (s.subscriptions[path], s.behaviors[path], n)
+        }
+        guard request.method == .POST, let subscription else {
+            return HTTPResponse(status: .notFound)
+        }
+        let body = Array(request.body.readableBytesView)
+        if recordRequests {
+            state.withLock { $0.received.append(inspect(request: request, body: body, subscription: subscription)) }
+        }
+        return await respond(behavior ?? .respond(), index: index)
+    }
+
+    private func respond(_ behavior: Behavior, index: Int) async -> HTTPResponse {
+        switch behavior {
+        case .respond(let status, let retryAfter):
+            var response = HTTPResponse(status: HTTPResponseStatus(statusCode: status))
+            if let retryAfter { response.headers.add(name: "Retry-After", value: retryAfter) }
+            if status == 201 { response.headers.add(name: "Location", value: "\(baseURL)/message/\(UUID().uuidString)") }
+            return response
+        case .sequence(let list):
+            guard let last = list.last else { return HTTPResponse(status: .created) }
+            return await respond(index < list.count ? list[index] : last, index: 0)
+        case .delay(let duration, let then):
+            try? await Task.sleep(for: duration)
+            return await respond(then, index: index)
+        }
+    }
+
+    private func inspect(request: HTTPRequest, body: [UInt8], subscription: Subscription) -> Received {
+        var problems: [String] = []
+        var plaintext: [UInt8]?
+        do {
+            plaintext = try WebPushEncryption.decrypt(body, uaPrivate: subscription.privateKey, authSecret: subscription.authSecret)
+        } catch {
+            problems.append("cannot decrypt: \(error)")
+        }
+        let payload = plaintext.flatMap { try? JSONParser.parse($0) }
+        if plaintext != nil && payload == nil { problems.append("payload is not JSON") }
+        if request.headers.first(name: "Content-Encoding") != "aes128gcm" { problems.append("Content-Encoding is not aes128gcm") }
+        if request.headers.first(name: "TTL").flatMap(Int.init) == nil { problems.append("TTL header missing") }
+        if body.count > 4096 { problems.append("body is \(body.count) bytes, over 4096") }
+        let claims = verifyVAPID(request.headers.first(name: "Authorization"), problems: &problems)
+        return Received(
+            path: request.path, headers: request.headers, body: body, payload: payload, plaintext: plaintext, problems: problems,
+            vapidClaims: claims)
+    }
+
+    private func verifyVAPID(_ header: String?, problems: inout [String]) -> JSONValue? {
+        guard let header, header.hasPrefix("vapid ") else {
+            problems.append("no vapid Authorization")
+            return nil
+        }
+        var token: String?
+        var key: String?
+        for part in header.dropFirst(6).split(separator: ",") {
+            let item = part.trimmingCharacters(in: .whitespaces)
+            if item.hasPrefix("t=") { token = String(item.dropFirst(2)) }
+            if item.hasPrefix("k=") { key = String(item.dropFirst(2)) }
+        }
+        guard let token, let key, let keyBytes = Base64URL.decode(key),
+            let publicKey = try? P256.Signing.PublicKey(x963Representation: keyBytes)
+        else {
+            problems.append("vapid header lacks t= or a P-256 k=")
+            return nil
+        }
+        guard let (header, claims) = JWT.verifyES256(token, publicKey: publicKey) else {
+            problems.append("vapid JWT signature does not verify")
+            return nil
+        }
+        if header["alg"] != "ES256" { problems.append("vapid alg is not ES256") }
+        if claims["aud"]?.stringValue != baseURL { problems.append("vapid aud is not \(baseURL)") }
+        let now = Date().timeIntervalSince1970
+        if let exp = claims["exp"]?.pythonInt {
+            if Double(exp) <= now || Double(exp) > now + 24 * 3600 { problems.append("vapid exp is not within 24 h") }
+        } else {
+            problems.append("vapid exp missing")
+        }
+        if !(claims["sub"]?.stringValue?.hasPrefix("mailto:") ?? false) { problems.append("vapid sub is not mailto:") }
+        return claims
+    }
+}
+
+/// Lets the server be bound before the service that handles its requests exists.
+final class HandlerBox: HTTPHandler, Sendable {
+    private let target = Mutex<FakeWebPushService?>(nil)
+    func set(_ service: FakeWebPushService) { target.withLock { $0 = service } }
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        guard let service = target.withLock({ $0 }) else { return HTTPResponse(status: .serviceUnavailable) }
+        return await service.handle(request)
+    }
+}

@@ -1,0 +1,67 @@
+import Testing
+
+@testable import Pushkins
+
+@Suite struct JSONParserTests {
+    @Test func parsesNestedValuesKeepingKeyOrder() throws {
+        let value = try JSONParser.parse(#"{"b": 1, "a": [true, null, 1.5, "x\u00e9\n"], "c": {}}"#)
+        guard case .object(let o) = value else { Issue.record("not an object"); return }
+        #expect(Array(o.keys) == ["b", "a", "c"])
+        #expect(o["a"] == .array([.bool(true), .null, .double(1.5), .string("xé\n")]))
+        #expect(o["b"] == .int(1))
+    }
+
+    @Test(arguments: [
+        "NaN", "[Infinity]", "-Infinity", "{\"a\": 1,}", "[1 2]", "{'a': 1}", "01", "1.", "\"\u{01}\"", "", "{} x", "[\"\\x\"]",
+    ])
+    func refusesWhatStrictJSONRefuses(_ text: String) {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(text) }
+    }
+
+    @Test func refusesInvalidUTF8() {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
+    }
+
+    @Test func refusesDeepNestingInsteadOfOverflowingTheStack() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(deep) }
+        let ok = String(repeating: "[", count: 60) + String(repeating: "]", count: 60)
+        #expect((try? JSONParser.parse(ok)) != nil)
+    }
+
+    @Test func surrogatePairsCombineAndLoneSurrogatesBecomeReplacement() throws {
+        #expect(try JSONParser.parse(#""\ud83e\udd89""#) == .string("🦉"))
+        #expect(try JSONParser.parse(#""\ud83e x""#) == .string("\u{FFFD} x"))
+    }
+
+    @Test func duplicateKeysKeepTheLastValueAsPythonDoes() throws {
+        #expect(try JSONParser.parse(#"{"a": 1, "a": 2}"#)["a"] == .int(2))
+    }
+
+    @Test func largeIntegersFallBackToDouble() throws {
+        #expect(try JSONParser.parse("123456789012345678901234") == .double(123456789012345678901234))
+    }
+}
+
+@Suite struct JSONWriterTests {
+    @Test func pythonStyleUsesPythonSeparatorsAndRawUTF8() {
+        let value: JSONValue = ["a": [1, "é\"\\/"], "b": ["c": nil, "d": false]]
+        #expect(JSONWriter.string(value, style: .python) == #"{"a": [1, "é\"\\/"], "b": {"c": null, "d": false}}"#)
+        #expect(JSONWriter.string(value) == #"{"a":[1,"é\"\\/"],"b":{"c":null,"d":false}}"#)
+    }
+
+    @Test func escapesControlCharactersAsPythonDoes() {
+        #expect(JSONWriter.string(.string("\u{01}\n\t\u{7F}\u{2028}")) == "\"\\u0001\\n\\t\u{7F}\u{2028}\"")
+    }
+
+    @Test func encodedLengthMatchesTheWriter() {
+        for scalar in ["a", "é", "🦉", "\"", "\n", "\u{01}", "☻"].flatMap({ $0.unicodeScalars }) {
+            #expect(JSONWriter.encodedLength(of: scalar) == JSONWriter.serialize(.string(String(scalar))).count - 2)
+        }
+    }
+
+    @Test func roundTrips() throws {
+        let text = #"{"x":[1,2.5,-3,"🦉"],"y":{"z":true}}"#
+        #expect(JSONWriter.string(try JSONParser.parse(text)) == text)
+    }
+}
