@@ -41,7 +41,8 @@ public final class HTTPServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    return try Connection(wrappingChannelSynchronously: child)
+                    return try Connection(
+                        wrappingChannelSynchronously: child, configuration: .init(isOutboundHalfClosureEnabled: true))
                 }
             }
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
@@ -90,23 +91,35 @@ public final class HTTPServer: Sendable {
     }
 
     private func serve(_ connection: Connection) async {
+        let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var head: HTTPRequestHead?
                 var body = ByteBuffer()
+                var drained: Int?
                 for try await part in inbound {
+                    if let count = drained {
+                        // After a 413: read and discard what the client is still sending, so that closing
+                        // does not reset the connection before it has read the answer.
+                        switch part {
+                        case .body(let chunk) where count + chunk.readableBytes <= 4 * maxBodyBytes:
+                            drained = count + chunk.readableBytes
+                            continue
+                        default:
+                            return
+                        }
+                    }
                     switch part {
                     case .head(let requestHead):
                         head = requestHead
                         body.clear()
                         if let length = requestHead.headers.first(name: "content-length").flatMap(Int.init), length > maxBodyBytes {
-                            try await write(tooLarge(), version: requestHead.version, keepAlive: false, to: outbound)
-                            return
+                            drained = try await refuse(version: requestHead.version, outbound: outbound, channel: channel)
                         }
                     case .body(var chunk):
                         guard body.readableBytes + chunk.readableBytes <= maxBodyBytes else {
-                            try await write(tooLarge(), version: head?.version ?? .http1_1, keepAlive: false, to: outbound)
-                            return
+                            drained = try await refuse(version: head?.version ?? .http1_1, outbound: outbound, channel: channel)
+                            continue
                         }
                         body.writeBuffer(&chunk)
                     case .end:
@@ -124,6 +137,16 @@ public final class HTTPServer: Sendable {
         } catch {
             logger.debug("Connection ended with an error", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Answers 413, half-closes, and gives the client two seconds to stop sending before closing.
+    private func refuse(
+        version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, channel: any Channel
+    ) async throws -> Int {
+        try await write(tooLarge(), version: version, keepAlive: false, to: outbound)
+        outbound.finish()
+        channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        return 0
     }
 
     private func tooLarge() -> HTTPResponse {

@@ -1,0 +1,129 @@
+import Foundation
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// How one request's devices are routed, dispatched and answered (sygnal.md §1.3, §1.4, §8.1–8.3).
+@Suite struct DispatchTests {
+    static let probeApps = """
+          com.example.probe:
+            type: probe
+          com.example.other:
+            type: probe
+        """
+
+    func device(_ pushkey: String, app: String = "com.example.probe") -> JSONValue {
+        ["app_id": .string(app), "pushkey": .string(pushkey)]
+    }
+
+    @Test func rejectedDevicesAreRejectedInRequestOrder() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let response = try await herald.notify(
+            notifyBody(devices: [device("reject-1"), device("accept"), device("reject-2", app: "com.example.other"), device("skip")]))
+        await herald.stop()
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": ["reject-1", "reject-2"]])
+        #expect(Set(probe.seen) == ["reject-1", "accept", "reject-2", "skip"])
+    }
+
+    @Test func devicesOfOneRequestAreDispatchedConcurrently() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let response = try await herald.notify(
+            notifyBody(devices: [device("slow-1"), device("slow-2"), device("slow-3", app: "com.example.other")]))
+        await herald.stop()
+        #expect(response.status == 200)
+        #expect(probe.maxActive == 3)
+    }
+
+    @Test(arguments: [["fail", "reject"], ["reject", "fail"], ["accept", "fail", "reject"]])
+    func aFailedDeviceGives502ButKeepsTheKnownRejections(_ keys: [String]) async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let response = try await herald.notify(notifyBody(devices: keys.map { device($0) }))
+        await herald.stop()
+        #expect(response.status == 502)
+        #expect(response.json?["errcode"] == "M_UNKNOWN")
+        #expect(response.json?["rejected"] == ["reject"])
+        #expect(probe.seen.count == keys.count)  // every device was tried
+    }
+
+    @Test func droppedMessagesDoNotFailTheRequest() async throws {
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
+        let response = try await herald.notify(notifyBody(devices: [device("drop"), device("reject")]))
+        await herald.stop()
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": ["reject"]])
+    }
+
+    @Test func appIdRoutingExactThenSingleGlobElseRejectedWithoutDispatch() async throws {
+        let probe = Probe()
+        let apps = """
+              com.example.apns:
+                type: probe
+              '*.example.*':
+                type: probe
+              'com.example.a*':
+                type: probe
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        let exact = try await herald.notify(notifyBody(devices: [device("k-exact", app: "com.example.apns")]))
+        let glob = try await herald.notify(notifyBody(devices: [device("k-glob", app: "com.example.bpns")]))
+        let ambiguous = try await herald.notify(notifyBody(devices: [device("k-ambiguous", app: "com.example.apns2")]))
+        let unknown = try await herald.notify(notifyBody(devices: [device("k-unknown", app: "org.other.app")]))
+        let caseDiffers = try await herald.notify(notifyBody(devices: [device("k-case", app: "COM.EXAMPLE.APNS")]))
+        await herald.stop()
+        #expect(exact.json == ["rejected": []])
+        #expect(glob.json == ["rejected": []])
+        #expect(ambiguous.json == ["rejected": ["k-ambiguous"]])
+        #expect(unknown.json == ["rejected": ["k-unknown"]])
+        #expect(caseDiffers.json == ["rejected": ["k-case"]])
+        #expect(probe.seen == ["k-exact", "k-glob"])
+    }
+
+    @Test func inflightRequestLimitFailsFastWith502AndIsCounted() async throws {
+        let probe = Probe()
+        let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 1\n"
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        async let first = herald.notify(notifyBody(devices: [device("slow")]))
+        while probe.active == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let second = try await herald.notify(notifyBody(devices: [device("accept")]))
+        let firstResponse = try await first
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(firstResponse.status == 200)
+        #expect(second.status == 502)
+        #expect(probe.seen == ["slow"])
+        #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 1"#))
+    }
+
+    @Test func metricsCountRequestsDevicesAndOutcomes() async throws {
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
+        _ = try await herald.notify(notifyBody(devices: [device("reject"), device("accept"), device("fail")]))
+        _ = try await herald.notify("{}")
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(metrics.contains("sygnal_notifications_received_total 1"))
+        #expect(metrics.contains("sygnal_notifications_devices_received_total 3"))
+        #expect(metrics.contains(#"sygnal_pushgateway_status_codes_total{code="502"} 1"#))
+        #expect(metrics.contains(#"sygnal_pushgateway_status_codes_total{code="400"} 1"#))
+        #expect(metrics.contains(#"herald_rejected_pushkeys_total{pushkin="com.example.probe"} 1"#))
+        #expect(metrics.contains(#"herald_failed_devices_total{pushkin="com.example.probe"} 1"#))
+        #expect(metrics.contains(#"sygnal_per_pushkin_type_total{pushkin="com.example.probe"} 3"#))
+        #expect(metrics.contains("process_resident_memory_bytes"))
+        #expect(metrics.contains("sygnal_notify_time_bucket"))
+    }
+
+    @Test func shutdownDrainsRequestsInProgressAndThenStopsListening() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        async let inFlight = herald.notify(notifyBody(devices: [device("slow")]))
+        while probe.active == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        await herald.stop()
+        let response = try await inFlight
+        #expect(response.status == 200)
+        await #expect(throws: (any Error).self) { try await herald.request(.GET, "/health", timeout: .seconds(1)) }
+    }
+}

@@ -1,0 +1,192 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import Pushkins
+import Synchronization
+import Testing
+
+@testable import Gateway
+
+/// A gateway started in-process on a free loopback port, driven over real sockets.
+final class RunningGateway: Sendable {
+    let gateway: Gateway
+    let task: Task<Void, Never>
+    let base: String
+
+    init(gateway: Gateway, task: Task<Void, Never>) {
+        self.gateway = gateway
+        self.task = task
+        self.base = "http://127.0.0.1:\(gateway.ports[0])"
+    }
+
+    static func start(_ yaml: String, registry: PushkinRegistry = .standard) async throws -> RunningGateway {
+        let (config, diagnostics) = try ConfigLoading.parse(yaml)
+        var logger = Logger(label: "herald-test")
+        logger.logLevel = .critical
+        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger)
+        guard diagnostics.errors.isEmpty else { throw ConfigLoading.Failure(errors: diagnostics.errors) }
+        try await gateway.start()
+        let task = Task { await gateway.run() }
+        return RunningGateway(gateway: gateway, task: task)
+    }
+
+    func stop() async {
+        await gateway.shutdown()
+        await task.value
+    }
+
+    func notify(_ body: String) async throws -> TestResponse {
+        try await request(.POST, "/_matrix/push/v1/notify", body: Array(body.utf8))
+    }
+
+    func notify(_ body: JSONValue) async throws -> TestResponse {
+        try await request(.POST, "/_matrix/push/v1/notify", body: JSONWriter.serialize(body))
+    }
+
+    func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, port: Int? = nil, timeout: TimeAmount = .seconds(60)) async throws -> TestResponse {
+        let url = port.map { "http://127.0.0.1:\($0)\(path)" } ?? base + path
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if let body {
+            request.body = .bytes(ByteBuffer(bytes: body))
+            request.headers.add(name: "Content-Type", value: "application/json")
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let collected = try await response.body.collect(upTo: 1 << 24)
+        return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(collected.readableBytesView))
+    }
+
+    func metricsText() async throws -> String {
+        let port = try #require(gateway.metricsPort)
+        return String(decoding: try await request(.GET, "/metrics", port: port).body, as: UTF8.self)
+    }
+}
+
+struct TestResponse {
+    let status: Int
+    let headers: HTTPHeaders
+    let body: [UInt8]
+
+    var json: JSONValue? { try? JSONParser.parse(body) }
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A scratch directory for key files.
+func temporaryDirectory() -> String {
+    let path = NSTemporaryDirectory() + "herald-test-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// The `apps:` entry of a Web Push app that may reach the fake service on loopback, with quick retries.
+func webpushApp(_ key: String, directory: String, extra: String = "") -> String {
+    """
+      \(key):
+        type: webpush
+        vapid_private_key: \(directory)/vapid-\(abs(key.hashValue)).pem
+        create_vapid_key_if_missing: true
+        vapid_contact_email: ops@example.org
+        allow_insecure_endpoints: true
+        allow_private_endpoints: true
+        retry_initial_backoff: 0.01
+        retry_max_backoff: 0.05
+        request_timeout: 2
+    \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+
+    """
+}
+
+func gatewayYAML(apps: String, extra: String = "") -> String {
+    """
+    http:
+      bind_addresses: ['127.0.0.1']
+      port: 0
+      shutdown_grace_period: 10
+    metrics:
+      prometheus:
+        enabled: true
+        address: 127.0.0.1
+        port: 0
+    \(extra)
+    apps:
+    \(apps)
+    """
+}
+
+/// A notify body with the given devices, optionally around a notification.
+func notifyBody(_ notification: JSONObject = [:], devices: [JSONValue]) -> JSONValue {
+    var n = notification
+    n["devices"] = .array(devices)
+    return ["notification": .object(n)]
+}
+
+/// A pushkin for tests of the gateway itself: what it does depends on the pushkey
+/// (`accept`, `reject`, `fail`, `drop`, `skip`, `slow…` waits 300 ms then accepts).
+final class ProbePushkin: Pushkin {
+    let name: String
+    let kind = "probe"
+    let probe: Probe
+
+    init(name: String, probe: Probe) {
+        self.name = name
+        self.probe = probe
+    }
+
+    func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        probe.begin(device.pushkey)
+        defer { probe.end() }
+        switch device.pushkey {
+        case let k where k.hasPrefix("reject"): return .rejected(reason: "probe")
+        case let k where k.hasPrefix("fail"): return .failed(reason: "probe failure")
+        case let k where k.hasPrefix("drop"): return .dropped(reason: "probe")
+        case let k where k.hasPrefix("skip"): return .skipped(reason: "probe")
+        case let k where k.hasPrefix("slow"):
+            try? await Task.sleep(for: .milliseconds(300))
+            return .delivered
+        default: return .delivered
+        }
+    }
+}
+
+final class Probe: Sendable {
+    private struct State {
+        var seen: [String] = []
+        var active = 0
+        var maxActive = 0
+    }
+    private let state = Mutex(State())
+
+    func begin(_ key: String) {
+        state.withLock {
+            $0.seen.append(key)
+            $0.active += 1
+            $0.maxActive = max($0.maxActive, $0.active)
+        }
+    }
+    func end() { state.withLock { $0.active -= 1 } }
+    var seen: [String] { state.withLock { $0.seen } }
+    var maxActive: Int { state.withLock { $0.maxActive } }
+    var active: Int { state.withLock { $0.active } }
+}
+
+extension PushkinRegistry {
+    static func withProbe(_ probe: Probe) -> PushkinRegistry {
+        var registry = PushkinRegistry.standard
+        registry.register("probe") { name, config, _ in
+            ProbePushkin(name: name, probe: probe)
+        }
+        return registry
+    }
+}
+
+/// Loads a sample from the fixtures (copied from shared/samples).
+func fixture(_ name: String) throws -> JSONValue {
+    guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures") else {
+        throw FixtureMissing(name: name)
+    }
+    return try JSONParser.parse(Array(try Data(contentsOf: url)))
+}
+
+struct FixtureMissing: Error { let name: String }

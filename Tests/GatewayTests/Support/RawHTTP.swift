@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+
+/// A blocking raw TCP client, for requests no HTTP client library will send as-is.
+enum RawHTTP {
+    /// Runs `exchange` on its own thread, so that blocking socket calls never hold a thread of
+    /// Swift's cooperative pool (which the server under test needs).
+    static func exchangeOffPool(port: Int, head: String, chunks: [[UInt8]] = []) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: exchange(port: port, head: head, chunks: chunks))
+            }
+        }
+    }
+
+    /// Sends `head`, then `chunks` (stopping once the server has answered), and returns what the
+    /// server sent back before closing (or after 5 s).
+    static func exchange(port: Int, head: String, chunks: [[UInt8]] = []) -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return "" }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        for chunk in chunks {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, 0) > 0 { break }  // the server has answered
+            let sent = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 { break }
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}
