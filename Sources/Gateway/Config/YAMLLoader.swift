@@ -12,11 +12,27 @@ public enum YAMLLoader {
         let node: Node?
         do {
             node = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw Failure(description: "invalid YAML: \(summary(error))")
         } catch {
-            throw Failure(description: "invalid YAML: \(String(describing: error).split(separator: "\n").joined(separator: " "))")
+            throw Failure(description: "invalid YAML: \(error)")
         }
         guard let node else { return .map([:]) }
         return try convert(node, path: "")
+    }
+
+    /// One line: the problem and where it is, without the document Yams appends.
+    static func summary(_ error: YamlError) -> String {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            return "\(problem) at line \(mark.line), column \(mark.column)"
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            return "duplicate key(s) \(duplicates.joined(separator: ", ")) at line \(context.mark.line)"
+        case .reader(let problem, let offset, _, _):
+            return "\(problem) at byte \(offset ?? 0)"
+        default:
+            return String(describing: error).split(separator: "\n").first.map(String.init) ?? "unreadable"
+        }
     }
 
     private static func convert(_ node: Node, path: String) throws(Failure) -> ConfigValue {

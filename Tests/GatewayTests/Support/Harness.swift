@@ -92,7 +92,6 @@ func webpushApp(_ key: String, directory: String, extra: String = "") -> String 
         allow_private_endpoints: true
         retry_initial_backoff: 0.01
         retry_max_backoff: 0.05
-        request_timeout: 2
     \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
     """
