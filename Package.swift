@@ -82,6 +82,10 @@ let package = Package(
             name: "herald-fakes",
             dependencies: ["HeraldTestSupport", "Pushkins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .executableTarget(
+            name: "bench-hello",
+            dependencies: [.product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
+        ),
         .testTarget(name: "PushkinsTests", dependencies: ["Pushkins", "HeraldTestSupport"]),
         .testTarget(
             name: "GatewayTests",

@@ -34,7 +34,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let gateway: Gateway
         do {
-            gateway = try Bootstrap.makeGateway(configPath: options.path, bootstrapLogging: true)
+            gateway = try await Bootstrap.makeGateway(configPath: options.path, bootstrapLogging: true)
         } catch {
             fail(error.lines)
         }
@@ -58,7 +58,7 @@ struct CheckConfig: AsyncParsableCommand {
     func run() async throws {
         let gateway: Gateway
         do {
-            gateway = try Bootstrap.makeGateway(configPath: options.path)
+            gateway = try await Bootstrap.makeGateway(configPath: options.path)
         } catch {
             fail(error.lines)
         }
@@ -75,7 +75,7 @@ struct VapidKey: AsyncParsableCommand {
     func run() async throws {
         let gateway: Gateway
         do {
-            gateway = try Bootstrap.makeGateway(configPath: options.path)
+            gateway = try await Bootstrap.makeGateway(configPath: options.path)
         } catch {
             fail(error.lines)
         }

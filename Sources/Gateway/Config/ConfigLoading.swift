@@ -1,7 +1,8 @@
 import Foundation
 import Pushkins
 
-/// Loads a config file into a checked `GatewayConfig`.
+/// Reads a config file into a `GatewayConfig`. Only unreadable files and invalid YAML throw; every
+/// other problem is in the returned diagnostics, so that one run reports them all.
 public enum ConfigLoading {
     public struct Failure: Error, CustomStringConvertible {
         public var errors: [String]
@@ -31,7 +32,6 @@ public enum ConfigLoading {
         }
         let diagnostics = ConfigDiagnostics()
         let config = GatewayConfig.read(root, diagnostics: diagnostics, environment: environment)
-        if !diagnostics.errors.isEmpty { throw Failure(errors: diagnostics.errors) }
         return (config, diagnostics)
     }
 }

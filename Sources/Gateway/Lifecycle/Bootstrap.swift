@@ -13,7 +13,7 @@ public enum Bootstrap {
     /// Loads and validates the config and builds the gateway (pushkins included) without binding.
     public static func makeGateway(
         configPath: String, registry: PushkinRegistry = .standard, bootstrapLogging: Bool = false
-    ) throws(StartupError) -> Gateway {
+    ) async throws(StartupError) -> Gateway {
         let (config, diagnostics): (GatewayConfig, ConfigDiagnostics)
         do {
             (config, diagnostics) = try ConfigLoading.load(path: configPath)
@@ -24,7 +24,10 @@ public enum Bootstrap {
         let logger = Logger(label: "herald")
         let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger)
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
-        if !diagnostics.errors.isEmpty { throw StartupError(lines: diagnostics.errors) }
+        if !diagnostics.errors.isEmpty {
+            for pushkin in gateway.pushkins { await pushkin.shutdown() }
+            throw StartupError(lines: diagnostics.errors)
+        }
         return gateway
     }
 

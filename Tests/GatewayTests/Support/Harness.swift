@@ -26,7 +26,10 @@ final class RunningGateway: Sendable {
         var logger = Logger(label: "herald-test")
         logger.logLevel = .critical
         let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger)
-        guard diagnostics.errors.isEmpty else { throw ConfigLoading.Failure(errors: diagnostics.errors) }
+        guard diagnostics.errors.isEmpty else {
+            for pushkin in gateway.pushkins { await pushkin.shutdown() }
+            throw ConfigLoading.Failure(errors: diagnostics.errors)
+        }
         try await gateway.start()
         let task = Task { await gateway.run() }
         return RunningGateway(gateway: gateway, task: task)

@@ -1,0 +1,204 @@
+import Foundation
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// Start-up validation: every problem is one line naming the key path and the reason.
+@Suite struct ConfigTests {
+    func diagnose(_ yaml: String) async -> (errors: [String], warnings: [String]) {
+        do {
+            let (config, diagnostics) = try ConfigLoading.parse(yaml)
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger)
+            for pushkin in gateway.pushkins { await pushkin.shutdown() }
+            return (diagnostics.errors, diagnostics.warnings)
+        } catch {
+            return (error.errors, [])
+        }
+    }
+
+    func webpush(_ dir: String, _ extra: String = "") -> String {
+        """
+        apps:
+          com.example.webpush:
+            type: webpush
+            vapid_private_key: \(dir)/vapid.pem
+            create_vapid_key_if_missing: true
+            vapid_contact_email: ops@example.org
+        \(extra)
+        """
+    }
+
+    @Test func aSygnalConfigLoadsUnchanged() async throws {
+        let dir = temporaryDirectory()
+        let yaml = """
+            log:
+              setup:
+                version: 1
+                formatters:
+                  normal:
+                    format: "%(asctime)s [%(process)d] %(levelname)-5s %(name)s %(message)s"
+                handlers:
+                  stderr:
+                    class: "logging.StreamHandler"
+                    formatter: "normal"
+                    stream: "ext://sys.stderr"
+                loggers:
+                  sygnal.access:
+                    propagate: false
+                    handlers: ["stderr"]
+                    level: "INFO"
+                root:
+                  handlers: ["stderr"]
+                  level: "WARNING"
+                disable_existing_loggers: false
+              access:
+                x_forwarded_for: false
+            http:
+              bind_addresses: ['127.0.0.1', '::1']
+              port: 5000
+            metrics:
+              prometheus:
+                enabled: false
+                address: '127.0.0.1'
+                port: 8000
+              opentracing:
+                enabled: false
+                implementation: jaeger
+                jaeger:
+                  sampler:
+                    type: 'const'
+                    param: 1
+              sentry:
+                enabled: false
+            proxy: 'http://user:secret@prox:8080'
+            \(webpush(dir))
+            """
+        let (config, diagnostics) = try ConfigLoading.parse(yaml)
+        #expect(diagnostics.errors == [])
+        #expect(diagnostics.warnings == [])
+        #expect(config.http.bindAddresses == ["127.0.0.1", "::1"])
+        #expect(config.log.level == .warning)
+        #expect(config.proxy == ProxySettings(host: "prox", port: 8080, username: "user", password: "secret"))
+        #expect(await diagnose(yaml).errors == [])
+    }
+
+    @Test func unknownKeysAreWarnedAboutByTheirFullPath() async {
+        let dir = temporaryDirectory()
+        let result = await diagnose(
+            """
+            http:
+              port: 5000
+              bind_adresses: ['0.0.0.0']
+            colour: blue
+            \(webpush(dir, "    vapid_contact_mail: x"))
+            """)
+        #expect(result.errors == [])
+        #expect(result.warnings.contains("http.bind_adresses: unknown key, ignored"))
+        #expect(result.warnings.contains("colour: unknown section, ignored"))
+        #expect(result.warnings.contains("apps['com.example.webpush'].vapid_contact_mail: unknown key, ignored"))
+    }
+
+    @Test(arguments: [
+        ("http:\n  port: 'five thousand'\n", "http.port: expected an integer, got a string"),
+        ("http:\n  port: 70000\n", "http.port: must be between 0 and 65535, got 70000"),
+        ("http:\n  bind_addresses: '127.0.0.1'\n", "http.bind_addresses: expected a list of strings, got a string"),
+        ("log:\n  format: xml\n", "log.format: must be plain or json, got 'xml'"),
+        ("proxy: 'https://proxy:443'\n", "proxy: invalid proxy URL: only http:// proxies are supported"),
+        ("metrics:\n  prometheus:\n    enabled: 'yes please'\n", "metrics.prometheus.enabled: expected true or false, got a string"),
+    ])
+    func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
+        let dir = temporaryDirectory()
+        #expect(await diagnose(section + webpush(dir)).errors.contains(expected))
+    }
+
+    @Test func zeroAppsIsAnError() async {
+        #expect(await diagnose("http:\n  port: 5000\n").errors == ["apps: No app IDs are configured"])
+        #expect(await diagnose("apps: {}\n").errors == ["apps: No app IDs are configured"])
+    }
+
+    @Test func missingRequiredKeysAndUnknownTypes() async {
+        let result = await diagnose(
+            """
+            apps:
+              a.b:
+                type: webpush
+              c.d:
+                vapid_contact_email: x
+              e.f:
+                type: mystery
+            """)
+        #expect(result.errors.contains("apps['a.b'].vapid_private_key: required key is missing"))
+        #expect(result.errors.contains("apps['a.b'].vapid_contact_email: required key is missing"))
+        #expect(result.errors.contains("apps['c.d'].type: required key is missing"))
+        #expect(result.errors.contains { $0.hasPrefix("apps['e.f'].type: unknown pushkin type 'mystery'") })
+    }
+
+    @Test func missingOrUnreadableKeyFilesAreErrors() async throws {
+        let dir = temporaryDirectory()
+        let missing = await diagnose(
+            "apps:\n  w:\n    type: webpush\n    vapid_private_key: \(dir)/absent.pem\n    vapid_contact_email: x@example.org\n")
+        #expect(missing.errors == ["apps.w.vapid_private_key: file '\(dir)/absent.pem' does not exist"])
+        try "not a key".write(toFile: "\(dir)/bad.pem", atomically: true, encoding: .utf8)
+        let bad = await diagnose("apps:\n  w:\n    type: webpush\n    vapid_private_key: \(dir)/bad.pem\n    vapid_contact_email: x@example.org\n")
+        #expect(bad.errors.count == 1)
+        #expect(bad.errors.first?.hasPrefix("apps.w.vapid_private_key: '\(dir)/bad.pem' is not a P-256 private key") == true)
+    }
+
+    @Test func invalidYAMLIsOneLine() async {
+        let errors = await diagnose("http:\n  port: [\n").errors
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains("invalid YAML") == true)
+        #expect(errors.first?.contains("\n") == false)
+    }
+
+    @Test func aCreatedVAPIDKeyIsReusedOnTheNextStart() async throws {
+        let dir = temporaryDirectory()
+        let yaml = webpush(dir)
+        let first = try #require(try await makePushkin(yaml))
+        let second = try #require(try await makePushkin(yaml))
+        #expect(first.applicationServerKey == second.applicationServerKey)
+        let attributes = try FileManager.default.attributesOfItem(atPath: "\(dir)/vapid.pem")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test func bootstrapReportsEveryErrorOfAConfigFile() async throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/herald.yaml"
+        try "http:\n  port: x\napps: {}\n".write(toFile: path, atomically: true, encoding: .utf8)
+        do {
+            _ = try await Bootstrap.makeGateway(configPath: path)
+            Issue.record("an invalid config started")
+        } catch {
+            #expect(error.lines == ["http.port: expected an integer, got a string", "apps: No app IDs are configured"])
+        }
+        do {
+            _ = try await Bootstrap.makeGateway(configPath: "\(dir)/none.yaml")
+            Issue.record("a missing config started")
+        } catch {
+            #expect(error.lines.count == 1)
+            #expect(error.lines[0].hasPrefix("\(dir)/none.yaml: cannot read config file"))
+        }
+    }
+
+    @Test func theShippedConfigIsValid() async throws {
+        // The repository's config.yaml, as `herald serve` starts with it (its key path made absolute).
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("config.yaml"), encoding: .utf8)
+        let dir = temporaryDirectory()
+        let result = await diagnose(text.replacingOccurrences(of: "./data/", with: dir + "/"))
+        #expect(result.errors == [])
+        #expect(result.warnings == [])
+    }
+
+    func makePushkin(_ yaml: String) async throws -> WebPushPushkin? {
+        let (config, diagnostics) = try ConfigLoading.parse(yaml)
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: Logger(label: "t"))
+        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        return gateway.pushkins.first as? WebPushPushkin
+    }
+}
+
+import Logging

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Herald's benchmark: builds in release mode, starts the fake upstreams and Herald, drives
+# POST /_matrix/push/v1/notify with wrk, and prints requests/s, p50/p99 latency, server CPU time
+# per request and peak RSS, next to a bare SwiftNIO hello-world measured in the same run.
+#
+#   bench/run.sh [seconds per run, default 10] [connections, default 64]
+#
+# Everything listens on 127.0.0.1 only. Figures from one run are comparable with each other;
+# the machines are shared, so compare ratios, not absolute numbers across runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${1:-10}
+CONNECTIONS=${2:-64}
+THREADS=2
+
+scripts/deps.sh
+echo "Building (release)…" >&2
+swift build -c release --product herald >&2
+swift build -c release --product herald-fakes >&2
+swift build -c release --product bench-hello >&2
+BIN=$(swift build -c release --show-bin-path)
+
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
+
+# Fake upstreams.
+"$BIN/herald-fakes" --subscriptions 1 --output "$work/fakes.json" 2>"$work/fakes.log" &
+pids+=($!)
+for _ in $(seq 1 200); do [ -s "$work/fakes.json" ] && break; sleep 0.05; done
+
+# Herald, with a Web Push app that may reach the fake on loopback.
+HERALD_PORT=$(free_port)
+cat > "$work/herald.yaml" <<YAML
+http:
+  bind_addresses: ['127.0.0.1']
+  port: $HERALD_PORT
+log:
+  level: warning
+apps:
+  com.example.webpush:
+    type: webpush
+    vapid_private_key: $work/vapid.pem
+    create_vapid_key_if_missing: true
+    vapid_contact_email: bench@example.org
+    allow_insecure_endpoints: true
+    allow_private_endpoints: true
+    max_connections: 64
+    inflight_request_limit: 100000
+YAML
+"$BIN/herald" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
+HERALD_PID=$!
+pids+=($HERALD_PID)
+wait_http "http://127.0.0.1:$HERALD_PORT/health"
+
+# The notify body: Sygnal's canonical message to the fake subscription.
+python3 - "$work/fakes.json" > "$work/webpush.json" <<'PY'
+import json, sys
+sub = json.load(open(sys.argv[1]))["webpush"]["subscriptions"][0]
+print(json.dumps({"notification": {
+    "event_id": "$3957tyerfgewrf384", "room_id": "!slw48wfj34rtnrf:example.org", "type": "m.room.message",
+    "sender": "@exampleuser:matrix.org", "sender_display_name": "Major Tom", "room_name": "Mission Control",
+    "room_alias": "#exampleroom:matrix.org", "prio": "high",
+    "content": {"msgtype": "m.text", "body": "I'm floating in a most peculiar way."},
+    "counts": {"unread": 2, "missed_calls": 1},
+    "devices": [{"app_id": "com.example.webpush", "pushkey": sub["p256dh"], "pushkey_ts": 1700000000,
+                 "data": {"endpoint": sub["endpoint"], "auth": sub["auth"]}, "tweaks": {"sound": "default"}}]}}))
+PY
+
+# Bare SwiftNIO baseline.
+HELLO_PORT=$(free_port)
+"$BIN/bench-hello" "$HELLO_PORT" >/dev/null &
+HELLO_PID=$!
+pids+=($HELLO_PID)
+wait_http "http://127.0.0.1:$HELLO_PORT/"
+
+results=()
+# run NAME PID URL BODYFILE
+run() {
+  local name=$1 pid=$2 url=$3 body=$4
+  cat > "$work/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = io.open("$body"):read("*a")
+LUA
+  wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null  # warm-up
+  local before after out
+  before=$(cpu_ticks "$pid")
+  out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
+  after=$(cpu_ticks "$pid")
+  echo "$out" > "$work/$name.wrk"
+  local rps p50 p99 requests errors cpu
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
+  cpu=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($after-$before)/t/max($requests,1)*1e6:.0f}')")
+  results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "$rps" "$p50" "$p99" "${cpu}µs" "$(peak_rss_mib "$pid")" "${errors:-0}")")
+}
+
+run "herald webpush" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify" "$work/webpush.json"
+run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
+
+echo
+echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
+for r in "${results[@]}"; do echo "$r"; done
