@@ -43,14 +43,12 @@ public struct NotifyHandler: Sendable {
         let notification: PushNotification
         do {
             notification = try NotificationParser.parse(body: request.body.readableBytesView)
-        } catch let error as NotificationParser.Failure {
+        } catch {
             logger.info("Invalid notify request", metadata: ["error": "\(error.message)"])
             switch error {
             case .notJSON: return .matrixError(.badRequest, "M_NOT_JSON", error.message)
             case .invalid: return .matrixError(.badRequest, "M_BAD_JSON", error.message)
             }
-        } catch {
-            return .matrixError(.badRequest, "M_BAD_JSON", "\(error)")
         }
         metrics.notificationsReceived.increment()
         metrics.devicesReceived.increment(by: Int64(notification.devices.count))

@@ -23,6 +23,10 @@ public struct PushkinRegistry: Sendable {
             guard let settings = WebPushConfig.read(config, environment: environment) else { return nil }
             return try WebPushPushkin(name: name, config: settings, environment: environment)
         }
+        registry.register("apns") { name, config, environment in
+            guard let settings = APNsConfig.read(config, environment: environment) else { return nil }
+            return try APNsPushkin(name: name, config: settings, environment: environment)
+        }
         return registry
     }
 }

@@ -83,7 +83,7 @@ public enum NetworkAddress {
                                 _ = inet_ntop(AF_INET6, &a, &buffer, socklen_t(buffer.count))
                             }
                         }
-                        let text = String(cString: buffer)
+                        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                         if case .nonPublic(let name)? = classify(literal: text) { kind = .nonPublic(name) }
                     }
                     pointer = info.pointee.ai_next

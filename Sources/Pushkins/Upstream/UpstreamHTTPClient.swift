@@ -87,15 +87,14 @@ public final class UpstreamHTTPClient: Sendable {
     public let settings: UpstreamSettings
     private let client: HTTPClient
 
-    public init(settings: UpstreamSettings, httpVersion: HTTPClient.Configuration.HTTPVersion = .automatic) throws {
+    public init(
+        settings: UpstreamSettings, tls: TLSConfiguration = .makeClientConfiguration(),
+        httpVersion: HTTPClient.Configuration.HTTPVersion = .automatic
+    ) throws {
         self.settings = settings
-        var tls = TLSConfiguration.makeClientConfiguration()
+        var tls = tls
         if !settings.trustedCAFiles.isEmpty {
-            var roots: [NIOSSLCertificateSource] = []
-            for file in settings.trustedCAFiles {
-                roots.append(contentsOf: try NIOSSLCertificate.fromPEMFile(file).map { .certificate($0) })
-            }
-            tls.additionalTrustRoots = [.certificates(roots.compactMap { if case .certificate(let c) = $0 { return c } else { return nil } })]
+            tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) }
         }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,

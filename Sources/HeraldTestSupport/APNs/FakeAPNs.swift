@@ -1,0 +1,287 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Pushkins
+import Synchronization
+
+/// A fake APNs: HTTP/2 over TLS (with a test CA the tests trust), checking what Apple checks:
+/// the path and token, the headers, the ES256 provider token (or the client certificate), and
+/// the payload size. It records every request and can be scripted per device token.
+public final class FakeAPNs: Sendable {
+    public enum Behavior: Sendable {
+        case accept
+        /// Answer `status` with `{"reason": reason}`.
+        case fail(Int, String, retryAfter: String? = nil)
+        /// Use each behaviour once, in order, then keep the last.
+        indirect case sequence([Behavior])
+        indirect case delay(Duration, then: Behavior)
+        /// Answer, then send GOAWAY and close the connection.
+        indirect case goAway(then: Behavior)
+        /// Close the TCP connection without answering.
+        case dropConnection
+    }
+
+    public struct Received: Sendable {
+        public let token: String
+        public let headers: [String: String]
+        public let body: [UInt8]
+        public let payload: JSONValue?
+        public let connection: Int
+        public let status: Int
+        public let reason: String?
+    }
+
+    public enum Auth: Sendable {
+        case token(keyId: String, teamId: String, publicKey: P256.Signing.PublicKey)
+        case clientCertificate
+    }
+
+    private struct State {
+        var behaviors: [String: Behavior] = [:]
+        var served: [String: Int] = [:]
+        var received: [Received] = []
+        var connections = 0
+        var open = 0
+        var maxOpen = 0
+        var streamsInFlight = 0
+        var maxStreamsInFlight = 0
+    }
+
+    private let state = Mutex(State())
+    public let topic: String
+    public let auth: Auth
+    public let port: Int
+    private let channel: any Channel
+    public var baseURL: String { "https://localhost:\(port)" }
+
+    public static func start(
+        pki: TestPKI, topic: String, auth: Auth, maxConcurrentStreams: Int = 1000
+    ) async throws -> FakeAPNs {
+        let (certificateFile, keyFile) = try pki.issueServerCertificate(name: "apns-\(UUID().uuidString.prefix(8))")
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+        tls.applicationProtocols = ["h2"]
+        if case .clientCertificate = auth {
+            tls.certificateVerification = .noHostnameVerification
+            tls.trustRoots = .file(pki.caFile)
+        }
+        let context = try NIOSSLContext(configuration: tls)
+        let box = FakeBox()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                let connection = box.value?.connectionOpened(channel) ?? 0
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                }.flatMap {
+                    channel.configureHTTP2Pipeline(
+                        mode: .server,
+                        initialLocalSettings: [
+                            HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams),
+                            HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
+                        ]
+                    ) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandlers([
+                                HTTP2FramePayloadToHTTP1ServerCodec(), StreamHandler(box: box, connection: connection),
+                            ])
+                        }
+                    }.map { _ in () }
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let fake = FakeAPNs(topic: topic, auth: auth, port: channel.localAddress?.port ?? 0, channel: channel)
+        box.set(fake)
+        return fake
+    }
+
+    private init(topic: String, auth: Auth, port: Int, channel: any Channel) {
+        self.topic = topic
+        self.auth = auth
+        self.port = port
+        self.channel = channel
+    }
+
+    public func stop() async {
+        try? await channel.close()
+    }
+
+    public func script(_ token: String, _ behavior: Behavior) {
+        state.withLock {
+            $0.behaviors[token] = behavior
+            $0.served[token] = 0
+        }
+    }
+
+    public var received: [Received] { state.withLock { $0.received } }
+    public func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
+    /// TCP connections accepted so far.
+    public var connectionsAccepted: Int { state.withLock { $0.connections } }
+    /// The most connections open at once.
+    public var maxOpenConnections: Int { state.withLock { $0.maxOpen } }
+    /// The most requests in progress at once, over all connections.
+    public var maxConcurrentRequests: Int { state.withLock { $0.maxStreamsInFlight } }
+
+    fileprivate func connectionOpened(_ channel: any Channel) -> Int {
+        let id = state.withLock { s -> Int in
+            s.connections += 1
+            s.open += 1
+            s.maxOpen = max(s.maxOpen, s.open)
+            return s.connections
+        }
+        channel.closeFuture.whenComplete { _ in self.state.withLock { $0.open -= 1 } }
+        return id
+    }
+
+    struct Reply: Sendable {
+        var status: Int
+        var reason: String?
+        var retryAfter: String?
+        var goAway = false
+        var drop = false
+    }
+
+    fileprivate func handle(head: HTTPRequestHead, body: [UInt8], connection: Int) async -> Reply {
+        state.withLock {
+            $0.streamsInFlight += 1
+            $0.maxStreamsInFlight = max($0.maxStreamsInFlight, $0.streamsInFlight)
+        }
+        defer { state.withLock { $0.streamsInFlight -= 1 } }
+        var headers: [String: String] = [:]
+        for (name, value) in head.headers { headers[name.lowercased()] = value }
+        let prefix = "/3/device/"
+        let token = head.uri.hasPrefix(prefix) ? String(head.uri.dropFirst(prefix.count)) : ""
+        var reply = check(head: head, headers: headers, token: token, body: body)
+        if reply == nil {
+            let (behavior, index) = state.withLock { s -> (Behavior, Int) in
+                let n = s.served[token, default: 0]
+                s.served[token] = n + 1
+                return (s.behaviors[token] ?? .accept, n)
+            }
+            reply = await perform(behavior, index: index)
+        }
+        let final = reply ?? Reply(status: 200)
+        state.withLock {
+            $0.received.append(
+                Received(
+                    token: token, headers: headers, body: body, payload: try? JSONParser.parse(body), connection: connection,
+                    status: final.status, reason: final.reason))
+        }
+        return final
+    }
+
+    private func perform(_ behavior: Behavior, index: Int) async -> Reply {
+        switch behavior {
+        case .accept: return Reply(status: 200)
+        case .fail(let status, let reason, let retryAfter): return Reply(status: status, reason: reason, retryAfter: retryAfter)
+        case .sequence(let list):
+            guard let last = list.last else { return Reply(status: 200) }
+            return await perform(index < list.count ? list[index] : last, index: 0)
+        case .delay(let duration, let then):
+            try? await Task.sleep(for: duration)
+            return await perform(then, index: index)
+        case .goAway(let then):
+            var reply = await perform(then, index: index)
+            reply.goAway = true
+            return reply
+        case .dropConnection:
+            return Reply(status: 0, drop: true)
+        }
+    }
+
+    /// What Apple itself would refuse, or nil.
+    private func check(head: HTTPRequestHead, headers: [String: String], token: String, body: [UInt8]) -> Reply? {
+        guard head.method == .POST else { return Reply(status: 405, reason: "MethodNotAllowed") }
+        guard head.uri.hasPrefix("/3/device/") else { return Reply(status: 404, reason: "BadPath") }
+        guard !token.isEmpty, token.allSatisfy(\.isHexDigit) else { return Reply(status: 400, reason: "BadDeviceToken") }
+        if case .token(let keyId, let teamId, let publicKey) = auth {
+            guard let bearer = headers["authorization"], bearer.hasPrefix("bearer ") else {
+                return Reply(status: 403, reason: "MissingProviderToken")
+            }
+            guard let (header, claims) = JWT.verifyES256(String(bearer.dropFirst(7)), publicKey: publicKey),
+                header["alg"] == "ES256", header["kid"]?.stringValue == keyId, claims["iss"]?.stringValue == teamId,
+                let iat = claims["iat"]?.pythonInt
+            else {
+                return Reply(status: 403, reason: "InvalidProviderToken")
+            }
+            if Double(iat) < Date().timeIntervalSince1970 - 3600 { return Reply(status: 403, reason: "ExpiredProviderToken") }
+        }
+        guard let topic = headers["apns-topic"] else { return Reply(status: 400, reason: "MissingTopic") }
+        guard topic == self.topic else { return Reply(status: 400, reason: "DeviceTokenNotForTopic") }
+        if let priority = headers["apns-priority"], priority != "5" && priority != "10" { return Reply(status: 400, reason: "BadPriority") }
+        if let expiration = headers["apns-expiration"], Int(expiration) == nil { return Reply(status: 400, reason: "BadExpirationDate") }
+        if let collapse = headers["apns-collapse-id"], collapse.utf8.count > 64 { return Reply(status: 400, reason: "BadCollapseId") }
+        if let pushType = headers["apns-push-type"], !APNsConfig.pushTypes.contains(pushType) {
+            return Reply(status: 400, reason: "InvalidPushType")
+        }
+        if body.count > 4096 { return Reply(status: 413, reason: "PayloadTooLarge") }
+        guard case .object? = try? JSONParser.parse(body) else { return Reply(status: 400, reason: "PayloadEmpty") }
+        return nil
+    }
+}
+
+private final class FakeBox: Sendable {
+    private let fake = Mutex<FakeAPNs?>(nil)
+    var value: FakeAPNs? { fake.withLock { $0 } }
+    func set(_ value: FakeAPNs) { fake.withLock { $0 = value } }
+}
+
+/// One HTTP/2 stream, seen as an HTTP/1 request.
+private final class StreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let box: FakeBox
+    let connection: Int
+    var head: HTTPRequestHead?
+    var body: [UInt8] = []
+
+    init(box: FakeBox, connection: Int) {
+        self.box = box
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let h): head = h
+        case .body(let b): body.append(contentsOf: b.readableBytesView)
+        case .end:
+            guard let head, let fake = box.value else { return }
+            let body = self.body
+            let connection = self.connection
+            let bound = NIOLoopBound((context, self), eventLoop: context.eventLoop)
+            let promise = context.eventLoop.makePromise(of: FakeAPNs.Reply.self)
+            promise.completeWithTask { await fake.handle(head: head, body: body, connection: connection) }
+            promise.futureResult.whenSuccess { reply in
+                let (context, handler) = bound.value
+                if reply.drop {
+                    context.channel.parent?.close(promise: nil)
+                    return
+                }
+                var headers = HTTPHeaders()
+                headers.add(name: "apns-id", value: UUID().uuidString)
+                var payload = ByteBuffer()
+                if let reason = reply.reason {
+                    payload = ByteBuffer(bytes: JSONWriter.serialize(["reason": .string(reason)]))
+                    headers.add(name: "content-type", value: "application/json")
+                }
+                if let retryAfter = reply.retryAfter { headers.add(name: "retry-after", value: retryAfter) }
+                context.write(
+                    handler.wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .init(statusCode: reply.status), headers: headers))),
+                    promise: nil)
+                if payload.readableBytes > 0 { context.write(handler.wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil) }
+                context.writeAndFlush(handler.wrapOutboundOut(.end(nil)), promise: nil)
+                if reply.goAway, let parent = context.channel.parent {
+                    let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+                    parent.writeAndFlush(frame, promise: nil)
+                    parent.eventLoop.scheduleTask(in: .milliseconds(50)) { parent.close(promise: nil) }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Crypto
+import Foundation
+
+/// The `type: apns` app keys: Sygnal's (sygnal.md §2.3) plus connection and retry limits.
+public struct APNsConfig: Sendable {
+    public enum Auth: Sendable {
+        /// Token authentication: a `.p8` key signs ES256 provider tokens.
+        case token(key: P256.Signing.PrivateKey, keyId: String, teamId: String)
+        /// Certificate authentication: a PEM file with the certificate and its key.
+        case certificate(path: String, identity: APNsCertificate)
+    }
+
+    public var auth: Auth
+    public var topic: String
+    public var baseURL: String
+    public var pushType: String?
+    public var convertDeviceTokenToHex: Bool
+    public var sendBadgeCounts: Bool
+    /// Seconds Apple keeps an undeliverable notification (`apns-expiration` = now + this; 0 = once).
+    public var expiration: Int
+    public var connections: Int
+    public var upstream: UpstreamSettings
+    public var retry: RetryPolicy
+
+    public static let pushTypes: Set<String> = [
+        "alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity", "location", "pushtotalk",
+    ]
+
+    public static func read(_ config: ConfigReader, environment: PushkinEnvironment) -> APNsConfig? {
+        let diagnostics = config.diagnostics
+        let platform = config.string("platform") ?? "production"
+        var baseURL: String
+        switch platform {
+        case "production", "prod": baseURL = "https://api.push.apple.com"
+        case "sandbox": baseURL = "https://api.sandbox.push.apple.com"
+        default:
+            diagnostics.error(config.keyPath("platform"), "must be production or sandbox, got '\(platform)'")
+            baseURL = "https://api.push.apple.com"
+        }
+        if let override = config.string("base_url"), !override.isEmpty {
+            baseURL = override.hasSuffix("/") ? String(override.dropLast()) : override
+        }
+        let certfile = config.readableFile("certfile", required: false)
+        let keyfile = config.readableFile("keyfile", required: false)
+        let keyId = config.string("key_id")
+        let teamId = config.string("team_id")
+        var topic = config.string("topic")
+        let pushType = config.string("push_type")
+        if let pushType, !pushTypes.contains(pushType) {
+            diagnostics.error(config.keyPath("push_type"), "must be one of \(pushTypes.sorted().joined(separator: ", ")), got '\(pushType)'")
+        }
+        let hex = config.bool("convert_device_token_to_hex", default: true)
+        let badges = config.bool("send_badge_counts", default: true)
+        let expiration = config.int("expiration", default: 86_400, range: 0...2_592_000)
+        let connections = config.int("max_connections", default: 2, range: 1...100)
+        var defaults = UpstreamSettings()
+        defaults.maxConnections = 1
+        var upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, defaults: defaults)
+        upstream.maxConnections = 1  // one HTTP/2 connection per pooled client
+        let retry = RetryPolicy.read(from: config)
+
+        let auth: Auth
+        if let certfile {
+            // As in Sygnal, the certificate wins when both are set.
+            do {
+                let identity = try APNsCertificate.load(path: certfile)
+                auth = .certificate(path: certfile, identity: identity)
+                if topic == nil || topic?.isEmpty == true { topic = identity.topic }
+            } catch {
+                diagnostics.error(config.keyPath("certfile"), "\(error)")
+                return nil
+            }
+        } else if let keyfile {
+            for (key, value) in [("key_id", keyId), ("team_id", teamId), ("topic", topic)] where value?.isEmpty ?? true {
+                diagnostics.error(config.keyPath(key), "required with keyfile (token authentication)")
+            }
+            guard let keyId, let teamId, !keyId.isEmpty, !teamId.isEmpty else { return nil }
+            do {
+                let pem = try FileAccess.readString(keyfile)
+                auth = .token(key: try P256.Signing.PrivateKey(pemRepresentation: pem), keyId: keyId, teamId: teamId)
+            } catch {
+                diagnostics.error(config.keyPath("keyfile"), "'\(keyfile)' is not a P-256 .p8 key")
+                return nil
+            }
+        } else {
+            if !config.has("certfile") && !config.has("keyfile") {
+                diagnostics.error(config.keyPath("keyfile"), "either certfile or keyfile (with key_id, team_id, topic) is required")
+            }
+            return nil
+        }
+        guard let topic, !topic.isEmpty else {
+            diagnostics.error(config.keyPath("topic"), "required: the certificate has no UID to take the topic from")
+            return nil
+        }
+        return APNsConfig(
+            auth: auth, topic: topic, baseURL: baseURL, pushType: pushType, convertDeviceTokenToHex: hex,
+            sendBadgeCounts: badges, expiration: expiration, connections: connections, upstream: upstream, retry: retry)
+    }
+}

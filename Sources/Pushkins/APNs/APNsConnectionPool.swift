@@ -1,0 +1,39 @@
+import AsyncHTTPClient
+import NIOSSL
+
+/// A small pool of long-lived HTTP/2 connections to APNs. Each member is a client holding one
+/// connection; requests are multiplexed as streams on it, up to the server's
+/// `MAX_CONCURRENT_STREAMS` (further ones wait), and a connection lost or closed by GOAWAY is
+/// replaced on the next request. Requests go to the least busy member.
+final class APNsConnectionPool: Sendable {
+    private let members: [UpstreamHTTPClient]
+    private let load: [AtomicCounter]
+
+    init(config: APNsConfig) throws {
+        var members: [UpstreamHTTPClient] = []
+        for _ in 0..<config.connections {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.applicationProtocols = ["h2"]
+            if case .certificate(let path, _) = config.auth {
+                tls.certificateChain = try NIOSSLCertificate.fromPEMFile(path).map { .certificate($0) }
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: path, format: .pem))
+            }
+            members.append(try UpstreamHTTPClient(settings: config.upstream, tls: tls, httpVersion: .automatic))
+        }
+        self.members = members
+        self.load = members.map { _ in AtomicCounter() }
+    }
+
+    /// Runs `body` on the least busy member.
+    func withClient<T>(_ body: (UpstreamHTTPClient) async throws -> T) async rethrows -> T {
+        var index = 0
+        for i in 1..<members.count where load[i].current < load[index].current { index = i }
+        load[index].add(1)
+        defer { load[index].add(-1) }
+        return try await body(members[index])
+    }
+
+    func shutdown() async {
+        for member in members { await member.shutdown() }
+    }
+}

@@ -1,0 +1,104 @@
+/// The JSON body Sygnal sends to APNs for a notification (sygnal.md §3.3 and §3.4), plus the
+/// `tweaks.sound` → `aps.sound` fix of Sygnal issue 107.
+public enum APNsPayload {
+    public enum Result: Equatable, Sendable {
+        case send(JSONObject)
+        /// Neither an alert nor a badge: nothing to send, and not a rejection.
+        case nothingToSend
+    }
+
+    public static let maxFieldCodePoints = 1024
+
+    public static func build(_ n: PushNotification, device: Device, sendBadgeCounts: Bool) -> Result {
+        let defaultPayload = device.data?["default_payload"]?.objectValue
+        if let eventId = n.eventId, !eventId.isEmpty, n.type?.isEmpty ?? true {
+            // Event-id-only mode: the app fetches the event itself.
+            var payload = defaultPayload ?? JSONObject()
+            if let room = n.roomId, !room.isEmpty { payload["room_id"] = .string(room) }
+            payload["event_id"] = .string(eventId)
+            if sendBadgeCounts {
+                if let unread = n.counts.unread { payload["unread_count"] = .int(unread) }
+                if let missed = n.counts.missedCalls { payload["missed_calls"] = .int(missed) }
+            }
+            return .send(payload)
+        }
+
+        let alert = locKey(n)
+        var badge: Int64?
+        if sendBadgeCounts, n.counts.unread != nil || n.counts.missedCalls != nil {
+            badge = (n.counts.unread ?? 0) + (n.counts.missedCalls ?? 0)
+        }
+        if alert == nil && badge == nil { return .nothingToSend }
+
+        var payload = JSONObject()
+        if let type = n.type, !type.isEmpty, device.data != nil, let defaultPayload { payload = defaultPayload }
+        var aps = payload["aps"]?.objectValue ?? JSONObject()
+        if let (key, args) = alert {
+            var alertObject = aps["alert"]?.objectValue ?? JSONObject()
+            alertObject["loc-key"] = .string(key)
+            alertObject["loc-args"] = .array(args.map { .string($0) })
+            aps["alert"] = .object(alertObject)
+            if let sound = device.sound, !sound.isEmpty { aps["sound"] = .string(sound) }
+        }
+        if let badge { aps["badge"] = .int(badge) }
+        payload["aps"] = .object(aps)
+        if alert != nil {
+            if let room = n.roomId, !room.isEmpty { payload["room_id"] = .string(room) }
+            if let event = n.eventId, !event.isEmpty { payload["event_id"] = .string(event) }
+        }
+        return .send(payload)
+    }
+
+    /// The loc-key and its arguments (sygnal.md §3.4), or nil for none.
+    public static func locKey(_ n: PushNotification) -> (String, [String])? {
+        guard let type = n.type, !type.isEmpty else { return nil }
+        let from: String
+        if (n.sender?.isEmpty ?? true) && (n.senderDisplayName?.isEmpty ?? true) {
+            from = " "
+        } else {
+            from = clip(n.senderDisplayName ?? n.sender ?? " ")
+        }
+        let room: String? = [n.roomName, n.roomAlias].compactMap { $0 }.first { !$0.isEmpty }.map(clip)
+
+        switch type {
+        case "m.room.message", "m.room.encrypted":
+            var body: String?
+            var msgtype: String?
+            if let content = n.contentObject, content["msgtype"] != nil, case .string(let text)? = content["body"] {
+                body = text
+                msgtype = content["msgtype"]?.stringValue
+            }
+            if let room {
+                guard let body else { return ("MSG_FROM_USER_IN_ROOM", [from, room]) }
+                switch msgtype {
+                case "m.image": return ("IMAGE_FROM_USER_IN_ROOM", [from, body, room])
+                case "m.emote": return ("ACTION_FROM_USER_IN_ROOM", [room, from, body])
+                default: return ("MSG_FROM_USER_IN_ROOM_WITH_CONTENT", [from, room, body])
+                }
+            }
+            guard let body else { return ("MSG_FROM_USER", [from]) }
+            switch msgtype {
+            case "m.image": return ("IMAGE_FROM_USER", [from, body])
+            case "m.emote": return ("ACTION_FROM_USER", [from, body])
+            default: return ("MSG_FROM_USER_WITH_CONTENT", [from, body])
+            }
+        case "m.call.invite":
+            let sdp = n.contentObject?["offer"]?["sdp"]?.stringValue ?? ""
+            return (sdp.contains("m=video") ? "VIDEO_CALL_FROM_USER" : "VOICE_CALL_FROM_USER", [from])
+        case "m.room.member":
+            guard n.userIsTarget, n.membership == "invite" else { return nil }
+            if let name = n.roomName, !name.isEmpty { return ("USER_INVITE_TO_NAMED_ROOM", [from, name]) }
+            if let alias = n.roomAlias, !alias.isEmpty { return ("USER_INVITE_TO_NAMED_ROOM", [from, alias]) }
+            return ("USER_INVITE_TO_CHAT", [from])
+        default:
+            return ("MSG_FROM_USER", [from])
+        }
+    }
+
+    /// The first 1024 code points, no ellipsis (as Sygnal cuts names).
+    static func clip(_ s: String) -> String {
+        let scalars = s.unicodeScalars
+        guard scalars.count > maxFieldCodePoints else { return s }
+        return String(String.UnicodeScalarView(scalars.prefix(maxFieldCodePoints)))
+    }
+}
