@@ -42,6 +42,7 @@ public final class FakeAPNs: Sendable {
 
     private struct State {
         var behaviors: [String: Behavior] = [:]
+        var defaultBehavior = Behavior.accept
         var served: [String: Int] = [:]
         var received: [Received] = []
         var connections = 0
@@ -118,6 +119,9 @@ public final class FakeAPNs: Sendable {
         }
     }
 
+    /// The behaviour for tokens without a script of their own.
+    public func scriptDefault(_ behavior: Behavior) { state.withLock { $0.defaultBehavior = behavior } }
+
     public var received: [Received] { state.withLock { $0.received } }
     public func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
     /// TCP connections accepted so far.
@@ -161,7 +165,7 @@ public final class FakeAPNs: Sendable {
             let (behavior, index) = state.withLock { s -> (Behavior, Int) in
                 let n = s.served[token, default: 0]
                 s.served[token] = n + 1
-                return (s.behaviors[token] ?? .accept, n)
+                return (s.behaviors[token] ?? s.defaultBehavior, n)
             }
             reply = await perform(behavior, index: index)
         }

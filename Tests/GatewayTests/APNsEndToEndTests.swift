@@ -1,0 +1,308 @@
+import Crypto
+import Foundation
+import HeraldTestSupport
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// APNs through real sockets: Herald → the fake APNs (HTTP/2 over TLS, JWT or client-certificate
+/// checks). sygnal.md §3, §8.4, §11 items 7–14, and the fixes of §9.
+@Suite struct APNsEndToEndTests {
+    struct Setup {
+        let herald: RunningGateway
+        let apns: FakeAPNs
+        let directory: String
+
+        func stop() async {
+            await herald.stop()
+            await apns.stop()
+        }
+    }
+
+    static let topic = "com.example.app"
+
+    func start(extra: String = "", maxConcurrentStreams: Int = 1000, certificate: Bool = false, limit: Int = 512) async throws -> Setup {
+        let dir = temporaryDirectory()
+        let pki = try TestPKI(directory: dir)
+        let apns: FakeAPNs
+        var auth: String
+        if certificate {
+            apns = try await FakeAPNs.start(pki: pki, topic: Self.topic, auth: .clientCertificate, maxConcurrentStreams: maxConcurrentStreams)
+            auth = "certfile: \(try pki.issueClientCertificate(topic: Self.topic))"
+        } else {
+            let key = P256.Signing.PrivateKey()
+            try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
+            apns = try await FakeAPNs.start(
+                pki: pki, topic: Self.topic, auth: .token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey),
+                maxConcurrentStreams: maxConcurrentStreams)
+            auth = "keyfile: \(dir)/AuthKey.p8\n    key_id: ABC123DEFG\n    team_id: TEAM123456\n    topic: \(Self.topic)"
+        }
+        let apps = """
+              com.example.apns:
+                type: apns
+                \(auth)
+                base_url: \(apns.baseURL)
+                tls_ca_file: \(pki.caFile)
+                retry_initial_backoff: 0.01
+                retry_max_backoff: 0.05
+                inflight_request_limit: \(limit)
+            \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        return Setup(herald: herald, apns: apns, directory: dir)
+    }
+
+    static func pushkey() -> String { Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() }
+    static func hex(_ pushkey: String) -> String { APNsDeviceToken.token(fromPushkey: pushkey, convertToHex: true) ?? "" }
+
+    func device(_ pushkey: String, data: JSONObject = [:], tweaks: JSONObject? = nil) -> JSONValue {
+        var d: JSONObject = ["app_id": "com.example.apns", "pushkey": .string(pushkey), "data": .object(data)]
+        if let tweaks { d["tweaks"] = .object(tweaks) }
+        return .object(d)
+    }
+
+    static let message: JSONObject = [
+        "event_id": "$3957tyerfgewrf384", "room_id": "!slw48wfj34rtnrf:example.org", "type": "m.room.message",
+        "sender": "@exampleuser:matrix.org", "sender_display_name": "Major Tom", "room_name": "Mission Control", "prio": "high",
+        "content": ["msgtype": "m.text", "body": "I'm floating in a most peculiar way."], "counts": ["unread": 2, "missed_calls": 1],
+    ]
+
+    @Test func sygnalsRecordedRequestWithTheSoundFix() async throws {
+        let setup = try await start()
+        let sample = try fixture("sygnal/apns")
+        let response = try await setup.herald.notify(try #require(sample["notify_request"]))
+        await setup.stop()
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": []])
+        let upstream = try #require(sample["upstream_requests"]?.arrayValue?.first)
+        let received = try #require(setup.apns.received.first)
+        #expect(received.status == 200)
+        #expect("/3/device/" + received.token == upstream["headers"]?.arrayValue?.first { $0.arrayValue?.first == ":path" }?.arrayValue?.last?.stringValue)
+        guard case .object(var expected)? = upstream["body"], case .object(var aps)? = expected["aps"] else { return }
+        aps["sound"] = "default"  // Sygnal issue 107: tweaks.sound now reaches the device
+        expected["aps"] = .object(aps)
+        #expect(try #require(received.payload).semanticallyEquals(.object(expected)))
+        #expect(received.headers["apns-topic"] == Self.topic)
+        #expect(received.headers["apns-priority"] == "10")
+        #expect(received.headers["apns-push-type"] == nil)
+        #expect(received.headers["apns-collapse-id"] == "$3957tyerfgewrf384")
+        let expiration = try #require(received.headers["apns-expiration"].flatMap(Int.init))
+        #expect(expiration > Int(Date().timeIntervalSince1970))
+    }
+
+    @Test func synapseEventIdOnlyPusherWithDefaultPayload() async throws {
+        let setup = try await start()
+        var body = try #require(try fixture("synapse/message_event_id_only_default_payload")["request_body"])
+        if case .object(var root) = body, case .object(var n)? = root["notification"], case .array(var devices)? = n["devices"],
+            case .object(var d) = devices[0]
+        {
+            d["app_id"] = "com.example.apns"
+            devices[0] = .object(d)
+            n["devices"] = .array(devices)
+            root["notification"] = .object(n)
+            body = .object(root)
+        }
+        let response = try await setup.herald.notify(body)
+        await setup.stop()
+        #expect(response.json == ["rejected": []])
+        let received = try #require(setup.apns.received.first)
+        #expect(received.token == Self.hex("WaFdPILtt/qTUNSId+OHuC1zzjrkB0H2N5YcmXR2XK4="))
+        #expect(received.headers["apns-priority"] == "5")
+        #expect(
+            received.payload?.semanticallyEquals([
+                "aps": ["alert": ["loc-args": [], "loc-key": "SINGLE_UNREAD"], "content-available": 1, "mutable-content": 1],
+                "room_id": "!jwV_lbLCpdNd3g2sE_GkvPePaGibb2hdsuGczReWK38", "event_id": "$fOVUvSq2-l4uHyoMAZAlJDeDODcdSvhETI3dq3iz1ro",
+                "unread_count": 1,
+            ]) == true)
+    }
+
+    @Test(arguments: [
+        (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"), (400, "TopicDisallowed"), (410, "Unregistered"), (410, "ExpiredToken"),
+    ])
+    func deadTokensAreRejectedWithoutRetry(_ status: Int, _ reason: String) async throws {
+        let setup = try await start()
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .fail(status, reason))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        await setup.stop()
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": [.string(key)]])  // the original pushkey, not the hex token
+        #expect(setup.apns.received.count == 1)
+    }
+
+    @Test(arguments: [(429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable")])
+    func temporaryErrorsAreRetriedThen502(_ status: Int, _ reason: String) async throws {
+        let setup = try await start(extra: "max_attempts: 3")
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .fail(status, reason))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        await setup.stop()
+        #expect(response.status == 502)
+        #expect(response.json?["rejected"] == [])
+        #expect(setup.apns.received.count == 3)
+    }
+
+    @Test func aTemporaryErrorThenSuccessIsDelivered() async throws {
+        let setup = try await start()
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .sequence([.fail(503, "ServiceUnavailable", retryAfter: "0"), .accept]))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        await setup.stop()
+        #expect(response.status == 200)
+        #expect(setup.apns.received.map(\.status) == [503, 200])
+    }
+
+    @Test(arguments: [(400, "BadMessageId"), (403, "InvalidProviderToken"), (413, "PayloadTooLarge"), (400, "BadTopic")])
+    func otherClientErrorsFailAtOnceWith502(_ status: Int, _ reason: String) async throws {
+        let setup = try await start()
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .fail(status, reason))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        await setup.stop()
+        #expect(response.status == 502)
+        #expect(setup.apns.received.count == 1)
+    }
+
+    @Test func expiredProviderTokenIsRefreshedAndRetriedOnce() async throws {
+        let setup = try await start()
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .sequence([.fail(403, "ExpiredProviderToken"), .accept]))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        let again = Self.pushkey()
+        setup.apns.script(Self.hex(again), .fail(403, "ExpiredProviderToken"))
+        let second = try await setup.herald.notify(notifyBody(Self.message, devices: [device(again)]))
+        await setup.stop()
+        #expect(response.status == 200)
+        let first = setup.apns.received(token: Self.hex(key))
+        #expect(first.map(\.status) == [403, 200])
+        #expect(first[0].headers["authorization"] != first[1].headers["authorization"])
+        #expect(second.status == 502)  // refreshed once only
+        #expect(setup.apns.received(token: Self.hex(again)).count == 2)
+    }
+
+    @Test func invalidPushkeysAndDefaultPayloadsAreRejectedWithoutARequest() async throws {
+        let setup = try await start()
+        let response = try await setup.herald.notify(
+            notifyBody(Self.message, devices: [device("abc"), device(Self.pushkey(), data: ["default_payload": "x"])]))
+        await setup.stop()
+        #expect(response.json?["rejected"]?.arrayValue?.count == 2)
+        #expect(setup.apns.received.isEmpty)
+    }
+
+    @Test func lowPriorityPushTypeAndNoCollapseIdWithoutAnEvent() async throws {
+        let setup = try await start(extra: "push_type: alert")
+        var low = Self.message
+        low["prio"] = "low"
+        _ = try await setup.herald.notify(notifyBody(low, devices: [device(Self.pushkey())]))
+        _ = try await setup.herald.notify(notifyBody(["counts": ["unread": 4]], devices: [device(Self.pushkey())]))
+        await setup.stop()
+        let received = setup.apns.received
+        #expect(received.count == 2)
+        #expect(received[0].headers["apns-priority"] == "5")
+        #expect(received.allSatisfy { $0.headers["apns-push-type"] == "alert" })
+        #expect(received[1].headers["apns-collapse-id"] == nil)
+        #expect(received[1].payload == ["aps": ["badge": 4]])
+    }
+
+    @Test func badgeCountsOff() async throws {
+        let setup = try await start(extra: "send_badge_counts: false")
+        let badgeOnly = try await setup.herald.notify(notifyBody(["counts": ["unread": 4]], devices: [device(Self.pushkey())]))
+        let full = try await setup.herald.notify(notifyBody(Self.message, devices: [device(Self.pushkey())]))
+        await setup.stop()
+        #expect(badgeOnly.json == ["rejected": []])
+        #expect(full.json == ["rejected": []])
+        #expect(setup.apns.received.count == 1)
+        #expect(setup.apns.received.first?.payload?["aps"]?["badge"] == nil)
+    }
+
+    @Test func oversizeMessagesAreCutToExactly4096Bytes() async throws {
+        let setup = try await start()
+        var big = Self.message
+        big["content"] = ["msgtype": "m.text", "body": .string(String(repeating: "⚑", count: 3000))]
+        let response = try await setup.herald.notify(notifyBody(big, devices: [device(Self.pushkey())]))
+        await setup.stop()
+        #expect(response.status == 200)
+        let received = try #require(setup.apns.received.first)
+        #expect(received.status == 200)
+        #expect(received.body.count <= 4096 && received.body.count > 4093)
+        let body = try #require(received.payload?["aps"]?["alert"]?["loc-args"]?.arrayValue?.last?.stringValue)
+        #expect(body.allSatisfy { $0 == "⚑" })
+    }
+
+    @Test func certificateModeTakesTheTopicFromTheCertificateAndExportsItsExpiry() async throws {
+        let setup = try await start(certificate: true)
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(Self.pushkey())]))
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+        #expect(response.status == 200)
+        #expect(setup.apns.received.first?.status == 200)
+        #expect(setup.apns.received.first?.headers["apns-topic"] == Self.topic)
+        #expect(setup.apns.received.first?.headers["authorization"] == nil)
+        #expect(metrics.contains(#"sygnal_client_cert_expiry{pushkin="com.example.apns"}"#))
+    }
+
+    @Test func aThousandConcurrentDevicesShareAtMostTheConfiguredConnections() async throws {
+        let setup = try await start(extra: "max_connections: 2", maxConcurrentStreams: 100, limit: 5000)
+        let keys = (0..<1000).map { _ in Self.pushkey() }
+        setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: keys.map { device($0) }))
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+        #expect(response.json == ["rejected": []])
+        #expect(setup.apns.received.count == 1000)
+        #expect(setup.apns.received.allSatisfy { $0.status == 200 })
+        #expect(setup.apns.connectionsAccepted <= 2)
+        #expect(setup.apns.maxConcurrentRequests > 2)  // multiplexed, not one request per connection at a time
+        #expect(metrics.contains(#"sygnal_apns_status_codes_total{pushkin="com.example.apns",code="200"} 1000"#))
+    }
+
+    @Test func goAwayAndDroppedConnectionsAreRecoveredFrom() async throws {
+        let setup = try await start(extra: "max_connections: 1")
+        let first = Self.pushkey()
+        setup.apns.script(Self.hex(first), .goAway(then: .accept))
+        let a = try await setup.herald.notify(notifyBody(Self.message, devices: [device(first)]))
+        try await Task.sleep(for: .milliseconds(200))
+        let b = try await setup.herald.notify(notifyBody(Self.message, devices: [device(Self.pushkey())]))
+        let dropped = Self.pushkey()
+        setup.apns.script(Self.hex(dropped), .sequence([.dropConnection, .accept]))
+        let c = try await setup.herald.notify(notifyBody(Self.message, devices: [device(dropped)]))
+        let d = try await setup.herald.notify(notifyBody(Self.message, devices: [device(Self.pushkey())]))
+        await setup.stop()
+        #expect([a, b, c, d].map(\.status) == [200, 200, 200, 200])
+        #expect(setup.apns.connectionsAccepted >= 3)
+        #expect(setup.apns.received(token: Self.hex(dropped)).map(\.status) == [0, 200])
+    }
+
+    @Test func aHangingAPNsTimesOutWithinTheBudgetAnd502s() async throws {
+        let setup = try await start(extra: "request_timeout: 0.3\nmax_attempts: 2")
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .delay(.seconds(2), then: .accept))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        await setup.stop()
+        #expect(response.status == 502)
+    }
+
+    @Test func anUnreachableAPNsIs502NotACrash() async throws {
+        let dir = temporaryDirectory()
+        let key = P256.Signing.PrivateKey()
+        try key.pemRepresentation.write(toFile: "\(dir)/k.p8", atomically: true, encoding: .utf8)
+        let apps = """
+              com.example.apns:
+                type: apns
+                keyfile: \(dir)/k.p8
+                key_id: K
+                team_id: T
+                topic: t
+                base_url: https://127.0.0.1:1
+                max_attempts: 2
+                retry_initial_backoff: 0.01
+                connect_timeout: 0.5
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let response = try await herald.notify(notifyBody(Self.message, devices: [device(Self.pushkey())]))
+        await herald.stop()
+        #expect(response.status == 502)
+    }
+}
