@@ -31,11 +31,15 @@ import Testing
     @Test func devicesOfOneRequestAreDispatchedConcurrently() async throws {
         let probe = Probe()
         let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
-        let response = try await herald.notify(
-            notifyBody(devices: [device("slow-1"), device("slow-2"), device("slow-3", app: "com.example.other")]))
+        async let response = herald.notify(
+            notifyBody(devices: [device("hold-1"), device("hold-2"), device("hold-3", app: "com.example.other")]))
+        await probe.waitForActive(3)
+        let concurrent = probe.active
+        probe.release()
+        let status = try await response.status
         await herald.stop()
-        #expect(response.status == 200)
-        #expect(probe.maxActive == 3)
+        #expect(status == 200)
+        #expect(concurrent == 3)
     }
 
     @Test(arguments: [["fail", "reject"], ["reject", "fail"], ["accept", "fail", "reject"]])
@@ -87,15 +91,16 @@ import Testing
         let probe = Probe()
         let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 1\n"
         let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
-        async let first = herald.notify(notifyBody(devices: [device("slow")]))
-        while probe.active == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        async let first = herald.notify(notifyBody(devices: [device("hold")]))
+        await probe.waitForActive(1)
         let second = try await herald.notify(notifyBody(devices: [device("accept")]))
+        probe.release()
         let firstResponse = try await first
         let metrics = try await herald.metricsText()
         await herald.stop()
         #expect(firstResponse.status == 200)
         #expect(second.status == 502)
-        #expect(probe.seen == ["slow"])
+        #expect(probe.seen == ["hold"])
         #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 1"#))
     }
 
@@ -119,9 +124,12 @@ import Testing
     @Test func shutdownDrainsRequestsInProgressAndThenStopsListening() async throws {
         let probe = Probe()
         let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
-        async let inFlight = herald.notify(notifyBody(devices: [device("slow")]))
-        while probe.active == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        await herald.stop()
+        async let inFlight = herald.notify(notifyBody(devices: [device("hold")]))
+        await probe.waitForActive(1)
+        async let stopped: Void = herald.stop()
+        try await Task.sleep(for: .milliseconds(100))
+        probe.release()
+        await stopped
         let response = try await inFlight
         #expect(response.status == 200)
         await #expect(throws: (any Error).self) { try await herald.request(.GET, "/health", timeout: .seconds(1)) }

@@ -125,7 +125,8 @@ func notifyBody(_ notification: JSONObject = [:], devices: [JSONValue]) -> JSONV
 }
 
 /// A pushkin for tests of the gateway itself: what it does depends on the pushkey
-/// (`accept`, `reject`, `fail`, `drop`, `skip`, `slow…` waits 300 ms then accepts).
+/// (`accept`, `reject`, `fail`, `drop`, `skip`; `hold…` waits until the test calls `release()`,
+/// then accepts).
 final class ProbePushkin: Pushkin {
     let name: String
     let kind = "probe"
@@ -144,8 +145,8 @@ final class ProbePushkin: Pushkin {
         case let k where k.hasPrefix("fail"): return .failed(reason: "probe failure")
         case let k where k.hasPrefix("drop"): return .dropped(reason: "probe")
         case let k where k.hasPrefix("skip"): return .skipped(reason: "probe")
-        case let k where k.hasPrefix("slow"):
-            try? await Task.sleep(for: .milliseconds(300))
+        case let k where k.hasPrefix("hold"):
+            await probe.waitForRelease()
             return .delivered
         default: return .delivered
         }
@@ -157,6 +158,7 @@ final class Probe: Sendable {
         var seen: [String] = []
         var active = 0
         var maxActive = 0
+        var released = false
     }
     private let state = Mutex(State())
 
@@ -168,6 +170,21 @@ final class Probe: Sendable {
         }
     }
     func end() { state.withLock { $0.active -= 1 } }
+    func release() { state.withLock { $0.released = true } }
+
+    /// Waits (at most 10 s) for `release()`.
+    func waitForRelease() async {
+        for _ in 0..<2000 where !state.withLock({ $0.released }) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Waits (at most 10 s) until `count` dispatches are in progress.
+    func waitForActive(_ count: Int) async {
+        for _ in 0..<2000 where active < count {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
     var seen: [String] { state.withLock { $0.seen } }
     var maxActive: Int { state.withLock { $0.maxActive } }
     var active: Int { state.withLock { $0.active } }
