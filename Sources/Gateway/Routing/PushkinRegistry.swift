@@ -27,6 +27,10 @@ public struct PushkinRegistry: Sendable {
             guard let settings = APNsConfig.read(config, environment: environment) else { return nil }
             return try APNsPushkin(name: name, config: settings, environment: environment)
         }
+        registry.register("gcm") { name, config, environment in
+            guard let settings = FCMConfig.read(config, environment: environment) else { return nil }
+            return try FCMPushkin(name: name, config: settings, environment: environment)
+        }
         return registry
     }
 }

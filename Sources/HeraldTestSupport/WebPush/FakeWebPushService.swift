@@ -55,11 +55,11 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
     public let server: HTTPServer
     public var baseURL: String { "http://127.0.0.1:\(server.port)" }
     private let serveTask: Mutex<Task<Void, Never>?> = Mutex(nil)
-    private let box: HandlerBox
+    private let box: HandlerBox<FakeWebPushService>
 
     /// Starts listening on 127.0.0.1 (port 0 picks a free one).
     public static func start(port: Int = 0, recordRequests: Bool = true) async throws -> FakeWebPushService {
-        let box = HandlerBox()
+        let box = HandlerBox<FakeWebPushService>()
         let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-webpush"))
         let service = FakeWebPushService(server: server, box: box, recordRequests: recordRequests)
         box.set(service)
@@ -67,7 +67,7 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         return service
     }
 
-    private init(server: HTTPServer, box: HandlerBox, recordRequests: Bool) {
+    private init(server: HTTPServer, box: HandlerBox<FakeWebPushService>, recordRequests: Bool) {
         self.server = server
         self.box = box
         self.recordRequests = recordRequests
@@ -192,12 +192,3 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
     }
 }
 
-/// Lets the server be bound before the service that handles its requests exists.
-final class HandlerBox: HTTPHandler, Sendable {
-    private let target = Mutex<FakeWebPushService?>(nil)
-    func set(_ service: FakeWebPushService) { target.withLock { $0 = service } }
-    func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        guard let service = target.withLock({ $0 }) else { return HTTPResponse(status: .serviceUnavailable) }
-        return await service.handle(request)
-    }
-}

@@ -1,0 +1,290 @@
+import Crypto
+import Foundation
+import Gateway
+import Logging
+import NIOCore
+import NIOHTTP1
+import Pushkins
+import Synchronization
+import _CryptoExtras
+
+/// A fake Firebase Cloud Messaging: the OAuth token endpoint (checks the service account's RS256
+/// JWT bearer grant and issues expiring tokens), the HTTP v1 send endpoint (checks the bearer
+/// token and validates messages as FCM does, answering with FCM's error bodies) and the legacy
+/// endpoint (per-result errors). Scriptable per registration token.
+public final class FakeFCM: HTTPHandler, Sendable {
+    public indirect enum Behavior: Sendable {
+        case accept
+        /// 404 UNREGISTERED (v1) / `NotRegistered` result (legacy).
+        case unregistered
+        /// 400 INVALID_ARGUMENT about the registration token (v1) / `InvalidRegistration` (legacy).
+        case invalidToken
+        /// 429 QUOTA_EXCEEDED with an optional Retry-After.
+        case quotaExceeded(retryAfter: String?)
+        /// 503 UNAVAILABLE with an optional Retry-After (v1) / `Unavailable` result (legacy).
+        case unavailable(retryAfter: String?)
+        case sequence([Behavior])
+        case delay(Duration, then: Behavior)
+    }
+
+    public struct Received: Sendable {
+        public let path: String
+        public let headers: HTTPHeaders
+        public let body: JSONValue?
+        public let status: Int
+        /// `message.token` (v1) or the legacy `to` / `registration_ids`.
+        public let tokens: [String]
+    }
+
+    private struct State {
+        var behaviors: [String: Behavior] = [:]
+        var served: [String: Int] = [:]
+        var received: [Received] = []
+        var issued: [String: Date] = [:]
+        var tokenRequests = 0
+        var tokenProblems: [String] = []
+    }
+
+    public let projectId: String
+    public let legacyAPIKey: String
+    public let serviceAccountFile: String
+    public let clientEmail = "herald-test@herald-test.iam.gserviceaccount.com"
+    private let publicKey: _RSA.Signing.PublicKey
+    private let tokenLifetime: Int
+    private let state = Mutex(State())
+    public let server: HTTPServer
+    private let serveTask = Mutex<Task<Void, Never>?>(nil)
+    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
+
+    /// Starts on 127.0.0.1 and writes a service-account file (fresh RSA key) into `directory`.
+    public static func start(directory: String, projectId: String = "herald-test", tokenLifetime: Int = 3600, port: Int = 0) async throws
+        -> FakeFCM
+    {
+        let box = HandlerBox<FakeFCM>()
+        let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-fcm"))
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let file = "\(directory)/service-account-\(UUID().uuidString.prefix(8)).json"
+        let fake = FakeFCM(
+            server: server, projectId: projectId, publicKey: key.publicKey, serviceAccountFile: file, tokenLifetime: tokenLifetime)
+        let account: JSONValue = [
+            "type": "service_account", "project_id": .string(projectId), "private_key_id": "0123456789abcdef",
+            "private_key": .string(key.pkcs8PEMRepresentation), "client_email": .string(fake.clientEmail),
+            "token_uri": .string("\(fake.baseURL)/token"),
+        ]
+        try JSONWriter.string(account).write(toFile: file, atomically: true, encoding: .utf8)
+        box.set(fake)
+        fake.serveTask.withLock { $0 = Task { await server.serve() } }
+        return fake
+    }
+
+    private init(server: HTTPServer, projectId: String, publicKey: _RSA.Signing.PublicKey, serviceAccountFile: String, tokenLifetime: Int) {
+        self.server = server
+        self.projectId = projectId
+        self.publicKey = publicKey
+        self.serviceAccountFile = serviceAccountFile
+        self.tokenLifetime = tokenLifetime
+        self.legacyAPIKey = "legacy-key-\(UUID().uuidString.prefix(8))"
+    }
+
+    public func stop() async {
+        await server.shutdown()
+        await serveTask.withLock { $0 }?.value
+    }
+
+    public func script(_ token: String, _ behavior: Behavior) {
+        state.withLock {
+            $0.behaviors[token] = behavior
+            $0.served[token] = 0
+        }
+    }
+
+    /// Invalidates every access token issued so far (the next send gets 401).
+    public func revokeAccessTokens() { state.withLock { $0.issued.removeAll() } }
+
+    public var received: [Received] { state.withLock { $0.received } }
+    public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
+    public var tokenProblems: [String] { state.withLock { $0.tokenProblems } }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let path = request.path
+        if path == "/token" { return issueToken(request) }
+        if path == "/v1/projects/\(projectId)/messages:send" { return await sendV1(request) }
+        if path == "/fcm/send" { return await sendLegacy(request) }
+        return HTTPResponse(status: .notFound)
+    }
+
+    // MARK: OAuth
+
+    private func issueToken(_ request: HTTPRequest) -> HTTPResponse {
+        var form: [String: String] = [:]
+        for pair in String(buffer: request.body).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        var problems: [String] = []
+        if form["grant_type"] != "urn:ietf:params:oauth:grant-type:jwt-bearer" { problems.append("grant_type") }
+        if let assertion = form["assertion"], let parts = JWT.decode(assertion),
+            case let signature = _RSA.Signing.RSASignature(rawRepresentation: parts.signature),
+            publicKey.isValidSignature(signature, for: Data(parts.signingInput.utf8), padding: .insecurePKCS1v1_5)
+        {
+            if parts.header["alg"] != "RS256" { problems.append("alg") }
+            if parts.claims["iss"]?.stringValue != clientEmail { problems.append("iss") }
+            if parts.claims["aud"]?.stringValue != "\(baseURL)/token" { problems.append("aud") }
+            if parts.claims["scope"]?.stringValue?.contains(GoogleServiceAccount.messagingScope) != true { problems.append("scope") }
+            let iat = parts.claims["iat"]?.pythonInt ?? 0
+            let exp = parts.claims["exp"]?.pythonInt ?? 0
+            if exp - iat > 3600 || Double(exp) < Date().timeIntervalSince1970 { problems.append("exp") }
+        } else {
+            problems.append("assertion signature")
+        }
+        let token = "ya29.fake-\(UUID().uuidString)"
+        state.withLock {
+            $0.tokenRequests += 1
+            $0.tokenProblems.append(contentsOf: problems)
+            if problems.isEmpty { $0.issued[token] = Date().addingTimeInterval(Double(tokenLifetime)) }
+        }
+        guard problems.isEmpty else {
+            return .json(.badRequest, ["error": "invalid_grant", "error_description": .string(problems.joined(separator: ", "))])
+        }
+        return .json(.ok, ["access_token": .string(token), "expires_in": .int(Int64(tokenLifetime)), "token_type": "Bearer"])
+    }
+
+    // MARK: HTTP v1
+
+    private func sendV1(_ request: HTTPRequest) async -> HTTPResponse {
+        let body = try? JSONParser.parse(request.body.readableBytesView)
+        let token = body?["message"]?["token"]?.stringValue ?? ""
+        let response = await v1Response(request, body: body, token: token)
+        record(request, body: body, status: Int(response.status.code), tokens: [token])
+        return response
+    }
+
+    private func v1Response(_ request: HTTPRequest, body: JSONValue?, token: String) async -> HTTPResponse {
+        let bearer = request.headers.first(name: "Authorization") ?? ""
+        let valid = state.withLock { s -> Bool in
+            guard bearer.hasPrefix("Bearer "), let expiry = s.issued[String(bearer.dropFirst(7))] else { return false }
+            return expiry > Date()
+        }
+        guard valid else {
+            return Self.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", code: nil)
+        }
+        guard let message = body?["message"]?.objectValue, !token.isEmpty else {
+            return Self.error(400, "INVALID_ARGUMENT", "Request contains an invalid argument.", code: "INVALID_ARGUMENT")
+        }
+        if case .object(let data)? = message["data"] {
+            for (index, (key, value)) in data.enumerated() where value.stringValue == nil {
+                return Self.error(
+                    400, "INVALID_ARGUMENT",
+                    "Invalid value at 'message.data[\(index)].value' (TYPE_STRING), \(JSONWriter.string(value))", code: nil,
+                    field: "message.data[\(index)].value", description: "Invalid value for \(key)")
+            }
+        }
+        if request.body.readableBytes > 4096 + 512 {
+            return Self.error(400, "INVALID_ARGUMENT", "Message is too big", code: "INVALID_ARGUMENT")
+        }
+        return await perform(behavior(for: token), legacy: false)
+    }
+
+    private func behavior(for token: String) -> (Behavior, Int) {
+        state.withLock { s in
+            let n = s.served[token, default: 0]
+            s.served[token] = n + 1
+            return (s.behaviors[token] ?? .accept, n)
+        }
+    }
+
+    private func perform(_ scripted: (Behavior, Int), legacy: Bool) async -> HTTPResponse {
+        let (behavior, index) = scripted
+        switch behavior {
+        case .accept:
+            return .json(.ok, ["name": .string("projects/\(projectId)/messages/\(UUID().uuidString)")])
+        case .unregistered:
+            return Self.error(404, "NOT_FOUND", "Requested entity was not found.", code: "UNREGISTERED")
+        case .invalidToken:
+            return Self.error(
+                400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", code: "INVALID_ARGUMENT",
+                field: "message.token", description: "Invalid registration token")
+        case .quotaExceeded(let retryAfter):
+            var response = Self.error(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", code: "QUOTA_EXCEEDED")
+            if let retryAfter { response.headers.add(name: "Retry-After", value: retryAfter) }
+            return response
+        case .unavailable(let retryAfter):
+            var response = Self.error(503, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE")
+            if let retryAfter { response.headers.add(name: "Retry-After", value: retryAfter) }
+            return response
+        case .sequence(let list):
+            guard let last = list.last else { return await perform((.accept, 0), legacy: legacy) }
+            return await perform((index < list.count ? list[index] : last, 0), legacy: legacy)
+        case .delay(let duration, let then):
+            try? await Task.sleep(for: duration)
+            return await perform((then, index), legacy: legacy)
+        }
+    }
+
+    static func error(_ code: Int, _ status: String, _ message: String, code errorCode: String?, field: String? = nil, description: String? = nil)
+        -> HTTPResponse
+    {
+        var details: [JSONValue] = []
+        if let errorCode {
+            details.append(["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": .string(errorCode)])
+        }
+        if let field {
+            details.append([
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [["field": .string(field), "description": .string(description ?? "")]],
+            ])
+        }
+        return .json(
+            HTTPResponseStatus(statusCode: code),
+            ["error": ["code": .int(Int64(code)), "message": .string(message), "status": .string(status), "details": .array(details)]])
+    }
+
+    // MARK: legacy
+
+    private func sendLegacy(_ request: HTTPRequest) async -> HTTPResponse {
+        let body = try? JSONParser.parse(request.body.readableBytesView)
+        var tokens: [String] = []
+        if let to = body?["to"]?.stringValue { tokens = [to] }
+        if let ids = body?["registration_ids"]?.arrayValue { tokens = ids.compactMap(\.stringValue) }
+        let response: HTTPResponse
+        if request.headers.first(name: "Authorization") != "key=\(legacyAPIKey)" {
+            response = HTTPResponse(status: .unauthorized)
+        } else if body?["to"] != nil && body?["registration_ids"] != nil {
+            response = HTTPResponse(status: .badRequest, body: ByteBuffer(string: "to and registration_ids are exclusive"))
+        } else if tokens.isEmpty || tokens.count > 1000 {
+            response = HTTPResponse(status: .badRequest, body: ByteBuffer(string: "Number of messages must be between 1 and 1000"))
+        } else {
+            var results: [JSONValue] = []
+            var worst: HTTPResponse?
+            for token in tokens {
+                let answer = await perform(behavior(for: token), legacy: true)
+                switch answer.status.code {
+                case 200: results.append(["message_id": .string("0:\(UUID().uuidString)")])
+                case 404: results.append(["error": "NotRegistered"])
+                case 400: results.append(["error": "InvalidRegistration"])
+                case 429: worst = answer
+                default: results.append(["error": "Unavailable"])
+                }
+            }
+            if let worst {
+                response = HTTPResponse(status: worst.status, headers: worst.headers)
+            } else {
+                let failures = results.filter { $0["error"] != nil }.count
+                response = .json(
+                    .ok,
+                    [
+                        "multicast_id": 1, "success": .int(Int64(results.count - failures)), "failure": .int(Int64(failures)),
+                        "canonical_ids": 0, "results": .array(results),
+                    ])
+            }
+        }
+        record(request, body: body, status: Int(response.status.code), tokens: tokens)
+        return response
+    }
+
+    private func record(_ request: HTTPRequest, body: JSONValue?, status: Int, tokens: [String]) {
+        state.withLock {
+            $0.received.append(Received(path: request.path, headers: request.headers, body: body, status: status, tokens: tokens))
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Logging
+
+/// The `type: gcm` app keys: Sygnal's (sygnal.md §2.4) plus Herald's limits.
+public struct FCMConfig: Sendable {
+    public enum Credentials: Sendable {
+        case v1(projectId: String, account: GoogleServiceAccount)
+        case legacy(apiKey: String)
+    }
+
+    public var credentials: Credentials
+    public var fcmOptions: JSONObject
+    public var sendBadgeCounts: Bool
+    /// Adds a visible `notification` block to v1 messages (Sygnal issue 366).
+    public var visibleNotification: Bool
+    public var baseURL: String
+    public var upstream: UpstreamSettings
+    public var retry: RetryPolicy
+
+    public var version: FCMData.APIVersion {
+        if case .legacy = credentials { return .legacy }
+        return .v1
+    }
+
+    public static func read(_ config: ConfigReader, environment: PushkinEnvironment) -> FCMConfig? {
+        let diagnostics = config.diagnostics
+        var version = FCMData.APIVersion.v1
+        if let raw = config.string("api_version") {
+            guard let parsed = FCMData.APIVersion(rawValue: raw) else {
+                diagnostics.error(config.keyPath("api_version"), "must be v1 or legacy, got '\(raw)'")
+                return nil
+            }
+            version = parsed
+        } else {
+            environment.logger.notice(
+                "api_version is not set: using the FCM HTTP v1 API (Google switched the legacy API off in 2024)",
+                metadata: ["key": "\(config.keyPath("api_version"))"])
+        }
+        let options = config.jsonObject("fcm_options") ?? [:]
+        let badges = config.bool("send_badge_counts", default: true)
+        let visible = config.bool("visible_notification", default: false)
+        var baseURL = config.string("base_url") ?? "https://fcm.googleapis.com"
+        if baseURL.hasSuffix("/") { baseURL.removeLast() }
+        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy)
+        let retry = RetryPolicy.read(from: config)
+
+        let credentials: Credentials
+        switch version {
+        case .legacy:
+            config.accept("project_id", "service_account_file")
+            guard let key = config.string("api_key", required: true), !key.isEmpty else { return nil }
+            credentials = .legacy(apiKey: key)
+        case .v1:
+            config.accept("api_key")
+            let project = config.string("project_id", required: true)
+            let file = config.readableFile("service_account_file", required: true)
+            guard let project, !project.isEmpty, let file else { return nil }
+            do {
+                var account = try GoogleServiceAccount.load(path: file)
+                if let uri = config.string("token_uri"), !uri.isEmpty { account.tokenURI = uri }
+                credentials = .v1(projectId: project, account: account)
+            } catch {
+                diagnostics.error(config.keyPath("service_account_file"), "\(error)")
+                return nil
+            }
+        }
+        return FCMConfig(
+            credentials: credentials, fcmOptions: options, sendBadgeCounts: badges, visibleNotification: visible, baseURL: baseURL,
+            upstream: upstream, retry: retry)
+    }
+}
