@@ -1,0 +1,104 @@
+import Testing
+
+@testable import Pushkins
+
+/// sygnal.md §4.2–4.3 and §8.6: the FCM data map and request bodies.
+@Suite struct FCMDataTests {
+    static let canonical = WebPushPayloadTests.canonical
+    static let device = Device(appId: "com.example.gcm", pushkey: "spqr")
+
+    func data(_ n: PushNotification, _ version: FCMData.APIVersion, device: Device = device, badges: Bool = true) -> JSONObject? {
+        guard case .send(let d) = FCMData.build(n, device: device, version: version, sendBadgeCounts: badges) else { return nil }
+        return d
+    }
+
+    @Test func legacyExpectedBody() {
+        let body = FCMMessage.legacy(data: data(Self.canonical, .legacy) ?? [:], tokens: ["spqr"], notification: Self.canonical, options: [:])
+        let expected: JSONValue = [
+            "data": [
+                "event_id": "$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs", "type": "m.room.message", "sender": "@exampleuser:matrix.org",
+                "room_name": "Mission Control", "room_alias": "#exampleroom:matrix.org", "sender_display_name": "Major Tom",
+                "content": ["msgtype": "m.text", "body": "I'm floating in a most peculiar way.", "other": 1],
+                "room_id": "!slw48wfj34rtnrf:example.com", "prio": "high", "unread": 2, "missed_calls": 1,
+            ],
+            "priority": "high", "to": "spqr",
+        ]
+        #expect(body == expected)  // key order included
+    }
+
+    @Test func v1ExpectedBody() {
+        let options: JSONObject = [
+            "android": ["notification": ["body": "test body"]], "apns": ["payload": ["aps": ["content-available": 1, "mutable-content": 1, "alert": ""]]],
+        ]
+        let body = FCMMessage.v1(data: data(Self.canonical, .v1) ?? [:], token: "spqr", notification: Self.canonical, options: options, visible: false)
+        let expected: JSONValue = [
+            "message": [
+                "android": ["notification": ["body": "test body"], "priority": "high"],
+                "apns": ["payload": ["aps": ["content-available": 1, "mutable-content": 1, "alert": ""]]],
+                "data": [
+                    "event_id": "$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs", "type": "m.room.message", "sender": "@exampleuser:matrix.org",
+                    "room_name": "Mission Control", "room_alias": "#exampleroom:matrix.org", "sender_display_name": "Major Tom",
+                    "room_id": "!slw48wfj34rtnrf:example.com", "content_msgtype": "m.text",
+                    "content_body": "I'm floating in a most peculiar way.", "prio": "high", "unread": "2", "missed_calls": "1",
+                ],
+                "token": "spqr",
+            ]
+        ]
+        #expect(body.semanticallyEquals(expected))
+    }
+
+    @Test func badgeCountsOff() {
+        #expect(data(Self.canonical, .legacy, badges: false)?["unread"] == nil)
+        #expect(Set(data(Self.canonical, .v1, badges: false)?.keys ?? []) == [
+            "content_body", "content_msgtype", "event_id", "prio", "room_alias", "room_id", "room_name", "sender", "sender_display_name", "type",
+        ])
+        let badgeOnly = PushNotification(sender: "", counts: .init(unread: 2))
+        #expect(FCMData.build(badgeOnly, device: Self.device, version: .v1, sendBadgeCounts: false) == .nothingToSend)
+        #expect(data(badgeOnly, .legacy) == ["sender": "", "prio": "high", "unread": 2])
+        let eventOnly = PushNotification(eventId: "$e", roomId: "!r", counts: .init(unread: 2))
+        #expect(data(eventOnly, .v1, badges: false) == ["event_id": "$e", "room_id": "!r", "prio": "high"])
+    }
+
+    @Test func zeroCountsAreLeftOutAndNothingWorthSendingIsDiscarded() {
+        #expect(FCMData.build(PushNotification(counts: .init(unread: 0)), device: Self.device, version: .v1, sendBadgeCounts: true) == .nothingToSend)
+        #expect(data(PushNotification(counts: .init(unread: 0, missedCalls: 3)), .v1) == ["prio": "high", "missed_calls": "3"])
+    }
+
+    @Test func defaultPayloadComesFirstAndMustBeAnObject() {
+        let withDefault = Device(appId: "a", pushkey: "k", data: ["default_payload": ["x": "y", "prio": "z"]])
+        #expect(data(PushNotification(eventId: "$e", prio: "low"), .legacy, device: withDefault) == ["x": "y", "prio": "normal", "event_id": "$e"])
+        let bad = Device(appId: "a", pushkey: "k", data: ["default_payload": nil])
+        #expect(FCMData.build(Self.canonical, device: bad, version: .v1, sendBadgeCounts: true) == .invalidDefaultPayload)
+    }
+
+    @Test func largeFieldsAreCutAt1024BytesWithoutSplittingACharacter() throws {
+        var n = Self.canonical
+        n.roomName = String(repeating: "r", count: 2100)
+        let prefix = "🦉£☻" + String(repeating: "o", count: 1011)  // 1020 bytes
+        n.content = ["msgtype": "m.text", "body": "b", "other": .string(prefix + "⚑" + String(repeating: "x", count: 1000))]
+        let d = try #require(data(n, .v1))
+        #expect(d["room_name"] == .string(String(repeating: "r", count: 1021) + "…"))
+        #expect(d["content_other"] == .string(prefix + "…"))
+        #expect(d["content_body"] == "b")
+    }
+
+    @Test func v1DataValuesBecomeStringsAndApsMovesToTheAPNsBlock() {
+        let (strings, aps) = FCMData.stringify([
+            "a": "s", "n": 1, "b": true, "o": ["k": "v"], "z": nil, "aps": ["alert": ["loc-key": "SINGLE_UNREAD"], "mutable-content": 1],
+        ])
+        #expect(strings == ["a": "s", "n": "1", "b": "true", "o": #"{"k":"v"}"#])
+        #expect(aps == ["alert": ["loc-key": "SINGLE_UNREAD"], "mutable-content": 1])
+        let body = FCMMessage.v1(
+            data: ["event_id": "$e", "aps": ["mutable-content": 1]], token: "t", notification: PushNotification(eventId: "$e"),
+            options: ["apns": ["payload": ["aps": ["content-available": 1]]]], visible: false)
+        #expect(body["message"]?["apns"]?["payload"]?["aps"] == ["content-available": 1, "mutable-content": 1])
+        #expect(body["message"]?["data"] == ["event_id": "$e"])
+    }
+
+    @Test func visibleNotificationBlock() {
+        let body = FCMMessage.v1(data: [:], token: "t", notification: Self.canonical, options: [:], visible: true)
+        #expect(body["message"]?["notification"] == ["title": "Mission Control", "body": "Major Tom: I'm floating in a most peculiar way."])
+        let badge = FCMMessage.v1(data: [:], token: "t", notification: PushNotification(counts: .init(unread: 1)), options: [:], visible: true)
+        #expect(badge["message"]?["notification"] == nil)
+    }
+}
