@@ -276,9 +276,10 @@ import Testing
     }
 
     @Test func aHangingAPNsTimesOutWithinTheBudgetAnd502s() async throws {
-        let setup = try await start(extra: "request_timeout: 0.3\nmax_attempts: 2")
+        let setup = try await start(extra: "request_timeout: 1\nmax_attempts: 2")
         let key = Self.pushkey()
-        setup.apns.script(Self.hex(key), .delay(.seconds(2), then: .accept))
+        // Were the timeout not applied, APNs would answer 200 after 6 s and this would be 200.
+        setup.apns.script(Self.hex(key), .delay(.seconds(6), then: .accept))
         let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
         await setup.stop()
         #expect(response.status == 502)
