@@ -30,10 +30,11 @@ wait_http() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; s
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 
-# Fake upstreams.
-"$BIN/herald-fakes" --subscriptions 1 --output "$work/fakes.json" 2>"$work/fakes.log" &
+# Fake upstreams: Web Push, APNs (HTTP/2 + TLS, JWT checks), FCM (OAuth + v1).
+"$BIN/herald-fakes" --directory "$work/fakes" 2>"$work/fakes.log" &
 pids+=($!)
-for _ in $(seq 1 200); do [ -s "$work/fakes.json" ] && break; sleep 0.05; done
+for _ in $(seq 1 400); do [ -s "$work/fakes/fakes.json" ] && break; sleep 0.05; done
+fake() { python3 -c "import json,sys; d=json.load(open('$work/fakes/fakes.json')); print(eval('d'+sys.argv[1]))" "$1"; }
 
 # Herald, with a Web Push app that may reach the fake on loopback.
 HERALD_PORT=$(free_port)
@@ -53,24 +54,48 @@ apps:
     allow_private_endpoints: true
     max_connections: 64
     inflight_request_limit: 100000
+  com.example.apns:
+    type: apns
+    keyfile: $(fake "['apns']['keyfile']")
+    key_id: $(fake "['apns']['key_id']")
+    team_id: $(fake "['apns']['team_id']")
+    topic: $(fake "['apns']['topic']")
+    base_url: $(fake "['apns']['base_url']")
+    tls_ca_file: $(fake "['apns']['ca_file']")
+    max_connections: 2
+    inflight_request_limit: 100000
+  com.example.fcm:
+    type: gcm
+    api_version: v1
+    project_id: $(fake "['fcm']['project_id']")
+    service_account_file: $(fake "['fcm']['service_account_file']")
+    base_url: $(fake "['fcm']['base_url']")
+    max_connections: 64
+    inflight_request_limit: 100000
 YAML
 "$BIN/herald" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
 HERALD_PID=$!
 pids+=($HERALD_PID)
 wait_http "http://127.0.0.1:$HERALD_PORT/health"
 
-# The notify body: Sygnal's canonical message to the fake subscription.
-python3 - "$work/fakes.json" > "$work/webpush.json" <<'PY'
+# The notify bodies: Sygnal's canonical message, to one device of each pushkin.
+python3 - "$work/fakes/fakes.json" "$work" <<'PY'
 import json, sys
-sub = json.load(open(sys.argv[1]))["webpush"]["subscriptions"][0]
-print(json.dumps({"notification": {
-    "event_id": "$3957tyerfgewrf384", "room_id": "!slw48wfj34rtnrf:example.org", "type": "m.room.message",
-    "sender": "@exampleuser:matrix.org", "sender_display_name": "Major Tom", "room_name": "Mission Control",
-    "room_alias": "#exampleroom:matrix.org", "prio": "high",
-    "content": {"msgtype": "m.text", "body": "I'm floating in a most peculiar way."},
-    "counts": {"unread": 2, "missed_calls": 1},
-    "devices": [{"app_id": "com.example.webpush", "pushkey": sub["p256dh"], "pushkey_ts": 1700000000,
-                 "data": {"endpoint": sub["endpoint"], "auth": sub["auth"]}, "tweaks": {"sound": "default"}}]}}))
+fakes = json.load(open(sys.argv[1]))
+sub = fakes["webpush"]["subscriptions"][0]
+devices = {
+    "webpush": {"app_id": "com.example.webpush", "pushkey": sub["p256dh"], "data": {"endpoint": sub["endpoint"], "auth": sub["auth"]}},
+    "apns": {"app_id": "com.example.apns", "pushkey": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "data": {}},
+    "fcm": {"app_id": "com.example.fcm", "pushkey": "dGVzdC1kZXZpY2UtMDAx:APA91bHHHH", "data": {}},
+}
+for name, device in devices.items():
+    device.update({"pushkey_ts": 1700000000, "tweaks": {"sound": "default"}})
+    json.dump({"notification": {
+        "event_id": "$3957tyerfgewrf384", "room_id": "!slw48wfj34rtnrf:example.org", "type": "m.room.message",
+        "sender": "@exampleuser:matrix.org", "sender_display_name": "Major Tom", "room_name": "Mission Control",
+        "room_alias": "#exampleroom:matrix.org", "prio": "high",
+        "content": {"msgtype": "m.text", "body": "I'm floating in a most peculiar way."},
+        "counts": {"unread": 2, "missed_calls": 1}, "devices": [device]}}, open(f"{sys.argv[2]}/{name}.json", "w"))
 PY
 
 # Bare SwiftNIO baseline.
@@ -105,10 +130,14 @@ LUA
   results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "$rps" "$p50" "$p99" "${cpu}µs" "$(peak_rss_mib "$pid")" "${errors:-0}")")
 }
 
-run "herald webpush" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify" "$work/webpush.json"
+NOTIFY="http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify"
+run "herald webpush" "$HERALD_PID" "$NOTIFY" "$work/webpush.json"
+run "herald apns" "$HERALD_PID" "$NOTIFY" "$work/apns.json"
+run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
+echo "(peakMiB is the process's high-water mark so far: Herald's grows across its three runs)"
 for r in "${results[@]}"; do echo "$r"; done

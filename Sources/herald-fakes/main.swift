@@ -1,37 +1,59 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import HeraldTestSupport
 import Pushkins
 
-/// Runs Herald's fake upstreams on loopback for the benchmark and the demo, and prints the
-/// subscriptions (as JSON) that notify requests can use.
+/// Runs Herald's fake upstreams on loopback for the benchmark and demos: a Web Push service, an
+/// APNs (HTTP/2 over TLS, token auth) and an FCM (OAuth + v1 + legacy). It writes everything a
+/// Herald config needs (ports, CA, keys, service account, subscriptions) to `<directory>/fakes.json`.
 @main
 struct HeraldFakes: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "herald-fakes", abstract: "Fake push services for benchmarks and demos.")
 
-    @Option(help: "Port of the fake Web Push service (0 picks one).")
-    var webpushPort: Int = 0
+    @Option(help: "Where to write keys, certificates and fakes.json.")
+    var directory: String
 
     @Option(help: "How many Web Push subscriptions to create.")
     var subscriptions: Int = 1
 
-    @Option(help: "Write the subscriptions here as JSON (default: standard output).")
-    var output: String?
+    @Flag(help: "Record requests (for demos); off keeps memory flat under load.")
+    var record = false
 
     func run() async throws {
-        let webpush = try await FakeWebPushService.start(port: webpushPort, recordRequests: false)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let webpush = try await FakeWebPushService.start(recordRequests: record)
         var list: [JSONValue] = []
         for n in 0..<subscriptions {
             let s = webpush.subscribe("sub\(n)")
             list.append(["endpoint": .string(s.endpoint), "p256dh": .string(s.p256dh), "auth": .string(s.auth)])
         }
-        let document = JSONWriter.string(["webpush": ["port": .int(Int64(webpush.server.port)), "subscriptions": .array(list)]])
-        if let output {
-            try document.write(toFile: output, atomically: true, encoding: .utf8)
-        } else {
-            print(document)
-        }
-        FileHandle.standardError.write(Data("herald-fakes: Web Push on \(webpush.baseURL)\n".utf8))
+
+        let pki = try TestPKI(directory: directory)
+        let apnsKey = P256.Signing.PrivateKey()
+        let keyFile = directory + "/AuthKey_FAKEKEY123.p8"
+        try apnsKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let apns = try await FakeAPNs.start(
+            pki: pki, topic: "com.example.app", auth: .token(keyId: "FAKEKEY123", teamId: "FAKETEAM01", publicKey: apnsKey.publicKey),
+            recordRequests: record)
+
+        let fcm = try await FakeFCM.start(directory: directory, recordRequests: record)
+
+        let document: JSONValue = [
+            "webpush": ["base_url": .string(webpush.baseURL), "subscriptions": .array(list)],
+            "apns": [
+                "base_url": .string(apns.baseURL), "ca_file": .string(pki.caFile), "keyfile": .string(keyFile), "key_id": "FAKEKEY123",
+                "team_id": "FAKETEAM01", "topic": "com.example.app",
+            ],
+            "fcm": [
+                "base_url": .string(fcm.baseURL), "project_id": .string(fcm.projectId), "service_account_file": .string(fcm.serviceAccountFile),
+                "legacy_api_key": .string(fcm.legacyAPIKey),
+            ],
+        ]
+        let output = directory + "/fakes.json"
+        try JSONWriter.string(document).write(toFile: output + ".tmp", atomically: true, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: output + ".tmp", toPath: output)
+        FileHandle.standardError.write(Data("herald-fakes: Web Push \(webpush.baseURL), APNs \(apns.baseURL), FCM \(fcm.baseURL); \(output)\n".utf8))
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
     }
 }

@@ -60,7 +60,7 @@ public final class FakeAPNs: Sendable {
     public var baseURL: String { "https://localhost:\(port)" }
 
     public static func start(
-        pki: TestPKI, topic: String, auth: Auth, maxConcurrentStreams: Int = 1000
+        pki: TestPKI, topic: String, auth: Auth, maxConcurrentStreams: Int = 1000, port: Int = 0, recordRequests: Bool = true
     ) async throws -> FakeAPNs {
         let (certificateFile, keyFile) = try pki.issueServerCertificate(name: "apns-\(UUID().uuidString.prefix(8))")
         var tls = TLSConfiguration.makeServerConfiguration(
@@ -95,13 +95,17 @@ public final class FakeAPNs: Sendable {
                     }.map { _ in () }
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
-        let fake = FakeAPNs(topic: topic, auth: auth, port: channel.localAddress?.port ?? 0, channel: channel)
+            .bind(host: "127.0.0.1", port: port).get()
+        let fake = FakeAPNs(
+            topic: topic, auth: auth, port: channel.localAddress?.port ?? 0, channel: channel, recordRequests: recordRequests)
         box.set(fake)
         return fake
     }
 
-    private init(topic: String, auth: Auth, port: Int, channel: any Channel) {
+    private let recordRequests: Bool
+
+    private init(topic: String, auth: Auth, port: Int, channel: any Channel, recordRequests: Bool) {
+        self.recordRequests = recordRequests
         self.topic = topic
         self.auth = auth
         self.port = port
@@ -170,6 +174,7 @@ public final class FakeAPNs: Sendable {
             reply = await perform(behavior, index: index)
         }
         let final = reply ?? Reply(status: 200)
+        guard recordRequests else { return final }
         state.withLock {
             $0.received.append(
                 Received(

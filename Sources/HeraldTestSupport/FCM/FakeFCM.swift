@@ -57,15 +57,16 @@ public final class FakeFCM: HTTPHandler, Sendable {
     public var baseURL: String { "http://127.0.0.1:\(server.port)" }
 
     /// Starts on 127.0.0.1 and writes a service-account file (fresh RSA key) into `directory`.
-    public static func start(directory: String, projectId: String = "herald-test", tokenLifetime: Int = 3600, port: Int = 0) async throws
-        -> FakeFCM
-    {
+    public static func start(
+        directory: String, projectId: String = "herald-test", tokenLifetime: Int = 3600, port: Int = 0, recordRequests: Bool = true
+    ) async throws -> FakeFCM {
         let box = HandlerBox<FakeFCM>()
         let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-fcm"))
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let file = "\(directory)/service-account-\(UUID().uuidString.prefix(8)).json"
         let fake = FakeFCM(
-            server: server, projectId: projectId, publicKey: key.publicKey, serviceAccountFile: file, tokenLifetime: tokenLifetime)
+            server: server, projectId: projectId, publicKey: key.publicKey, serviceAccountFile: file, tokenLifetime: tokenLifetime,
+            recordRequests: recordRequests)
         let account: JSONValue = [
             "type": "service_account", "project_id": .string(projectId), "private_key_id": "0123456789abcdef",
             "private_key": .string(key.pkcs8PEMRepresentation), "client_email": .string(fake.clientEmail),
@@ -77,7 +78,13 @@ public final class FakeFCM: HTTPHandler, Sendable {
         return fake
     }
 
-    private init(server: HTTPServer, projectId: String, publicKey: _RSA.Signing.PublicKey, serviceAccountFile: String, tokenLifetime: Int) {
+    private let recordRequests: Bool
+
+    private init(
+        server: HTTPServer, projectId: String, publicKey: _RSA.Signing.PublicKey, serviceAccountFile: String, tokenLifetime: Int,
+        recordRequests: Bool
+    ) {
+        self.recordRequests = recordRequests
         self.server = server
         self.projectId = projectId
         self.publicKey = publicKey
@@ -283,6 +290,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
     }
 
     private func record(_ request: HTTPRequest, body: JSONValue?, status: Int, tokens: [String]) {
+        guard recordRequests else { return }
         state.withLock {
             $0.received.append(Received(path: request.path, headers: request.headers, body: body, status: status, tokens: tokens))
         }
