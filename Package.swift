@@ -25,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -44,10 +47,33 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
+        .systemLibrary(
+            name: "CSecp256k1",
+            pkgConfig: "libsecp256k1",
+            providers: [.apt(["libsecp256k1-dev"])]
+        ),
+        .target(
+            name: "StatusAdapter",
+            dependencies: [
+                "Pushkins",
+                "CSecp256k1",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            exclude: ["Protobuf/proto"]
+        ),
         .target(
             name: "Gateway",
             dependencies: [
                 "Pushkins",
+                "StatusAdapter",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -72,6 +98,7 @@ let package = Package(
             dependencies: [
                 "Pushkins",
                 "Gateway",
+                "StatusAdapter",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -93,6 +120,7 @@ let package = Package(
             dependencies: [.product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
         .testTarget(name: "PushkinsTests", dependencies: ["Pushkins", "HeraldTestSupport"]),
+        .testTarget(name: "StatusAdapterTests", dependencies: ["StatusAdapter", "Pushkins", "HeraldTestSupport"]),
         .testTarget(
             name: "GatewayTests",
             dependencies: ["Gateway", "Pushkins", "HeraldTestSupport"],

@@ -16,12 +16,12 @@ public final class HTTPServer: Sendable {
     private let channel: NIOAsyncChannel<Connection, Never>
     private let quiesce: ServerQuiescingHelper
     private let handler: any HTTPHandler
-    private let maxBodyBytes: Int
+    private let maxBodyBytes: @Sendable (String) -> Int
     private let idleTimeout: TimeAmount
     private let logger: Logger
 
     public static func bind(
-        host: String, port: Int, handler: any HTTPHandler, maxBodyBytes: Int = 512 * 1024,
+        host: String, port: Int, handler: any HTTPHandler, maxBodyBytes: @escaping @Sendable (String) -> Int = { _ in 512 * 1024 },
         idleTimeout: TimeAmount = .seconds(75), logger: Logger
     ) async throws -> HTTPServer {
         let group = MultiThreadedEventLoopGroup.singleton
@@ -53,7 +53,7 @@ public final class HTTPServer: Sendable {
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, maxBodyBytes: Int, idleTimeout: TimeAmount, logger: Logger
+        handler: any HTTPHandler, maxBodyBytes: @escaping @Sendable (String) -> Int, idleTimeout: TimeAmount, logger: Logger
     ) {
         self.localAddress = localAddress
         self.channel = channel
@@ -97,12 +97,13 @@ public final class HTTPServer: Sendable {
                 var head: HTTPRequestHead?
                 var body = ByteBuffer()
                 var drained: Int?
+                var limit = 0
                 for try await part in inbound {
                     if let count = drained {
                         // After a 413: read and discard what the client is still sending, so that closing
                         // does not reset the connection before it has read the answer.
                         switch part {
-                        case .body(let chunk) where count + chunk.readableBytes <= 4 * maxBodyBytes:
+                        case .body(let chunk) where count + chunk.readableBytes <= 4 * limit:
                             drained = count + chunk.readableBytes
                             continue
                         default:
@@ -113,12 +114,14 @@ public final class HTTPServer: Sendable {
                     case .head(let requestHead):
                         head = requestHead
                         body.clear()
-                        if let length = requestHead.headers.first(name: "content-length").flatMap(Int.init), length > maxBodyBytes {
-                            drained = try await refuse(version: requestHead.version, outbound: outbound, channel: channel)
+                        let path = requestHead.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? requestHead.uri
+                        limit = maxBodyBytes(path)
+                        if let length = requestHead.headers.first(name: "content-length").flatMap(Int.init), length > limit {
+                            drained = try await refuse(limit: limit, version: requestHead.version, outbound: outbound, channel: channel)
                         }
                     case .body(var chunk):
-                        guard body.readableBytes + chunk.readableBytes <= maxBodyBytes else {
-                            drained = try await refuse(version: head?.version ?? .http1_1, outbound: outbound, channel: channel)
+                        guard body.readableBytes + chunk.readableBytes <= limit else {
+                            drained = try await refuse(limit: limit, version: head?.version ?? .http1_1, outbound: outbound, channel: channel)
                             continue
                         }
                         body.writeBuffer(&chunk)
@@ -141,16 +144,13 @@ public final class HTTPServer: Sendable {
 
     /// Answers 413, half-closes, and gives the client two seconds to stop sending before closing.
     private func refuse(
-        version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, channel: any Channel
+        limit: Int, version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, channel: any Channel
     ) async throws -> Int {
-        try await write(tooLarge(), version: version, keepAlive: false, to: outbound)
+        let tooLarge = HTTPResponse.matrixError(.payloadTooLarge, "M_TOO_LARGE", "Request body exceeds \(limit) bytes")
+        try await write(tooLarge, version: version, keepAlive: false, to: outbound)
         outbound.finish()
         channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
         return 0
-    }
-
-    private func tooLarge() -> HTTPResponse {
-        .matrixError(.payloadTooLarge, "M_TOO_LARGE", "Request body exceeds \(maxBodyBytes) bytes")
     }
 
     private func write(

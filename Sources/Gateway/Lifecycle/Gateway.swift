@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import Pushkins
+import StatusAdapter
 
 /// A configured Herald: its pushkins, its notify listeners and its metrics listener.
 ///
@@ -13,6 +14,8 @@ public final class Gateway: Sendable {
     public let metrics: GatewayMetrics
     public let router: Router
     let logger: Logger
+    public let statusConfig: StatusConfig
+    private let status = StatusRoutes()
     private let state = ServerState()
 
     /// Builds the pushkins of `config`. Problems are added to `diagnostics` (naming key paths);
@@ -54,21 +57,47 @@ public final class Gateway: Sendable {
         }
         self.pushkins = pushkins
 
+        var statusConfig = StatusConfig()
+        if case .map(let values)? = config.extraSections["status"] {
+            let reader = ConfigReader(path: "status", values: values, diagnostics: diagnostics)
+            statusConfig = StatusConfig.read(reader)
+            for (key, app, kind) in [("apns_app", statusConfig.apnsApp, "apns"), ("fcm_app", statusConfig.fcmApp, "gcm")] {
+                guard let app else { continue }
+                if let pushkin = pushkins.first(where: { $0.name == app }) {
+                    if pushkin.kind != kind { diagnostics.error("status.\(key)", "app '\(app)' is of type \(pushkin.kind), not \(kind)") }
+                } else if config.apps.contains(where: { $0.key == app }) == false {
+                    diagnostics.error("status.\(key)", "no app '\(app)' in apps")
+                }
+            }
+        }
+        self.statusConfig = statusConfig
+
         let notify = NotifyHandler(router: AppRouter(pushkins: pushkins), limits: limits, metrics: metrics, logger: logger)
         var router = Router()
         router.add(.subtree("/_matrix/push/v1/notify"), [.POST]) { await notify.handle($0) }
         router.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in .json(.ok, ["unifiedpush": ["gateway": "matrix"]]) }
         router.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
+        if statusConfig.enabled { status.add(to: &router, gorush: statusConfig.gorush.enabled) }
         extraRoutes(&router, pushkins, metrics)
         self.router = router
     }
 
-    /// Binds the notify listeners (one per `http.bind_addresses` entry) and the metrics listener.
+    /// Opens the Status store (when `status:` is enabled), then binds the notify listeners (one
+    /// per `http.bind_addresses` entry) and the metrics listener.
     public func start() async throws {
+        if statusConfig.enabled {
+            let delivery = StatusDelivery(
+                apns: pushkins.first { $0.name == statusConfig.apnsApp } as? APNsPushkin,
+                fcm: pushkins.first { $0.name == statusConfig.fcmApp } as? FCMPushkin)
+            var statusLogger = logger
+            statusLogger[metadataKey: "component"] = "status"
+            status.set(try await StatusService.start(config: statusConfig, delivery: delivery, logger: statusLogger, metrics: metrics.factory))
+        }
+        let limits = BodyLimits(default: config.http.maxRequestBodyBytes, status: statusConfig.maxMessageBytes)
         var servers: [HTTPServer] = []
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
-                host: address, port: config.http.port, handler: router, maxBodyBytes: config.http.maxRequestBodyBytes,
+                host: address, port: config.http.port, handler: router, maxBodyBytes: limits.limit(for:),
                 idleTimeout: TimeAmount.nanoseconds(Int64(config.http.idleTimeout.seconds * 1e9)), logger: logger)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             servers.append(server)
@@ -112,8 +141,20 @@ public final class Gateway: Sendable {
             await group.next()
             group.cancelAll()
         }
+        await status.current?.shutdown()
         for pushkin in pushkins { await pushkin.shutdown() }
         logger.notice("Shut down")
+    }
+}
+
+/// Request body limits: `http.max_request_body_bytes` for the Matrix API, `status.max_message_bytes`
+/// for the Status and gorush APIs.
+struct BodyLimits: Sendable {
+    let `default`: Int
+    let status: Int
+
+    @Sendable func limit(for path: String) -> Int {
+        path.hasPrefix("/_status/") || path == "/api/push" ? status : `default`
     }
 }
 

@@ -68,6 +68,26 @@ public final class APNsPushkin: Pushkin {
         headers.add(name: "apns-id", value: UUID().uuidString.lowercased())
         headers.add(name: "content-type", value: "application/json")
 
+        return await deliver(token: token, headers: headers, body: body, pushkey: device.pushkey, context: context)
+    }
+
+    /// Sends an already built payload (the Status adapter's), with `topic` instead of the app's
+    /// when given. No priority header is sent, as gorush sends none for status-go.
+    public func sendRaw(payload: JSONObject, deviceToken: String, topic: String?, context: DispatchContext) async -> DeviceOutcome {
+        guard !deviceToken.isEmpty, deviceToken.allSatisfy({ $0.isHexDigit }) else {
+            return .rejected(reason: "device token is not hex")
+        }
+        guard let body = APNsTruncation.fit(payload) else { return .dropped(reason: "payload cannot be made to fit in 4096 bytes") }
+        var headers = HTTPHeaders()
+        headers.add(name: "apns-topic", value: topic ?? config.topic)
+        if let pushType = config.pushType { headers.add(name: "apns-push-type", value: pushType) }
+        headers.add(name: "apns-id", value: UUID().uuidString.lowercased())
+        headers.add(name: "content-type", value: "application/json")
+        return await deliver(token: deviceToken.lowercased(), headers: headers, body: body, pushkey: deviceToken, context: context)
+    }
+
+    /// One notification to one device: bounded retries, token refresh, Apple's answer classified.
+    private func deliver(token: String, headers: HTTPHeaders, body: [UInt8], pushkey: String, context: DispatchContext) async -> DeviceOutcome {
         let url = "\(config.baseURL)/3/device/\(token)"
         let buffer = ByteBuffer(bytes: body)
         var refreshedToken = false
@@ -105,7 +125,7 @@ public final class APNsPushkin: Pushkin {
             default:
                 context.logger.error(
                     "APNs refused the notification",
-                    metadata: ["status": "\(response.status)", "reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+                    metadata: ["status": "\(response.status)", "reason": "\(reason)", "pushkey": "\(Redaction.pushkey(pushkey))"])
                 return .done(.failed(reason: "APNs \(response.status) \(reason)"))
             }
         }

@@ -48,6 +48,36 @@ public final class FCMPushkin: Pushkin {
         }
         let body = FCMMessage.v1(
             data: data, token: device.pushkey, notification: notification, options: config.fcmOptions, visible: config.visibleNotification)
+        return await deliverV1(body: body, project: project, tokens: tokens, pushkey: device.pushkey, context: context)
+    }
+
+    /// Sends a notification built elsewhere (the Status adapter's): a visible `notification` and
+    /// a string `data` map, as gorush builds it for status-go.
+    public func sendRaw(notification: JSONObject, data: JSONObject, token: String, context: DispatchContext) async -> DeviceOutcome {
+        guard !token.isEmpty else { return .rejected(reason: "empty registration token") }
+        switch config.credentials {
+        case .v1(let project, _):
+            guard let tokens else { return .failed(reason: "no OAuth tokens") }
+            var message = config.fcmOptions
+            message["notification"] = .object(notification)
+            message["data"] = .object(data)
+            message["token"] = .string(token)
+            return await deliverV1(body: ["message": .object(message)], project: project, tokens: tokens, pushkey: token, context: context)
+        case .legacy(let apiKey):
+            let outcomes = await sendLegacy(pushkeys: [token], apiKey: apiKey, context: context) { keys in
+                var body = self.config.fcmOptions
+                body["notification"] = .object(notification)
+                body["data"] = .object(data)
+                body["to"] = .string(keys.first ?? token)
+                return .object(body)
+            }
+            return outcomes.first ?? .failed(reason: "not dispatched")
+        }
+    }
+
+    private func deliverV1(body: JSONValue, project: String, tokens: GoogleAccessTokens, pushkey: String, context: DispatchContext) async
+        -> DeviceOutcome
+    {
         let buffer = ByteBuffer(bytes: JSONWriter.serialize(body))
         let url = "\(config.baseURL)/v1/projects/\(project)/messages:send"
         var refused: String?
@@ -86,7 +116,7 @@ public final class FCMPushkin: Pushkin {
             default:
                 context.logger.error(
                     "FCM refused the message",
-                    metadata: ["status": "\(response.status)", "error": "\(error.message ?? "")", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+                    metadata: ["status": "\(response.status)", "error": "\(error.message ?? "")", "pushkey": "\(Redaction.pushkey(pushkey))"])
                 return .done(.failed(reason: "FCM \(response.status) \(error.code ?? "")"))
             }
         }
@@ -134,7 +164,9 @@ public final class FCMPushkin: Pushkin {
             for (data, indices) in chunks {
                 group.addTask {
                     let keys = indices.map { devices[$0].pushkey }
-                    let chunkOutcomes = await self.sendLegacy(data: data, pushkeys: keys, notification: notification, apiKey: apiKey, context: context)
+                    let chunkOutcomes = await self.sendLegacy(pushkeys: keys, apiKey: apiKey, context: context) { pending in
+                        FCMMessage.legacy(data: data, tokens: pending, notification: notification, options: self.config.fcmOptions)
+                    }
                     return Array(zip(indices, chunkOutcomes))
                 }
             }
@@ -146,9 +178,10 @@ public final class FCMPushkin: Pushkin {
         return outcomes.map { $0 ?? .failed(reason: "not dispatched") }
     }
 
-    private func sendLegacy(data: JSONObject, pushkeys: [String], notification: PushNotification, apiKey: String, context: DispatchContext) async
-        -> [DeviceOutcome]
-    {
+    /// One legacy request for `pushkeys` (at most 1000), retrying the ones FCM could not take yet.
+    private func sendLegacy(
+        pushkeys: [String], apiKey: String, context: DispatchContext, body makeBody: @Sendable ([String]) -> JSONValue
+    ) async -> [DeviceOutcome] {
         var outcomes = [DeviceOutcome?](repeating: nil, count: pushkeys.count)
         var pending = Array(pushkeys.indices)
         let url = "\(config.baseURL)/fcm/send"
@@ -158,7 +191,7 @@ public final class FCMPushkin: Pushkin {
         headers.add(name: "User-Agent", value: "herald")
 
         let result = await Retrying.run(policy: config.retry) { _ -> Retrying.Step<Void> in
-            let body = FCMMessage.legacy(data: data, tokens: pending.map { pushkeys[$0] }, notification: notification, options: config.fcmOptions)
+            let body = makeBody(pending.map { pushkeys[$0] })
             let response: UpstreamResponse
             do {
                 response = try await metrics.measure(

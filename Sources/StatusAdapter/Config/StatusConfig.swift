@@ -1,0 +1,83 @@
+import Foundation
+import Pushkins
+
+/// The `status:` section: which push apps serve Status registrations, the identity, the store,
+/// and the limits of the native and gorush-compatible APIs.
+public struct StatusConfig: Sendable {
+    public enum Store: Sendable, Equatable {
+        case sqlite(path: String)
+        case postgres(url: String)
+    }
+
+    public var enabled = false
+    /// App key of the `type: apns` app for APN_TOKEN registrations (gorush platform 1).
+    public var apnsApp: String?
+    /// App key of the `type: gcm` app for FIREBASE_TOKEN registrations (gorush platform 2).
+    public var fcmApp: String?
+    /// A fixed identity (hex of the 32-byte secret); otherwise one is created in the store.
+    public var identity: [UInt8]?
+    public var store = Store.sqlite(path: "./data/status.sqlite")
+    public var maxQueryKeys = 100
+    public var maxMessageBytes = 1 << 20
+    public var responseCacheLifetime: TimeInterval = 86_400
+    public var responseCacheLimit = 100_000
+
+    public var gorush = Gorush()
+
+    public struct Gorush: Sendable {
+        public var enabled = true
+        public var maxNotification = 100
+        public var sync = false
+        public var workers = 8
+        public var queueSize = 8192
+        public var feedbackURL: String?
+        public var feedbackTimeout: Duration = .seconds(10)
+        /// gorush sends an FCM topic message for an Android notification with a `topic`; off by default.
+        public var honourAndroidTopic = false
+    }
+
+    public init() {}
+
+    public static func read(_ config: ConfigReader?) -> StatusConfig {
+        var result = StatusConfig()
+        guard let config else { return result }
+        result.enabled = config.bool("enabled", default: true)
+        result.apnsApp = config.string("apns_app")
+        result.fcmApp = config.string("fcm_app")
+        if let hex = config.string("identity"), !hex.isEmpty {
+            if let bytes = [UInt8](hex: hex), (try? Secp256k1.PrivateKey(rawRepresentation: bytes)) != nil {
+                result.identity = bytes
+            } else {
+                config.diagnostics.error(config.keyPath("identity"), "must be the hex of a 32-byte secp256k1 private key")
+            }
+        }
+        if let store = config.string("store"), !store.isEmpty {
+            if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") {
+                result.store = .postgres(url: store)
+            } else if store.hasPrefix("sqlite:") {
+                result.store = .sqlite(path: String(store.dropFirst("sqlite:".count)))
+            } else if store.contains("://") {
+                config.diagnostics.error(config.keyPath("store"), "must be a file path, sqlite:PATH or a postgres:// URL")
+            } else {
+                result.store = .sqlite(path: store)
+            }
+        }
+        result.maxQueryKeys = config.int("max_query_keys", default: 100, range: 1...10_000)
+        result.maxMessageBytes = config.int("max_message_bytes", default: 1 << 20, range: 1024...(16 << 20))
+        result.responseCacheLifetime = config.seconds("response_cache_lifetime", default: 86_400, range: 0...(30 * 86_400)).seconds
+        result.responseCacheLimit = config.int("response_cache_limit", default: 100_000, range: 0...10_000_000)
+        if let gorush = config.map("gorush") {
+            result.gorush.enabled = gorush.bool("enabled", default: true)
+            result.gorush.maxNotification = gorush.int("max_notification", default: 100, range: 1...100_000)
+            result.gorush.sync = gorush.bool("sync", default: false)
+            result.gorush.workers = gorush.int("workers", default: 8, range: 1...1024)
+            result.gorush.queueSize = gorush.int("queue_size", default: 8192, range: 1...10_000_000)
+            result.gorush.feedbackURL = gorush.string("feedback_hook_url").flatMap { $0.isEmpty ? nil : $0 }
+            result.gorush.feedbackTimeout = gorush.seconds("feedback_timeout", default: 10, range: 0.1...300)
+            result.gorush.honourAndroidTopic = gorush.bool("honour_android_topic", default: false)
+            gorush.warnUnknownKeys()
+        }
+        config.warnUnknownKeys()
+        return result
+    }
+}

@@ -1,0 +1,193 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import Pushkins
+import Synchronization
+
+/// gorush's `POST /api/push` (status.md §5.1), so that an unmodified status-go push server can
+/// use Herald as its GorushURL. Requests are validated with gorush's messages and answered at
+/// once (status-go's client has no timeout); notifications are queued for a pool of workers
+/// (or sent before answering in `sync` mode). Rejected tokens go to the logs, the metrics and
+/// the optional feedback URL.
+public final class GorushAPI: Sendable {
+    public struct Answer: Sendable {
+        public var status: Int
+        public var body: JSONValue
+    }
+
+    struct Job: Sendable {
+        var notification: JSONObject
+    }
+
+    let config: StatusConfig.Gorush
+    let delivery: StatusDelivery
+    let logger: Logger
+    let metrics: any MetricsFactory
+    private let queue: AsyncStream<Job>
+    private let continuation: AsyncStream<Job>.Continuation
+    private let stats = Mutex(Stats())
+    private let feedbackClient: UpstreamHTTPClient?
+
+    struct Stats {
+        var busyWorkers = 0
+        var success = 0
+        var failure = 0
+        var submitted = 0
+        var total = 0
+        var iosSuccess = 0
+        var iosError = 0
+        var androidSuccess = 0
+        var androidError = 0
+    }
+
+    public init(config: StatusConfig.Gorush, delivery: StatusDelivery, logger: Logger, metrics: any MetricsFactory) {
+        self.config = config
+        self.delivery = delivery
+        self.logger = logger
+        self.metrics = metrics
+        (queue, continuation) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .bufferingOldest(config.queueSize))
+        feedbackClient =
+            config.feedbackURL == nil
+            ? nil : try? UpstreamHTTPClient(settings: UpstreamSettings(maxConnections: 4, requestTimeout: config.feedbackTimeout))
+    }
+
+    /// Runs the workers until `finish()`, then drains what is queued.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<config.workers {
+                group.addTask {
+                    for await job in self.queue {
+                        self.stats.withLock { $0.busyWorkers += 1 }
+                        _ = await self.send(job.notification)
+                        self.stats.withLock { $0.busyWorkers -= 1 }
+                    }
+                }
+            }
+        }
+        await feedbackClient?.shutdown()
+    }
+
+    /// Stops accepting queued work; `run()` returns once the queue is empty.
+    public func finish() { continuation.finish() }
+
+    public func handle(body: [UInt8]) async -> Answer {
+        guard let json = try? JSONParser.parse(body), case .object(let root) = json else {
+            return Answer(status: 400, body: ["code": 400, "message": "Missing notifications field."])
+        }
+        guard case .array(let items)? = root["notifications"] else {
+            return Answer(status: 400, body: ["code": 400, "message": "Missing notifications field."])
+        }
+        guard !items.isEmpty else { return Answer(status: 400, body: ["code": 400, "message": "Notifications field is empty."]) }
+        guard items.count <= config.maxNotification else {
+            return Answer(
+                status: 400,
+                body: ["code": 400, "message": .string("Number of notifications(\(items.count)) over limit(\(config.maxNotification))")])
+        }
+        var notifications: [JSONObject] = []
+        for item in items {
+            guard case .object(let n) = item, case .array(let tokens)? = n["tokens"], !tokens.isEmpty,
+                tokens.allSatisfy({ $0.stringValue != nil }), n["platform"]?.pythonInt != nil
+            else {
+                return Answer(status: 400, body: ["code": 400, "message": "Each notification needs tokens and a platform."])
+            }
+            notifications.append(n)
+        }
+        var counts = 0
+        for n in notifications {
+            counts += n["tokens"]?.arrayValue?.count ?? 0
+            let platform = n["platform"]?.pythonInt ?? 0
+            if platform == 2 || platform == 3, n["topic"]?.stringValue?.isEmpty == false { counts += 1 }
+        }
+        stats.withLock {
+            $0.submitted += notifications.count
+            $0.total += counts
+        }
+
+        var logs: [JSONValue] = []
+        if config.sync {
+            for n in notifications { logs.append(contentsOf: await send(n)) }
+        } else {
+            for n in notifications {
+                if case .dropped = continuation.yield(Job(notification: n)) {
+                    logs.append(["type": "failed-push", "message": "max capacity reached"])
+                    logger.warning("gorush queue is full; notification dropped")
+                }
+            }
+        }
+        return Answer(status: 200, body: ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)])
+    }
+
+    /// Sends one gorush notification to each of its tokens; returns the failure log entries.
+    func send(_ n: JSONObject) async -> [JSONValue] {
+        let tokens = n["tokens"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let platformNumber = n["platform"]?.pythonInt ?? 0
+        let message = n["message"]?.stringValue ?? ""
+        guard let platform = StatusDelivery.Platform(rawValue: Int(platformNumber)) else {
+            logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(platformNumber)"])
+            return []
+        }
+        let platformName = platform == .ios ? "ios" : "android"
+        var topic = n["topic"]?.stringValue
+        if platform == .android && !config.honourAndroidTopic { topic = nil }
+        let context = DispatchContext(requestId: "gorush", logger: logger)
+        var logs: [JSONValue] = []
+        for token in tokens {
+            let outcome = await delivery.send(
+                platform: platform, token: token, message: message, title: n["title"]?.stringValue, topic: topic,
+                data: n["data"]?.objectValue ?? [:], context: context)
+            let ok: Bool
+            switch outcome {
+            case .delivered, .skipped: ok = true
+            default: ok = false
+            }
+            stats.withLock {
+                if ok { $0.success += 1 } else { $0.failure += 1 }
+                switch (platform, ok) {
+                case (.ios, true): $0.iosSuccess += 1
+                case (.ios, false): $0.iosError += 1
+                case (.android, true): $0.androidSuccess += 1
+                case (.android, false): $0.androidError += 1
+                }
+            }
+            guard !ok else { continue }
+            let error = outcome.reason ?? outcome.label
+            if outcome.isRejected, let pushkin = delivery.pushkinName(platform) {
+                metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])
+            }
+            logger.info(
+                "gorush push failed",
+                metadata: ["platform": "\(platformName)", "token": "\(Redaction.pushkey(token))", "error": "\(error)"])
+            var entry: JSONObject = [
+                "type": "failed-push", "platform": .string(platformName), "token": .string(token), "message": .string(message),
+                "error": .string(error),
+            ]
+            if let id = n["notif_id"] { entry["notif_id"] = id }
+            logs.append(.object(entry))
+            await postFeedback(.object(entry))
+        }
+        return logs
+    }
+
+    private func postFeedback(_ entry: JSONValue) async {
+        guard let url = config.feedbackURL, let client = feedbackClient else { return }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        _ = try? await client.send(url: url, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(entry)))
+    }
+
+    /// gorush's `GET /api/stat/app`.
+    public func appStats() -> JSONValue {
+        stats.withLock { s in
+            [
+                "version": "herald", "busy_workers": .int(Int64(s.busyWorkers)), "success_tasks": .int(Int64(s.success)),
+                "failure_tasks": .int(Int64(s.failure)), "submitted_tasks": .int(Int64(s.submitted)), "total_count": .int(Int64(s.total)),
+                "ios": ["push_success": .int(Int64(s.iosSuccess)), "push_error": .int(Int64(s.iosError))],
+                "android": ["push_success": .int(Int64(s.androidSuccess)), "push_error": .int(Int64(s.androidError))],
+                "huawei": ["push_success": 0, "push_error": 0],
+            ]
+        }
+    }
+}

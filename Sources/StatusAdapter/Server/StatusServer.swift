@@ -1,0 +1,327 @@
+import Foundation
+import Logging
+import Metrics
+import Pushkins
+import SwiftProtobuf
+import Synchronization
+
+/// The Status push-notification server role (status.md §2), over HTTP.
+///
+/// Registration (16 → 17), query (18 → 19) and push request (20 → 21) are handled as status-go
+/// does, with Herald's decisions of status.md §9: a re-sent registration is accepted, a
+/// duplicate push request gets its cached response again, device tokens that APNs or FCM reject
+/// come back as NOT_REGISTERED and their registration is dropped, and storage errors are
+/// INTERNAL_ERROR.
+public final class StatusServer: Sendable {
+    public let identity: Secp256k1.PrivateKey
+    public let config: StatusConfig
+    let store: any StatusStore
+    let delivery: StatusDelivery
+    let logger: Logger
+    let metrics: any MetricsFactory
+    private let inFlight = Mutex<[ [UInt8]: Task<Result<[UInt8], StatusRequestError>, Never>]>([:])
+
+    public init(
+        identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: StatusDelivery, logger: Logger,
+        metrics: any MetricsFactory
+    ) {
+        self.identity = identity
+        self.config = config
+        self.store = store
+        self.delivery = delivery
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    public var publicKey: Secp256k1.PublicKey { identity.publicKey }
+
+    /// Handles one raw ApplicationMetadataMessage; returns the signed response message.
+    public func handle(_ bytes: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
+        let opened: StatusEnvelope.Opened
+        do {
+            opened = try StatusEnvelope.open(bytes)
+        } catch {
+            return .failure(error)
+        }
+        let messageId = StatusCrypto.messageId(signer: opened.signer, message: bytes)
+        do {
+            switch opened.type {
+            case AMM.TypeEnum.pushNotificationRegistration.rawValue:
+                let response = await register(payload: opened.payload, signer: opened.signer)
+                return .success(try StatusEnvelope.wrap(response, type: .pushNotificationRegistrationResponse, key: identity))
+            case AMM.TypeEnum.pushNotificationQuery.rawValue:
+                guard let query = try? Query(serializedBytes: opened.payload) else {
+                    return .failure(.malformedPayload("not a PushNotificationQuery"))
+                }
+                let response = await answer(query, messageId: messageId)
+                return .success(try StatusEnvelope.wrap(response, type: .pushNotificationQueryResponse, key: identity))
+            case AMM.TypeEnum.pushNotificationRequest.rawValue:
+                guard let request = try? PushRequest(serializedBytes: opened.payload) else {
+                    return .failure(.malformedPayload("not a PushNotificationRequest"))
+                }
+                guard !request.messageID.isEmpty else { return .failure(.missingMessageId) }
+                return await pushOnce(request, messageId: messageId)
+            default:
+                return .failure(.unsupportedType(opened.type))
+            }
+        } catch {
+            return .failure(.internalError("cannot sign the response"))
+        }
+    }
+
+    // MARK: registration
+
+    func register(payload: [UInt8], signer: Secp256k1.PublicKey) async -> RegistrationResponse {
+        var response = RegistrationResponse()
+        response.requestID = Data(Keccak.shake256(payload))
+        switch await validateAndStore(payload: payload, signer: signer) {
+        case nil: response.success = true
+        case let error?: response.error = error
+        }
+        metrics.counter("herald_status_registrations_total", ["result": response.success ? "ok" : "\(response.error)"])
+        return response
+    }
+
+    /// nil on success, else the error to report.
+    private func validateAndStore(payload: [UInt8], signer: Secp256k1.PublicKey) async -> RegistrationResponse.ErrorType? {
+        guard !payload.isEmpty else { return .malformedMessage }
+        guard let key = try? identity.sharedX(with: signer), let plain = try? StatusCrypto.open(payload, key: key) else {
+            return .malformedMessage
+        }
+        guard let registration = try? Registration(serializedBytes: plain) else { return .malformedMessage }
+        guard registration.version >= 1 else { return .versionMismatch }
+        guard InstallationID.isValid(registration.installationID) else { return .malformedMessage }
+        let hashedKey = StatusCrypto.hashPublicKey(signer)
+
+        let previous: StoredRegistration?
+        do {
+            previous = try await store.registration(publicKey: hashedKey, installationId: registration.installationID)
+        } catch {
+            logger.error("Status store read failed", metadata: ["error": "\(error)"])
+            return .internalError
+        }
+        if let previous, registration.version <= previous.version {
+            // A client whose response was lost sends the same version again: the same content is a success.
+            guard registration.version == previous.version else { return .versionMismatch }
+            if registration.unregister { return previous.registration == nil ? nil : .versionMismatch }
+            guard let stored = previous.registration, let storedRegistration = try? Registration(serializedBytes: stored),
+                storedRegistration == registration
+            else { return .versionMismatch }
+            return nil
+        }
+
+        if !registration.unregister {
+            guard InstallationID.isValid(registration.accessToken) else { return .malformedMessage }
+            guard !registration.grant.isEmpty else { return .malformedMessage }
+            guard
+                StatusCrypto.verifyGrant(
+                    [UInt8](registration.grant), client: signer, server: identity.publicKey, accessToken: registration.accessToken)
+            else { return .malformedMessage }
+            guard !registration.deviceToken.isEmpty else { return .malformedMessage }
+            guard registration.tokenType != .unknownTokenType else { return .malformedMessage }
+        }
+
+        let row = StoredRegistration(
+            publicKey: hashedKey, installationId: registration.installationID, version: registration.version,
+            registration: registration.unregister ? nil : plain)
+        do {
+            // A concurrent writer with a newer version wins; this one is then out of date.
+            return try await store.write(row) ? nil : .versionMismatch
+        } catch {
+            logger.error("Status store write failed", metadata: ["error": "\(error)"])
+            return .internalError
+        }
+    }
+
+    // MARK: query
+
+    func answer(_ query: Query, messageId: [UInt8]) async -> QueryResponse {
+        var response = QueryResponse()
+        response.messageID = Data(messageId)
+        guard !query.publicKeys.isEmpty else { return response }
+        let keys = query.publicKeys.prefix(config.maxQueryKeys).map { [UInt8]($0) }
+        let rows: [StoredRegistration]
+        do {
+            rows = try await store.registrations(publicKeys: keys)
+        } catch {
+            logger.error("Status store read failed", metadata: ["error": "\(error)"])
+            return response
+        }
+        for row in rows {
+            guard let blob = row.registration, let registration = try? Registration(serializedBytes: blob) else { continue }
+            var info = QueryInfo()
+            info.publicKey = Data(row.publicKey)
+            info.grant = registration.grant
+            info.version = registration.version
+            info.installationID = registration.installationID
+            if registration.allowFromContactsOnly {
+                info.allowedKeyList = registration.allowedKeyList
+            } else {
+                info.accessToken = registration.accessToken
+            }
+            response.info.append(info)
+        }
+        response.success = true
+        return response
+    }
+
+    // MARK: push requests
+
+    /// Answers a duplicate with the cached response, and lets concurrent duplicates share one dispatch.
+    private func pushOnce(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
+        if let cached = try? await store.cachedResponse(messageId: messageId, now: Date()) {
+            metrics.counter("herald_status_push_requests_total", ["result": "replayed"])
+            return .success(cached)
+        }
+        let (task, owner) = inFlight.withLock { running -> (Task<Result<[UInt8], StatusRequestError>, Never>, Bool) in
+            if let existing = running[messageId] { return (existing, false) }
+            let task = Task { await self.push(request, messageId: messageId) }
+            running[messageId] = task
+            return (task, true)
+        }
+        let result = await task.value
+        if owner { _ = inFlight.withLock { $0.removeValue(forKey: messageId) } }
+        return result
+    }
+
+    private func push(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
+        var response = PushResponse()
+        response.messageID = request.messageID
+        var reports: [PushReport?] = []
+        var queued: [(index: Int, item: PushItem, row: StoredRegistration, registration: Registration)] = []
+
+        for item in request.requests {
+            var report = PushReport()
+            report.publicKey = item.publicKey
+            report.installationID = item.installationID
+            let row: StoredRegistration?
+            do {
+                row = try await store.registration(publicKey: [UInt8](item.publicKey), installationId: item.installationID)
+            } catch {
+                report.error = .unknownErrorType
+                reports.append(report)
+                continue
+            }
+            if item.type == .unknownPushNotificationType { continue }
+            guard let row, let blob = row.registration, let registration = try? Registration(serializedBytes: blob) else {
+                report.error = .notRegistered
+                reports.append(report)
+                continue
+            }
+            guard registration.accessToken == item.accessToken else {
+                report.error = .wrongToken
+                reports.append(report)
+                continue
+            }
+            report.success = true
+            reports.append(report)
+            if Self.allows(item, registration) { queued.append((reports.count - 1, item, row, registration)) }
+        }
+
+        let logger = self.logger
+        let results = await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
+            for entry in queued {
+                group.addTask {
+                    let outcome = await self.deliver(entry.item, registration: entry.registration, logger: logger)
+                    return (entry.index, outcome.0, outcome.1)
+                }
+            }
+            var all: [(Int, DeviceOutcome, String?)] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+
+        var transientFailures = 0
+        for (index, outcome, pushkin) in results {
+            guard var report = reports[index] else { continue }
+            switch outcome {
+            case .delivered, .skipped:
+                break
+            case .rejected(let reason):
+                report.success = false
+                report.error = .notRegistered
+                if let entry = queued.first(where: { $0.index == index }) {
+                    try? await store.dropRegistration(publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
+                }
+                if let pushkin {
+                    metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])
+                }
+                logger.info("Status device token rejected; registration dropped", metadata: ["reason": "\(reason)"])
+            case .failed, .dropped:
+                report.success = false
+                report.error = .internalError
+                if case .failed = outcome { transientFailures += 1 }
+            }
+            reports[index] = report
+        }
+        if !queued.isEmpty && transientFailures == queued.count {
+            metrics.counter("herald_status_push_requests_total", ["result": "unavailable"])
+            return .failure(.dispatchUnavailable("every push upstream failed"))
+        }
+        response.reports = reports.compactMap { $0 }
+        do {
+            let bytes = try StatusEnvelope.wrap(response, type: .pushNotificationResponse, key: identity)
+            if config.responseCacheLimit > 0 {
+                try? await store.cacheResponse(
+                    messageId: messageId, response: bytes, expires: Date().addingTimeInterval(config.responseCacheLifetime),
+                    limit: config.responseCacheLimit)
+            }
+            metrics.counter("herald_status_push_requests_total", ["result": "answered"])
+            return .success(bytes)
+        } catch {
+            return .failure(.internalError("cannot sign the response"))
+        }
+    }
+
+    /// status-go's filters (status.md §2.5): a filtered notification is reported as a success
+    /// but not sent, so that blocking stays private.
+    static func allows(_ item: PushItem, _ registration: Registration) -> Bool {
+        let author = item.author
+        let chat = item.chatID
+        let blocked = registration.blockedChatList.contains(author)
+        switch item.type {
+        case .message:
+            return !registration.blockedChatList.contains(chat) && !registration.mutedChatList.contains(chat) && !blocked
+        case .mention:
+            return !registration.blockMentions && registration.allowedMentionsChatList.contains(chat) && !blocked
+        case .requestToJoinCommunity:
+            return !blocked
+        default:
+            return true
+        }
+    }
+
+    /// The text gorush shows for each type (status.md §2.6).
+    static func text(for type: PushItem.PushNotificationType) -> String {
+        switch type {
+        case .message: return "You have a new message"
+        case .requestToJoinCommunity: return "Someone requested to join a community you are an admin of"
+        default: return "Someone mentioned you"
+        }
+    }
+
+    private func deliver(_ item: PushItem, registration: Registration, logger: Logger) async -> (DeviceOutcome, String?) {
+        let platform: StatusDelivery.Platform
+        switch registration.tokenType {
+        case .apnToken: platform = .ios
+        case .firebaseToken: platform = .android
+        default: return (.dropped(reason: "token type \(registration.tokenType.rawValue) cannot be delivered"), nil)
+        }
+        let data: JSONObject = [
+            "encryptedMessage": .string("0x" + [UInt8](item.message).hex), "chatId": .string("0x" + [UInt8](item.chatID).hex),
+            "publicKey": .string("0x" + [UInt8](item.publicKey).hex),
+        ]
+        var context = DispatchContext(requestId: "status", logger: logger)
+        context.logger[metadataKey: "installation"] = "\(registration.installationID)"
+        let outcome = await delivery.send(
+            platform: platform, token: registration.deviceToken, message: Self.text(for: item.type),
+            topic: platform == .ios ? registration.apnTopic : nil, data: data, context: context)
+        return (outcome, delivery.pushkinName(platform))
+    }
+}
+
+extension MetricsFactory {
+    func counter(_ label: String, _ dimensions: [String: String]) {
+        Counter(label: label, dimensions: dimensions.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, factory: self).increment()
+    }
+}

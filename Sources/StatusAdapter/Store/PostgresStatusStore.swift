@@ -1,0 +1,165 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The store for several Herald instances acting as one Status server: PostgreSQL, with the
+/// same schema and the same conditional writes as the SQLite store (a newer version always wins,
+/// concurrent writers cannot lose it).
+public final class PostgresStatusStore: StatusStore {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+
+    public struct URLError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(url: String, logger: Logger) throws {
+        guard let components = URLComponents(string: url), let host = components.host else {
+            throw URLError(description: "status.store: '\(url)' is not a postgres:// URL")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+        configuration.options.maximumConnections = 16
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = self.client
+        runner = Task { await client.run() }
+    }
+
+    public func migrate() async throws {
+        try await client.withConnection { connection in
+            func exec(_ query: PostgresQuery) async throws {
+                for try await _ in try await connection.query(query, logger: Self.logger) {}
+            }
+            // One migrator at a time across instances: a transaction-scoped advisory lock.
+            try await exec("BEGIN")
+            do {
+                try await exec("SELECT pg_advisory_xact_lock(4242001)")
+                try await exec(
+                    """
+                    CREATE TABLE IF NOT EXISTS status_registrations (
+                        public_key BYTEA NOT NULL,
+                        installation_id TEXT NOT NULL,
+                        version BIGINT NOT NULL,
+                        registration BYTEA,
+                        updated_at DOUBLE PRECISION NOT NULL,
+                        PRIMARY KEY (public_key, installation_id)
+                    )
+                    """)
+                try await exec("CREATE TABLE IF NOT EXISTS status_identity (id INTEGER PRIMARY KEY CHECK (id = 0), private_key BYTEA NOT NULL)")
+                try await exec(
+                    """
+                    CREATE TABLE IF NOT EXISTS status_responses (
+                        message_id BYTEA PRIMARY KEY, response BYTEA NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                    """)
+                try await exec("CREATE INDEX IF NOT EXISTS status_responses_expiry ON status_responses (expires_at)")
+                try await exec("COMMIT")
+            } catch {
+                try? await exec("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Runs a statement and reads (discards) its rows.
+    private func exec(_ query: PostgresQuery) async throws {
+        for try await _ in try await client.query(query, logger: Self.logger) {}
+    }
+
+    static let logger = Logger(label: "herald.status.postgres")
+
+    public func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
+        try await exec(
+            "INSERT INTO status_identity (id, private_key) VALUES (0, \(ByteBuffer(bytes: candidate))) ON CONFLICT (id) DO NOTHING")
+        let rows = try await client.query("SELECT private_key FROM status_identity WHERE id = 0", logger: Self.logger)
+        for try await key in rows.decode(ByteBuffer.self) { return Array(key.readableBytesView) }
+        return candidate
+    }
+
+    public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
+        let rows = try await client.query(
+            """
+            SELECT version, registration FROM status_registrations
+            WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId)
+            """, logger: Self.logger)
+        for try await (version, blob) in rows.decode((Int64, ByteBuffer?).self) {
+            return StoredRegistration(
+                publicKey: publicKey, installationId: installationId, version: UInt64(version),
+                registration: blob.map { Array($0.readableBytesView) })
+        }
+        return nil
+    }
+
+    public func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
+        guard !publicKeys.isEmpty else { return [] }
+        let keys = publicKeys.map { ByteBuffer(bytes: $0) }
+        let rows = try await client.query(
+            """
+            SELECT public_key, installation_id, version, registration FROM status_registrations
+            WHERE registration IS NOT NULL AND public_key = ANY(\(keys)) ORDER BY public_key, installation_id
+            """, logger: Self.logger)
+        var result: [StoredRegistration] = []
+        for try await (key, installation, version, blob) in rows.decode((ByteBuffer, String, Int64, ByteBuffer?).self) {
+            result.append(
+                StoredRegistration(
+                    publicKey: Array(key.readableBytesView), installationId: installation, version: UInt64(version),
+                    registration: blob.map { Array($0.readableBytesView) }))
+        }
+        return result
+    }
+
+    public func write(_ row: StoredRegistration) async throws -> Bool {
+        let blob = row.registration.map { ByteBuffer(bytes: $0) }
+        let rows = try await client.query(
+            """
+            INSERT INTO status_registrations (public_key, installation_id, version, registration, updated_at)
+            VALUES (\(ByteBuffer(bytes: row.publicKey)), \(row.installationId), \(Int64(clamping: row.version)), \(blob), \(Date().timeIntervalSince1970))
+            ON CONFLICT (public_key, installation_id) DO UPDATE
+            SET version = EXCLUDED.version, registration = EXCLUDED.registration, updated_at = EXCLUDED.updated_at
+            WHERE status_registrations.version < EXCLUDED.version
+            RETURNING version
+            """, logger: Self.logger)
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    public func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
+        try await exec(
+            """
+            UPDATE status_registrations SET registration = NULL, updated_at = \(Date().timeIntervalSince1970)
+            WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId) AND version = \(Int64(clamping: version))
+            """)
+    }
+
+    public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+        let rows = try await client.query(
+            """
+            SELECT response FROM status_responses
+            WHERE message_id = \(ByteBuffer(bytes: messageId)) AND expires_at > \(now.timeIntervalSince1970)
+            """, logger: Self.logger)
+        for try await response in rows.decode(ByteBuffer.self) { return Array(response.readableBytesView) }
+        return nil
+    }
+
+    public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
+        try await exec(
+            """
+            INSERT INTO status_responses (message_id, response, expires_at)
+            VALUES (\(ByteBuffer(bytes: messageId)), \(ByteBuffer(bytes: response)), \(expires.timeIntervalSince1970))
+            ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
+            """)
+        try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
+        try await exec(
+            """
+            DELETE FROM status_responses WHERE message_id IN (
+                SELECT message_id FROM status_responses ORDER BY expires_at DESC OFFSET \(limit))
+            """)
+    }
+
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import GRDB
+
+/// The default store: one SQLite file in WAL mode. A write is acknowledged only once it is
+/// committed with `synchronous=FULL`, so a registration the client was told about survives a
+/// crash of the process or the machine.
+public final class SQLiteStatusStore: StatusStore {
+    private let pool: DatabasePool
+
+    public init(path: String) throws {
+        try FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+    }
+
+    public func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE status_registrations (
+                        public_key BLOB NOT NULL,
+                        installation_id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        registration BLOB,
+                        updated_at REAL NOT NULL,
+                        PRIMARY KEY (public_key, installation_id)
+                    );
+                    CREATE TABLE status_identity (
+                        id INTEGER PRIMARY KEY CHECK (id = 0),
+                        private_key BLOB NOT NULL
+                    );
+                    CREATE TABLE status_responses (
+                        message_id BLOB PRIMARY KEY,
+                        response BLOB NOT NULL,
+                        expires_at REAL NOT NULL
+                    );
+                    CREATE INDEX status_responses_expiry ON status_responses (expires_at);
+                    """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    public func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO status_identity (id, private_key) VALUES (0, ?) ON CONFLICT (id) DO NOTHING", arguments: [Data(candidate)])
+            let stored = try Data.fetchOne(db, sql: "SELECT private_key FROM status_identity WHERE id = 0")
+            return stored.map { [UInt8]($0) } ?? candidate
+        }
+    }
+
+    public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?",
+                arguments: [Data(publicKey), installationId]
+            ).map { row in
+                StoredRegistration(
+                    publicKey: publicKey, installationId: installationId, version: UInt64(row["version"] as Int64),
+                    registration: (row["registration"] as Data?).map { [UInt8]($0) })
+            }
+        }
+    }
+
+    public func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
+        guard !publicKeys.isEmpty else { return [] }
+        return try await pool.read { db in
+            let marks = Array(repeating: "?", count: publicKeys.count).joined(separator: ", ")
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT public_key, installation_id, version, registration FROM status_registrations
+                    WHERE registration IS NOT NULL AND public_key IN (\(marks)) ORDER BY public_key, installation_id
+                    """,
+                arguments: StatementArguments(publicKeys.map { Data($0) })
+            ).map { row in
+                StoredRegistration(
+                    publicKey: [UInt8](row["public_key"] as Data), installationId: row["installation_id"],
+                    version: UInt64(row["version"] as Int64), registration: (row["registration"] as Data?).map { [UInt8]($0) })
+            }
+        }
+    }
+
+    public func write(_ row: StoredRegistration) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO status_registrations (public_key, installation_id, version, registration, updated_at)
+                    VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (public_key, installation_id) DO UPDATE
+                    SET version = excluded.version, registration = excluded.registration, updated_at = excluded.updated_at
+                    WHERE status_registrations.version < excluded.version
+                    """,
+                arguments: [
+                    Data(row.publicKey), row.installationId, Int64(clamping: row.version), row.registration.map { Data($0) },
+                    Date().timeIntervalSince1970,
+                ])
+            return db.changesCount > 0
+        }
+    }
+
+    public func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE status_registrations SET registration = NULL, updated_at = ?
+                    WHERE public_key = ? AND installation_id = ? AND version = ?
+                    """,
+                arguments: [Date().timeIntervalSince1970, Data(publicKey), installationId, Int64(clamping: version)])
+        }
+    }
+
+    public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+        try await pool.read { db in
+            try Data.fetchOne(
+                db, sql: "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?",
+                arguments: [Data(messageId), now.timeIntervalSince1970]
+            ).map { [UInt8]($0) }
+        }
+    }
+
+    public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)",
+                arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
+            try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
+            try db.execute(
+                sql: """
+                    DELETE FROM status_responses WHERE message_id IN (
+                        SELECT message_id FROM status_responses ORDER BY expires_at DESC LIMIT -1 OFFSET ?)
+                    """, arguments: [limit])
+        }
+    }
+
+    public func close() async {
+        try? pool.close()
+    }
+}

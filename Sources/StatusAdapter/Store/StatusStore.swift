@@ -1,0 +1,51 @@
+import Foundation
+
+/// A registration row: the hashed client key, the installation, the version (kept after an
+/// unregister) and the serialized `PushNotificationRegistration` (nil after an unregister).
+public struct StoredRegistration: Sendable, Equatable {
+    public var publicKey: [UInt8]
+    public var installationId: String
+    public var version: UInt64
+    public var registration: [UInt8]?
+
+    public init(publicKey: [UInt8], installationId: String, version: UInt64, registration: [UInt8]?) {
+        self.publicKey = publicKey
+        self.installationId = installationId
+        self.version = version
+        self.registration = registration
+    }
+}
+
+/// Where the Status server keeps its identity, registrations and answered push requests.
+/// SQLite (one instance) and PostgreSQL (several instances as one server) implement it; both
+/// pass the same tests.
+public protocol StatusStore: Sendable {
+    /// Creates or upgrades the schema.
+    func migrate() async throws
+
+    /// The server identity's 32-byte secret, creating `candidate` as it when there is none yet
+    /// (the first instance to store one wins; every instance returns the same).
+    func identity(orCreate candidate: [UInt8]) async throws -> [UInt8]
+
+    func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration?
+
+    /// Registered (not unregistered) rows for any of `publicKeys`.
+    func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration]
+
+    /// Writes `row` only if its version is greater than the stored one (or there is none).
+    /// Returns false when a row with an equal or greater version exists: concurrent writers with
+    /// increasing versions never lose the newest.
+    func write(_ row: StoredRegistration) async throws -> Bool
+
+    /// Clears the registration (keeping the version) if it is still at `version`: a device token
+    /// the push service rejected. A newer registration is left alone.
+    func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws
+
+    /// The response given to a push request, if it was answered within its lifetime.
+    func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]?
+
+    /// Remembers the response to a push request until `expires`, keeping at most `limit` entries.
+    func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws
+
+    func close() async
+}
