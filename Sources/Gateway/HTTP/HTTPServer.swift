@@ -142,14 +142,15 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Answers 413, half-closes, and gives the client two seconds to stop sending before closing.
+    /// Answers 413, half-closes, and gives the client five seconds (as nginx lingers) to stop
+    /// sending before closing.
     private func refuse(
         limit: Int, version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, channel: any Channel
     ) async throws -> Int {
         let tooLarge = HTTPResponse.matrixError(.payloadTooLarge, "M_TOO_LARGE", "Request body exceeds \(limit) bytes")
         try await write(tooLarge, version: version, keepAlive: false, to: outbound)
         outbound.finish()
-        channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
         return 0
     }
 

@@ -16,7 +16,7 @@ enum RawHTTP {
     }
 
     /// Sends `head`, then `chunks` (stopping once the server has answered), and returns what the
-    /// server sent back before closing (or after 5 s).
+    /// server sent back before closing (or after 15 s).
     static func exchange(port: Int, head: String, chunks: [[UInt8]] = []) -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return "" }
@@ -29,7 +29,7 @@ enum RawHTTP {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return "" }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         for chunk in chunks {
