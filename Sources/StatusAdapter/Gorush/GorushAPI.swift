@@ -23,7 +23,7 @@ public final class GorushAPI: Sendable {
     }
 
     let config: StatusConfig.Gorush
-    let delivery: StatusDelivery
+    let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
     private let queue: AsyncStream<Job>
@@ -43,7 +43,7 @@ public final class GorushAPI: Sendable {
         var androidError = 0
     }
 
-    public init(config: StatusConfig.Gorush, delivery: StatusDelivery, logger: Logger, metrics: any MetricsFactory) {
+    public init(config: StatusConfig.Gorush, delivery: any StatusSender, logger: Logger, metrics: any MetricsFactory) {
         self.config = config
         self.delivery = delivery
         self.logger = logger
@@ -125,7 +125,7 @@ public final class GorushAPI: Sendable {
         let tokens = n["tokens"]?.arrayValue?.compactMap(\.stringValue) ?? []
         let platformNumber = n["platform"]?.pythonInt ?? 0
         let message = n["message"]?.stringValue ?? ""
-        guard let platform = StatusDelivery.Platform(rawValue: Int(platformNumber)) else {
+        guard let platform = StatusPlatform(rawValue: Int(platformNumber)) else {
             logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(platformNumber)"])
             return []
         }

@@ -1,9 +1,25 @@
 import Foundation
 import Pushkins
 
+/// Where Status notifications go: one notification to one device token.
+public protocol StatusSender: Sendable {
+    func send(
+        platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject, context: DispatchContext
+    ) async -> DeviceOutcome
+
+    /// The pushkin whose rejected-token metrics count this platform's rejections.
+    func pushkinName(_ platform: StatusPlatform) -> String?
+}
+
+/// gorush's platforms: 1 iOS (APNs), 2 Android (FCM).
+public enum StatusPlatform: Int, Sendable {
+    case ios = 1
+    case android = 2
+}
+
 /// Sends Status notifications through Herald's pushkins, with the payloads gorush would produce
 /// for status-go's request (status.md §5.2, §9 item 6).
-public struct StatusDelivery: Sendable {
+public struct StatusDelivery: StatusSender {
     public let apns: APNsPushkin?
     public let fcm: FCMPushkin?
 
@@ -12,15 +28,10 @@ public struct StatusDelivery: Sendable {
         self.fcm = fcm
     }
 
-    public enum Platform: Int, Sendable {
-        case ios = 1
-        case android = 2
-    }
-
     /// One notification to one device token. `data` keys go to the top level of the APNs payload
     /// and into FCM's string `data` map.
     public func send(
-        platform: Platform, token: String, message: String, title: String? = nil, topic: String?, data: JSONObject,
+        platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject,
         context: DispatchContext
     ) async -> DeviceOutcome {
         switch platform {
@@ -42,7 +53,7 @@ public struct StatusDelivery: Sendable {
     }
 
     /// The pushkin a platform's rejections are counted under.
-    public func pushkinName(_ platform: Platform) -> String? {
+    public func pushkinName(_ platform: StatusPlatform) -> String? {
         switch platform {
         case .ios: return apns?.name
         case .android: return fcm?.name

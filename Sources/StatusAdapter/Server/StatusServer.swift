@@ -16,13 +16,13 @@ public final class StatusServer: Sendable {
     public let identity: Secp256k1.PrivateKey
     public let config: StatusConfig
     let store: any StatusStore
-    let delivery: StatusDelivery
+    let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
     private let inFlight = Mutex<[ [UInt8]: Task<Result<[UInt8], StatusRequestError>, Never>]>([:])
 
     public init(
-        identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: StatusDelivery, logger: Logger,
+        identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
         metrics: any MetricsFactory
     ) {
         self.identity = identity
@@ -301,7 +301,7 @@ public final class StatusServer: Sendable {
     }
 
     private func deliver(_ item: PushItem, registration: Registration, logger: Logger) async -> (DeviceOutcome, String?) {
-        let platform: StatusDelivery.Platform
+        let platform: StatusPlatform
         switch registration.tokenType {
         case .apnToken: platform = .ios
         case .firebaseToken: platform = .android
@@ -314,7 +314,7 @@ public final class StatusServer: Sendable {
         var context = DispatchContext(requestId: "status", logger: logger)
         context.logger[metadataKey: "installation"] = "\(registration.installationID)"
         let outcome = await delivery.send(
-            platform: platform, token: registration.deviceToken, message: Self.text(for: item.type),
+            platform: platform, token: registration.deviceToken, message: Self.text(for: item.type), title: nil,
             topic: platform == .ios ? registration.apnTopic : nil, data: data, context: context)
         return (outcome, delivery.pushkinName(platform))
     }

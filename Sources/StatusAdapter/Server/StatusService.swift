@@ -13,7 +13,7 @@ public final class StatusService: Sendable {
 
     /// Opens the store (creating or upgrading its schema), loads or creates the identity, and
     /// starts the gorush workers.
-    public static func start(config: StatusConfig, delivery: StatusDelivery, logger: Logger, metrics: any MetricsFactory) async throws
+    public static func start(config: StatusConfig, delivery: any StatusSender, logger: Logger, metrics: any MetricsFactory) async throws
         -> StatusService
     {
         let store: any StatusStore
