@@ -74,6 +74,7 @@ let package = Package(
             dependencies: [
                 "Pushkins",
                 "StatusAdapter",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -120,7 +121,13 @@ let package = Package(
             dependencies: [.product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
         .testTarget(name: "PushkinsTests", dependencies: ["Pushkins", "HeraldTestSupport"]),
-        .testTarget(name: "StatusAdapterTests", dependencies: ["StatusAdapter", "Pushkins", "HeraldTestSupport"]),
+        .testTarget(
+            name: "StatusAdapterTests",
+            dependencies: [
+                "StatusAdapter", "Pushkins", "HeraldTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         .testTarget(
             name: "GatewayTests",
             dependencies: ["Gateway", "Pushkins", "HeraldTestSupport"],

@@ -9,12 +9,15 @@ import PostgresNIO
 public final class PostgresStatusStore: StatusStore {
     private let client: PostgresClient
     private let runner: Task<Void, Never>
+    /// The URL it was opened with.
+    public let url: String
 
     public struct URLError: Error, CustomStringConvertible {
         public var description: String
     }
 
     public init(url: String, logger: Logger) throws {
+        self.url = url
         guard let components = URLComponents(string: url), let host = components.host else {
             throw URLError(description: "status.store: '\(url)' is not a postgres:// URL")
         }

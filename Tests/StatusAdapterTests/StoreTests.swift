@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import StatusAdapter
+
+/// The same tests against SQLite and, when `HERALD_TEST_POSTGRES_URL` names a server (as
+/// `scripts/test.sh` and CI arrange), PostgreSQL, each in a database of its own.
+@Suite struct StoreTests {
+    static let postgresURL = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static var backends: [String] { ["sqlite"] + (postgresURL == nil ? [] : ["postgres"]) }
+
+    static func makeStore(_ backend: String) async throws -> any StatusStore {
+        var logger = Logger(label: "store-test")
+        logger.logLevel = .critical
+        if backend == "sqlite" {
+            return try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        }
+        guard let base = postgresURL, var components = URLComponents(string: base) else { throw StoreTestError.noPostgres }
+        let name = "herald_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
+        try await createDatabase(name, url: base, logger: logger)
+        components.path = "/" + name
+        return try PostgresStatusStore(url: components.string ?? base, logger: logger)
+    }
+
+    static func createDatabase(_ name: String, url: String, logger: Logger) async throws {
+        let components = URLComponents(string: url)
+        let configuration = PostgresClient.Configuration(
+            host: components?.host ?? "127.0.0.1", port: components?.port ?? 5432, username: components?.user ?? "postgres",
+            password: components?.password, database: "postgres", tls: .disable)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            _ = try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+            group.cancelAll()
+        }
+    }
+
+    enum StoreTestError: Error { case noPostgres }
+
+    func row(_ version: UInt64, _ blob: [UInt8]? = [1, 2, 3], key: [UInt8] = [7, 7], installation: String = "i1") -> StoredRegistration {
+        StoredRegistration(publicKey: key, installationId: installation, version: version, registration: blob)
+    }
+
+    @Test(arguments: backends)
+    func versionsOnlyMoveForward(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        try await store.migrate()  // idempotent
+        #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == nil)
+        #expect(try await store.write(row(2)))
+        #expect(try await store.write(row(2, [9])) == false)
+        #expect(try await store.write(row(1, [9])) == false)
+        #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == row(2))
+        #expect(try await store.write(row(3, nil)))  // unregister keeps the version
+        #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == row(3, nil))
+        #expect(try await store.registrations(publicKeys: [[7, 7]]).isEmpty)
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func queriesReturnRegisteredRowsOfTheGivenKeys(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        _ = try await store.write(row(1, key: [1], installation: "a"))
+        _ = try await store.write(row(1, key: [1], installation: "b"))
+        _ = try await store.write(row(1, key: [2], installation: "a"))
+        _ = try await store.write(row(1, nil, key: [3], installation: "a"))
+        let found = try await store.registrations(publicKeys: [[1], [3], [4]])
+        #expect(found.map(\.installationId) == ["a", "b"])
+        #expect(try await store.registrations(publicKeys: []).isEmpty)
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func droppingARejectedTokenLeavesANewerRegistrationAlone(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        _ = try await store.write(row(1))
+        _ = try await store.write(row(2, [5]))
+        try await store.dropRegistration(publicKey: [7, 7], installationId: "i1", version: 1)
+        #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == row(2, [5]))
+        try await store.dropRegistration(publicKey: [7, 7], installationId: "i1", version: 2)
+        #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == row(2, nil))
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func theIdentityIsCreatedOnceAndSharedByEveryInstance(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        let first = try await store.identity(orCreate: [1, 2, 3])
+        let second = try await store.identity(orCreate: [4, 5, 6])
+        #expect(first == [1, 2, 3])
+        #expect(second == [1, 2, 3])
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func concurrentReRegistrationsKeepTheNewestVersion(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for version in (1...40).shuffled() {
+                group.addTask { try await store.write(self.row(UInt64(version), [UInt8(version)])) }
+            }
+            var accepted = 0
+            for try await ok in group where ok { accepted += 1 }
+            return accepted
+        }
+        #expect(results >= 1)
+        #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == row(40, [40]))
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func responsesAreCachedForTheirLifetimeAndBounded(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        let now = Date()
+        try await store.cacheResponse(messageId: [1], response: [9, 9], expires: now.addingTimeInterval(60), limit: 2)
+        #expect(try await store.cachedResponse(messageId: [1], now: now) == [9, 9])
+        #expect(try await store.cachedResponse(messageId: [1], now: now.addingTimeInterval(61)) == nil)
+        try await store.cacheResponse(messageId: [2], response: [2], expires: now.addingTimeInterval(70), limit: 2)
+        try await store.cacheResponse(messageId: [3], response: [3], expires: now.addingTimeInterval(80), limit: 2)
+        #expect(try await store.cachedResponse(messageId: [1], now: now) == nil)  // the oldest went over the limit
+        #expect(try await store.cachedResponse(messageId: [3], now: now) == [3])
+        await store.close()
+    }
+
+    @Test(.enabled(if: postgresURL != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func twoPostgresInstancesActAsOneServer() async throws {
+        let a = try await Self.makeStore("postgres")
+        try await a.migrate()
+        let url = try #require((a as? PostgresStatusStore)?.url)
+        let b = try PostgresStatusStore(url: url, logger: Logger(label: "b"))
+        try await b.migrate()
+        #expect(try await a.identity(orCreate: [1]) == (try await b.identity(orCreate: [2])))
+        #expect(try await a.write(row(5)))
+        #expect(try await b.write(row(5, [8])) == false)
+        #expect(try await b.write(row(6, [8])))
+        #expect(try await a.registration(publicKey: [7, 7], installationId: "i1") == row(6, [8]))
+        await a.close()
+        await b.close()
+    }
+}
