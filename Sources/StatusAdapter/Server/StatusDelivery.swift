@@ -37,12 +37,14 @@ public struct StatusDelivery: StatusSender {
         switch platform {
         case .ios:
             guard let apns else { return .failed(reason: "no APNs app is configured for Status") }
-            var payload = data
+            // gorush's shape: `aps` first, then every data key at the top level.
+            var payload: JSONObject = [:]
             if let title, !title.isEmpty {
                 payload["aps"] = ["alert": ["title": .string(title), "body": .string(message)]]
             } else {
                 payload["aps"] = ["alert": .string(message)]
             }
+            for (key, value) in data where key != "aps" { payload[key] = value }
             return await apns.sendRaw(payload: payload, deviceToken: token, topic: topic.flatMap { $0.isEmpty ? nil : $0 }, context: context)
         case .android:
             guard let fcm else { return .failed(reason: "no FCM app is configured for Status") }
