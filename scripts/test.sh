@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit tests and end-to-end tests over real sockets against the fakes.
+# Runs the whole test suite: unit tests, and end-to-end tests over real sockets against the fake
+# APNs, FCM and Web Push services, with the Status store tests on SQLite and on a real PostgreSQL
+# (started here, on 127.0.0.1, unless HERALD_TEST_POSTGRES_URL already names one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 swift build --build-tests
+
 # The shipped config must pass the same validation `herald serve` runs.
 scratch=$(mktemp -d)
 sed "s#./data/#$scratch/#" config.yaml > "$scratch/config.yaml"
 .build/debug/herald check-config --config "$scratch/config.yaml"
 rm -rf "$scratch"
+
+pgdir=""
+if [ -z "${HERALD_TEST_POSTGRES_URL:-}" ] && [ "$(id -u)" -eq 0 ]; then
+  if out=$(scripts/postgres.sh); then
+    export HERALD_TEST_POSTGRES_URL=${out%% *}
+    pgdir=${out#* }
+    trap 'scripts/postgres.sh stop "$pgdir"' EXIT
+    echo "PostgreSQL for the store tests: $HERALD_TEST_POSTGRES_URL"
+  fi
+fi
+[ -n "${HERALD_TEST_POSTGRES_URL:-}" ] || echo "note: no PostgreSQL; the PostgreSQL store tests are skipped" >&2
 swift test --skip-build

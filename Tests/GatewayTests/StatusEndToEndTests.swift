@@ -176,8 +176,11 @@ import Testing
         #expect(response.status == 200)
         #expect(response.json == ["success": "ok", "counts": 3, "logs": []])
         // Delivery is asynchronous, as gorush's default: wait for it.
-        for _ in 0..<200 where setup.apns.received.count < 1 || setup.fcm.received.count < 2 { try await Task.sleep(for: .milliseconds(20)) }
-        let stats = try await setup.herald.request(.GET, "/api/stat/app")
+        var stats = try await setup.herald.request(.GET, "/api/stat/app")
+        for _ in 0..<250 where stats.json?["success_tasks"] != 3 {
+            try await Task.sleep(for: .milliseconds(20))
+            stats = try await setup.herald.request(.GET, "/api/stat/app")
+        }
         let healthz = try await setup.herald.request(.GET, "/healthz")
         await setup.stop()
         #expect(setup.apns.received.first?.payload == ["aps": ["alert": "You have a new message"], "encryptedMessage": "0x", "chatId": "0x1d", "publicKey": "0x07"])

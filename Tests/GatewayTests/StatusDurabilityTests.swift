@@ -1,0 +1,143 @@
+import Foundation
+import HeraldTestSupport
+import Pushkins
+import StatusAdapter
+import SwiftProtobuf
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An acknowledged registration is durable: the `herald` process is killed with SIGKILL right
+/// after its acknowledgements, restarted on the same SQLite file, and every registration is there.
+@Suite struct StatusDurabilityTests {
+    /// The `herald` executable next to the test bundle (`swift build --build-tests` builds it).
+    static var heraldBinary: String? {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald").path,
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("herald").path,
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func launch(_ binary: String, config: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--config", config]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    func waitForHealth(port: Int) async throws {
+        for _ in 0..<300 {
+            if let response = try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health"), response == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("herald did not come up on port \(port)")
+    }
+
+    @Test(.enabled(if: heraldBinary != nil, "needs the herald executable (swift build --build-tests)"))
+    func acknowledgedRegistrationsSurviveSIGKILL() async throws {
+        let binary = try #require(Self.heraldBinary)
+        let dir = temporaryDirectory()
+        let port = Self.freePort()
+        let config = "\(dir)/herald.yaml"
+        try """
+        http:
+          bind_addresses: ['127.0.0.1']
+          port: \(port)
+        log:
+          level: error
+        apps:
+          com.example.webpush:
+            type: webpush
+            vapid_private_key: \(dir)/vapid.pem
+            create_vapid_key_if_missing: true
+            vapid_contact_email: ops@example.org
+        status:
+          store: \(dir)/status.sqlite
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+
+        let first = try launch(binary, config: config)
+        try await waitForHealth(port: port)
+        let base = "http://127.0.0.1:\(port)"
+        let identity = try #require(try await RunningGatewayClient.json("\(base)/_status/v1/identity")?["public_key"]?.stringValue)
+        let server = try Secp256k1.PublicKey(bytes: try #require([UInt8](hex: identity)))
+        let clients = (0..<25).map { _ in StatusTestClient() }
+        for client in clients {
+            let message = try client.registrationMessage(try client.registration(server: server), server: server)
+            let body = try await RunningGatewayClient.post("\(base)/_status/v1/message", body: message)
+            let response = try Protobuf_PushNotificationRegistrationResponse(serializedBytes: try StatusTestClient.open(body).payload)
+            #expect(response.success)
+        }
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+
+        let second = try launch(binary, config: config)
+        defer {
+            second.terminate()
+            second.waitUntilExit()
+        }
+        try await waitForHealth(port: port)
+        #expect(try await RunningGatewayClient.json("\(base)/_status/v1/identity")?["public_key"]?.stringValue == identity)
+        let query = try StatusTestClient.queryMessage(publicKeys: clients.map(\.hashedKey))
+        let answer = try await RunningGatewayClient.post("\(base)/_status/v1/message", body: query)
+        let infos = try Protobuf_PushNotificationQueryResponse(serializedBytes: try StatusTestClient.open(answer).payload).info
+        #expect(Set(infos.map { [UInt8]($0.publicKey) }) == Set(clients.map(\.hashedKey)))
+    }
+}
+
+/// Plain requests to a gateway started outside the test process.
+enum RunningGatewayClient {
+    static func get(_ url: String) async throws -> Int {
+        var request = URLRequestLite(url: url, method: .GET)
+        request.timeout = .seconds(2)
+        return try await request.send().status
+    }
+
+    static func json(_ url: String) async throws -> JSONValue? {
+        try await URLRequestLite(url: url, method: .GET).send().json
+    }
+
+    static func post(_ url: String, body: [UInt8]) async throws -> [UInt8] {
+        var request = URLRequestLite(url: url, method: .POST)
+        request.body = body
+        return try await request.send().body
+    }
+}
+
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+struct URLRequestLite {
+    var url: String
+    var method: HTTPMethod
+    var body: [UInt8]?
+    var timeout: TimeAmount = .seconds(30)
+
+    func send() async throws -> TestResponse {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let collected = try await response.body.collect(upTo: 1 << 24)
+        return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(collected.readableBytesView))
+    }
+}
