@@ -114,7 +114,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "herald-fakes",
-            dependencies: ["HeraldTestSupport", "Pushkins", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "HeraldTestSupport", "Pushkins", "StatusAdapter", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
         .executableTarget(
             name: "bench-hello",

@@ -72,6 +72,10 @@ apps:
     base_url: $(fake "['fcm']['base_url']")
     max_connections: 64
     inflight_request_limit: 100000
+status:
+  store: $work/status.sqlite
+  apns_app: com.example.apns
+  response_cache_lifetime: 60
 YAML
 "$BIN/herald" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
 HERALD_PID=$!
@@ -106,14 +110,18 @@ pids+=($HELLO_PID)
 wait_http "http://127.0.0.1:$HELLO_PORT/"
 
 results=()
-# run NAME PID URL BODYFILE
+# run NAME PID URL BODYFILE [LUA]: one wrk run with a fixed body, or with a Lua script of its own.
 run() {
-  local name=$1 pid=$2 url=$3 body=$4
-  cat > "$work/post.lua" <<LUA
+  local name=$1 pid=$2 url=$3 body=$4 script=${5:-}
+  if [ -n "$script" ]; then
+    cp "$script" "$work/post.lua"
+  else
+    cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = io.open("$body"):read("*a")
 LUA
+  fi
   wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null  # warm-up
   local before after out
   before=$(cpu_ticks "$pid")
@@ -134,6 +142,31 @@ NOTIFY="http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify"
 run "herald webpush" "$HERALD_PID" "$NOTIFY" "$work/webpush.json"
 run "herald apns" "$HERALD_PID" "$NOTIFY" "$work/apns.json"
 run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
+
+# Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
+"$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 60000 2>>"$work/fakes.log"
+cat > "$work/status.lua" <<LUA
+local f = io.open("$work/status-requests.bin", "rb")
+local data = f:read("*a")
+f:close()
+local bodies = {}
+local pos = 1
+while pos <= #data do
+  local a, b, c, d = data:byte(pos, pos + 3)
+  local len = ((a * 256 + b) * 256 + c) * 256 + d
+  bodies[#bodies + 1] = data:sub(pos + 4, pos + 3 + len)
+  pos = pos + 4 + len
+end
+local threads = 0
+function setup(thread) thread:set("offset", threads); threads = threads + 1 end
+local n = 0
+function request()
+  n = n + 1
+  local body = bodies[((n * $THREADS + offset) % #bodies) + 1]
+  return wrk.format("POST", "/_status/v1/message", {["Content-Type"] = "application/x-protobuf"}, body)
+end
+LUA
+run "herald status push" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status.lua"
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 
 echo

@@ -20,7 +20,17 @@ struct HeraldFakes: AsyncParsableCommand {
     @Flag(help: "Record requests (for demos); off keeps memory flat under load.")
     var record = false
 
+    @Option(help: "Instead of serving: prepare a Status push-request load against the Herald at this URL.")
+    var statusLoad: String?
+
+    @Option(help: "With --status-load: how many distinct push requests to write to <directory>/status-requests.bin.")
+    var count = 50_000
+
     func run() async throws {
+        if let url = statusLoad {
+            try await StatusLoad.prepare(url: url, clients: 20, count: count, output: directory + "/status-requests.bin")
+            return
+        }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let webpush = try await FakeWebPushService.start(recordRequests: record)
         var list: [JSONValue] = []
