@@ -122,7 +122,8 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = io.open("$body"):read("*a")
 LUA
   fi
-  wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null  # warm-up
+  # Warm up (not for scripted runs, whose requests must all be new).
+  [ -n "$script" ] || wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null
   local before after out
   before=$(cpu_ticks "$pid")
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
