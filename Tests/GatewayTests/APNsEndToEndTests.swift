@@ -94,16 +94,7 @@ import Testing
 
     @Test func synapseEventIdOnlyPusherWithDefaultPayload() async throws {
         let setup = try await start()
-        var body = try #require(try fixture("synapse/message_event_id_only_default_payload")["request_body"])
-        if case .object(var root) = body, case .object(var n)? = root["notification"], case .array(var devices)? = n["devices"],
-            case .object(var d) = devices[0]
-        {
-            d["app_id"] = "com.example.apns"
-            devices[0] = .object(d)
-            n["devices"] = .array(devices)
-            root["notification"] = .object(n)
-            body = .object(root)
-        }
+        let body = withAppId(try #require(try fixture("synapse/message_event_id_only_default_payload")["request_body"]), "com.example.apns")
         let response = try await setup.herald.notify(body)
         await setup.stop()
         #expect(response.json == ["rejected": []])
@@ -134,7 +125,7 @@ import Testing
 
     @Test(arguments: [(429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable")])
     func temporaryErrorsAreRetriedThen502(_ status: Int, _ reason: String) async throws {
-        let setup = try await start(extra: "max_attempts: 3")
+        let setup = try await start(extra: "max_attempts: 3\nretry_budget: 120")
         let key = Self.pushkey()
         setup.apns.script(Self.hex(key), .fail(status, reason))
         let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))

@@ -48,16 +48,7 @@ import Testing
     @Test func sygnalsRecordedV1Request() async throws {
         let setup = try await start()
         let sample = try fixture("sygnal/fcmv1")
-        var request = try #require(sample["notify_request"])
-        if case .object(var root) = request, case .object(var n)? = root["notification"], case .array(var devices)? = n["devices"],
-            case .object(var d) = devices[0]
-        {
-            d["app_id"] = "com.example.gcm"
-            devices[0] = .object(d)
-            n["devices"] = .array(devices)
-            root["notification"] = .object(n)
-            request = .object(root)
-        }
+        let request = withAppId(try #require(sample["notify_request"]), "com.example.gcm")
         let response = try await setup.herald.notify(request)
         await setup.stop()
         #expect(response.json == ["rejected": []])
@@ -74,16 +65,7 @@ import Testing
     @Test func sygnalsRecordedLegacyRequest() async throws {
         let setup = try await start(legacy: true)
         let sample = try fixture("sygnal/gcm")
-        var request = try #require(sample["notify_request"])
-        if case .object(var root) = request, case .object(var n)? = root["notification"], case .array(var devices)? = n["devices"],
-            case .object(var d) = devices[0]
-        {
-            d["app_id"] = "com.example.gcm"
-            devices[0] = .object(d)
-            n["devices"] = .array(devices)
-            root["notification"] = .object(n)
-            request = .object(root)
-        }
+        let request = withAppId(try #require(sample["notify_request"]), "com.example.gcm")
         let response = try await setup.herald.notify(request)
         await setup.stop()
         #expect(response.json == ["rejected": []])
@@ -140,7 +122,7 @@ import Testing
     }
 
     @Test func exhaustedRetriesFailWith502InsteadOfSilentSuccess() async throws {
-        let setup = try await start(extra: "max_attempts: 3")
+        let setup = try await start(extra: "max_attempts: 3\nretry_budget: 120")
         setup.fcm.script("down", .unavailable(retryAfter: nil))
         let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device("down")]))
         await setup.stop()

@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func serverErrorsAreRetriedUpToMaxAttemptsThen502() async throws {
-        let setup = try await start(appExtra: "max_attempts: 3")
+        let setup = try await start(appExtra: "max_attempts: 3\nretry_budget: 120")
         let sub = setup.service.subscribe(behavior: .respond(status: 503))
         let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [device(sub)]))
         await setup.stop()

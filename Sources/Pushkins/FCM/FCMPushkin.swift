@@ -130,14 +130,7 @@ public final class FCMPushkin: Pushkin {
 
     public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         guard case .legacy(let apiKey) = config.credentials else {
-            return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
-                for (index, device) in devices.enumerated() {
-                    group.addTask { (index, await self.dispatch(notification, device: device, context: context)) }
-                }
-                var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
-                for await (index, outcome) in group { outcomes[index] = outcome }
-                return outcomes
-            }
+            return await dispatchEach(notification, devices: devices, context: context)
         }
         var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
         // Devices whose default_payload differ get different data: batch those that agree.

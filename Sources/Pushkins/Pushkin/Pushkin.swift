@@ -23,6 +23,11 @@ public protocol Pushkin: Sendable {
 
 extension Pushkin {
     public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+        await dispatchEach(notification, devices: devices, context: context)
+    }
+
+    /// One `dispatch(_:device:context:)` per device, concurrently; outcomes in device order.
+    public func dispatchEach(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         if devices.count == 1 {
             return [await dispatch(notification, device: devices[0], context: context)]
         }

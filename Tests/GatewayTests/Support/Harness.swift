@@ -209,3 +209,15 @@ func fixture(_ name: String) throws -> JSONValue {
 }
 
 struct FixtureMissing: Error { let name: String }
+
+/// A recorded notify request with its first device's `app_id` replaced (samples name other apps).
+func withAppId(_ request: JSONValue, _ appId: String) -> JSONValue {
+    guard case .object(var root) = request, case .object(var n)? = root["notification"], case .array(var devices)? = n["devices"],
+        case .object(var device)? = devices.first
+    else { return request }
+    device["app_id"] = .string(appId)
+    devices[0] = .object(device)
+    n["devices"] = .array(devices)
+    root["notification"] = .object(n)
+    return .object(root)
+}
