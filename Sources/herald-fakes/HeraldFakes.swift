@@ -56,14 +56,16 @@ struct HeraldFakes: AsyncParsableCommand {
                 "team_id": "FAKETEAM01", "topic": "com.example.app",
             ],
             "fcm": [
-                "base_url": .string(fcm.baseURL), "project_id": .string(fcm.projectId), "service_account_file": .string(fcm.serviceAccountFile),
+                "base_url": .string(fcm.baseURL), "project_id": .string(fcm.projectId),
+                "service_account_file": .string(fcm.serviceAccountFile),
                 "legacy_api_key": .string(fcm.legacyAPIKey),
             ],
         ]
         let output = directory + "/fakes.json"
         try JSONWriter.string(document).write(toFile: output + ".tmp", atomically: true, encoding: .utf8)
         try FileManager.default.moveItem(atPath: output + ".tmp", toPath: output)
-        FileHandle.standardError.write(Data("herald-fakes: Web Push \(webpush.baseURL), APNs \(apns.baseURL), FCM \(fcm.baseURL); \(output)\n".utf8))
+        FileHandle.standardError.write(
+            Data("herald-fakes: Web Push \(webpush.baseURL), APNs \(apns.baseURL), FCM \(fcm.baseURL); \(output)\n".utf8))
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
     }
 }

@@ -28,7 +28,8 @@ import Testing
         let apns: FakeAPNs
         var auth: String
         if certificate {
-            apns = try await FakeAPNs.start(pki: pki, topic: Self.topic, auth: .clientCertificate, maxConcurrentStreams: maxConcurrentStreams)
+            apns = try await FakeAPNs.start(
+                pki: pki, topic: Self.topic, auth: .clientCertificate, maxConcurrentStreams: maxConcurrentStreams)
             auth = "certfile: \(try pki.issueClientCertificate(topic: Self.topic))"
         } else {
             let key = P256.Signing.PrivateKey()
@@ -79,7 +80,9 @@ import Testing
         let upstream = try #require(sample["upstream_requests"]?.arrayValue?.first)
         let received = try #require(setup.apns.received.first)
         #expect(received.status == 200)
-        #expect("/3/device/" + received.token == upstream["headers"]?.arrayValue?.first { $0.arrayValue?.first == ":path" }?.arrayValue?.last?.stringValue)
+        #expect(
+            "/3/device/" + received.token
+                == upstream["headers"]?.arrayValue?.first { $0.arrayValue?.first == ":path" }?.arrayValue?.last?.stringValue)
         guard case .object(var expected)? = upstream["body"], case .object(var aps)? = expected["aps"] else { return }
         aps["sound"] = "default"  // Sygnal issue 107: tweaks.sound now reaches the device
         expected["aps"] = .object(aps)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Pushkins
 import Testing
 
@@ -142,7 +143,8 @@ import Testing
             "apps:\n  w:\n    type: webpush\n    vapid_private_key: \(dir)/absent.pem\n    vapid_contact_email: x@example.org\n")
         #expect(missing.errors == ["apps.w.vapid_private_key: file '\(dir)/absent.pem' does not exist"])
         try "not a key".write(toFile: "\(dir)/bad.pem", atomically: true, encoding: .utf8)
-        let bad = await diagnose("apps:\n  w:\n    type: webpush\n    vapid_private_key: \(dir)/bad.pem\n    vapid_contact_email: x@example.org\n")
+        let bad = await diagnose(
+            "apps:\n  w:\n    type: webpush\n    vapid_private_key: \(dir)/bad.pem\n    vapid_contact_email: x@example.org\n")
         #expect(bad.errors.count == 1)
         #expect(bad.errors.first?.hasPrefix("apps.w.vapid_private_key: '\(dir)/bad.pem' is not a P-256 private key") == true)
     }
@@ -200,5 +202,3 @@ import Testing
         return gateway.pushkins.first as? WebPushPushkin
     }
 }
-
-import Logging

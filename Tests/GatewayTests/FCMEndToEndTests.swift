@@ -56,7 +56,9 @@ import Testing
         #expect(sent.status == 200)
         let expected = try #require(sample["upstream_requests"]?.arrayValue?.last?["body"])
         #expect(try #require(sent.body).semanticallyEquals(expected))
-        #expect(sent.body?["message"]?["data"]?.objectValue.map { Array($0.keys) } == expected["message"]?["data"]?.objectValue.map { Array($0.keys) })
+        #expect(
+            sent.body?["message"]?["data"]?.objectValue.map { Array($0.keys) }
+                == expected["message"]?["data"]?.objectValue.map { Array($0.keys) })
         #expect(sent.headers.first(name: "Authorization")?.hasPrefix("Bearer ya29.") == true)
         #expect(setup.fcm.tokenProblems == [])
         #expect(setup.fcm.tokenRequests == 1)
@@ -76,7 +78,11 @@ import Testing
 
     @Test func iOSStyleDefaultPayloadIsAcceptedByFCMv1() async throws {
         let setup = try await start()
-        let payload: JSONObject = ["default_payload": ["aps": ["mutable-content": 1, "content-available": 1, "alert": ["loc-key": "SINGLE_UNREAD", "loc-args": []]], "n": 2]]
+        let payload: JSONObject = [
+            "default_payload": [
+                "aps": ["mutable-content": 1, "content-available": 1, "alert": ["loc-key": "SINGLE_UNREAD", "loc-args": []]], "n": 2,
+            ]
+        ]
         let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device("tok", data: payload)]))
         await setup.stop()
         #expect(response.status == 200)
@@ -89,7 +95,8 @@ import Testing
     @Test(arguments: [false, true])
     func misformedDefaultPayloadIsRejectedWithoutARequest(_ legacy: Bool) async throws {
         let setup = try await start(legacy: legacy)
-        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device("badpayload", data: ["default_payload": nil])]))
+        let response = try await setup.herald.notify(
+            notifyBody(Self.message, devices: [device("badpayload", data: ["default_payload": nil])]))
         await setup.stop()
         #expect(response.json == ["rejected": ["badpayload"]])
         #expect(setup.fcm.received.isEmpty)
@@ -259,7 +266,9 @@ import Testing
         for p in gateway.pushkins { await p.shutdown() }
         await fcm.stop()
         let (_, bad) = try ConfigLoading.parse(gatewayYAML(apps: "  a:\n    type: gcm\n    api_version: v1\n"))
-        let failed = Gateway(config: try ConfigLoading.parse(gatewayYAML(apps: "  a:\n    type: gcm\n    api_version: v1\n")).0, diagnostics: bad, logger: .init(label: "t"))
+        let failed = Gateway(
+            config: try ConfigLoading.parse(gatewayYAML(apps: "  a:\n    type: gcm\n    api_version: v1\n")).0, diagnostics: bad,
+            logger: .init(label: "t"))
         #expect(bad.errors.contains("apps.a.project_id: required key is missing"))
         #expect(bad.errors.contains("apps.a.service_account_file: required key is missing"))
         #expect(failed.pushkins.isEmpty)

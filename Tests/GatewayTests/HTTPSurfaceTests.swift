@@ -57,9 +57,9 @@ import Testing
         let herald = try await start()
         let port = herald.gateway.ports[0]
         let answer = await RawHTTP.exchangeOffPool(
-                port: port,
-                head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n",
-                chunks: Array(repeating: [UInt8](repeating: 0x20, count: 1024), count: 600))
+            port: port,
+            head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n",
+            chunks: Array(repeating: [UInt8](repeating: 0x20, count: 1024), count: 600))
         #expect(try await herald.request(.GET, "/health").status == 200)
         await herald.stop()
         #expect(answer.hasPrefix("HTTP/1.1 413"))
@@ -72,8 +72,8 @@ import Testing
         let port = herald.gateway.ports[0]
         let chunk = Array("400\r\n".utf8) + [UInt8](repeating: 0x20, count: 1024) + Array("\r\n".utf8)
         let answer = await RawHTTP.exchangeOffPool(
-                port: port, head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-                chunks: Array(repeating: chunk, count: 700))
+            port: port, head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+            chunks: Array(repeating: chunk, count: 700))
         await herald.stop()
         #expect(answer.hasPrefix("HTTP/1.1 413"))
     }

@@ -27,12 +27,21 @@ import Testing
         (#"{"notification": {"devices": [7]}}"#, "M_BAD_JSON", "Device with missing or non-string app_id"),
         (#"{"notification": {"devices": [{"app_id": "a"}]}}"#, "M_BAD_JSON", "Device with missing or non-string pushkey"),
         (#"{"notification": {"devices": [{"app_id": "a", "pushkey": null}]}}"#, "M_BAD_JSON", "Device with missing or non-string pushkey"),
-        (#"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "pushkey_ts": "1"}]}}"#, "M_BAD_JSON", "pushkey_ts is of invalid type"),
-        (#"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "pushkey_ts": null}]}}"#, "M_BAD_JSON", "pushkey_ts is of invalid type"),
+        (
+            #"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "pushkey_ts": "1"}]}}"#, "M_BAD_JSON",
+            "pushkey_ts is of invalid type"
+        ),
+        (
+            #"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "pushkey_ts": null}]}}"#, "M_BAD_JSON",
+            "pushkey_ts is of invalid type"
+        ),
         (#"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "data": []}]}}"#, "M_BAD_JSON", "data is of invalid type"),
         (#"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "data": null}]}}"#, "M_BAD_JSON", "data is of invalid type"),
         (#"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "tweaks": "x"}]}}"#, "M_BAD_JSON", "tweaks is of invalid type"),
-        (#"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "tweaks": {"sound": 1}}]}}"#, "M_BAD_JSON", "sound is of invalid type"),
+        (
+            #"{"notification": {"devices": [{"app_id": "a", "pushkey": "k", "tweaks": {"sound": 1}}]}}"#, "M_BAD_JSON",
+            "sound is of invalid type"
+        ),
         (#"{"notification": {"counts": {"unread": "1"}, "devices": [\#(device)]}}"#, "M_BAD_JSON", "unread is of invalid type"),
         (#"{"notification": {"counts": {"unread": null}, "devices": [\#(device)]}}"#, "M_BAD_JSON", "unread is of invalid type"),
         (#"{"notification": {"counts": {"missed_calls": 1.5}, "devices": [\#(device)]}}"#, "M_BAD_JSON", "missed_calls is of invalid type"),
@@ -57,7 +66,9 @@ import Testing
 
     @Test func deeplyNestedBodyIsRefusedNotACrash() async throws {
         let herald = try await RunningGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
-        let body = #"{"notification": {"devices": [], "content": "# + String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000) + "}}"
+        let body =
+            #"{"notification": {"devices": [], "content": "# + String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000)
+            + "}}"
         let response = try await herald.notify(body)
         #expect(response.status == 400)
         #expect(response.json?["errcode"] == "M_NOT_JSON")
@@ -67,7 +78,8 @@ import Testing
 
     @Test func invalidUTF8IsNotJSON() async throws {
         let herald = try await RunningGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
-        let response = try await herald.request(.POST, "/_matrix/push/v1/notify", body: Array(#"{"notification": ""#.utf8) + [0xFF] + Array(#""}"#.utf8))
+        let response = try await herald.request(
+            .POST, "/_matrix/push/v1/notify", body: Array(#"{"notification": ""#.utf8) + [0xFF] + Array(#""}"#.utf8))
         await herald.stop()
         #expect(response.status == 400)
         #expect(response.json?["errcode"] == "M_NOT_JSON")

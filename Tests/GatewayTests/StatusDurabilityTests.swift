@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import HeraldTestSupport
+import NIOCore
+import NIOHTTP1
 import Pushkins
 import StatusAdapter
 import SwiftProtobuf
@@ -28,7 +31,9 @@ import Testing
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         return Int(UInt16(bigEndian: address.sin_port))
@@ -121,10 +126,6 @@ enum RunningGatewayClient {
         return try await request.send().body
     }
 }
-
-import AsyncHTTPClient
-import NIOCore
-import NIOHTTP1
 
 struct URLRequestLite {
     var url: String

@@ -88,9 +88,16 @@ import Testing
         let bobToken = UUID().uuidString.lowercased(), carolToken = UUID().uuidString.lowercased()
         let apnsToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let bobRegistration = try bob.registration(server: server, token: apnsToken, accessToken: bobToken)
-        let carolRegistration = try carol.registration(server: server, token: "fcm-token-1", tokenType: .firebaseToken, accessToken: carolToken)
-        #expect(try registrationResponse(try await setup.post("/_status/v1/message", try bob.registrationMessage(bobRegistration, server: server))).success)
-        #expect(try registrationResponse(try await setup.post("/_status/v1/message", try carol.registrationMessage(carolRegistration, server: server))).success)
+        let carolRegistration = try carol.registration(
+            server: server, token: "fcm-token-1", tokenType: .firebaseToken, accessToken: carolToken)
+        #expect(
+            try registrationResponse(
+                try await setup.post("/_status/v1/message", try bob.registrationMessage(bobRegistration, server: server))
+            ).success)
+        #expect(
+            try registrationResponse(
+                try await setup.post("/_status/v1/message", try carol.registrationMessage(carolRegistration, server: server))
+            ).success)
 
         // Alice looks Bob up, and checks his grant against the server that answered.
         let answer = try await setup.post("/_status/v1/message", try StatusTestClient.queryMessage(publicKeys: [bob.hashedKey]))
@@ -151,7 +158,8 @@ import Testing
         amm.payload = Data([1])
         amm.type = .pushNotificationQuery
         let unsigned = try await setup.post("/_status/v1/message", [UInt8](try amm.serializedData()))
-        let wrongType = try await setup.post("/_status/v1/message", try StatusEnvelope.wrap(payload: [], type: 15, key: Secp256k1.PrivateKey()))
+        let wrongType = try await setup.post(
+            "/_status/v1/message", try StatusEnvelope.wrap(payload: [], type: 15, key: Secp256k1.PrivateKey()))
         let tooLarge = try await setup.post("/_status/v1/message", [UInt8](repeating: 0, count: 5000))
         let get = try await setup.herald.request(.GET, "/_status/v1/message")
         let health = try await setup.herald.request(.GET, "/health")
@@ -171,7 +179,8 @@ import Testing
 
     @Test func gorushRequestFromStatusGoIsAnsweredAtOnceAndDelivered() async throws {
         let setup = try await start()
-        let body = #"{"notifications":[{"tokens":["0a0b0c"],"platform":1,"message":"You have a new message","topic":"im.status.ethereum","data":{"encryptedMessage":"0x","chatId":"0x1d","publicKey":"0x07"}},{"tokens":["fcm-1","fcm-2"],"platform":2,"message":"Someone mentioned you","topic":"","data":{"encryptedMessage":"0x","chatId":"0x1d","publicKey":"0x07"}}]}"#
+        let body =
+            #"{"notifications":[{"tokens":["0a0b0c"],"platform":1,"message":"You have a new message","topic":"im.status.ethereum","data":{"encryptedMessage":"0x","chatId":"0x1d","publicKey":"0x07"}},{"tokens":["fcm-1","fcm-2"],"platform":2,"message":"Someone mentioned you","topic":"","data":{"encryptedMessage":"0x","chatId":"0x1d","publicKey":"0x07"}}]}"#
         let response = try await setup.post("/api/push", Array(body.utf8))
         #expect(response.status == 200)
         #expect(response.json == ["success": "ok", "counts": 3, "logs": []])
@@ -183,7 +192,10 @@ import Testing
         }
         let healthz = try await setup.herald.request(.GET, "/healthz")
         await setup.stop()
-        #expect(setup.apns.received.first?.payload == ["aps": ["alert": "You have a new message"], "encryptedMessage": "0x", "chatId": "0x1d", "publicKey": "0x07"])
+        #expect(
+            setup.apns.received.first?.payload == [
+                "aps": ["alert": "You have a new message"], "encryptedMessage": "0x", "chatId": "0x1d", "publicKey": "0x07",
+            ])
         #expect(setup.apns.received.first?.headers["apns-topic"] == "im.status.ethereum")
         #expect(Set(setup.fcm.received.compactMap { $0.body?["message"]?["token"]?.stringValue }) == ["fcm-1", "fcm-2"])
         #expect(setup.fcm.received.first?.body?["message"]?["notification"] == ["body": "Someone mentioned you"])
@@ -192,7 +204,8 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{}"#, "Missing notifications field."), (#"{"notifications":[]}"#, "Notifications field is empty."), ("nope", "Missing notifications field."),
+        (#"{}"#, "Missing notifications field."), (#"{"notifications":[]}"#, "Notifications field is empty."),
+        ("nope", "Missing notifications field."),
         (#"{"notifications":[{"platform":1}]}"#, "Each notification needs tokens and a platform."),
     ])
     func gorushErrorsUseGorushsShape(_ body: String, _ message: String) async throws {
@@ -207,11 +220,13 @@ import Testing
         let feedbackPath = "feedback-\(UUID().uuidString)"
         let receiver = try await FakeWebPushService.start()
         let hook = receiver.subscribe(feedbackPath)
-        let second = try await start(statusExtra: "  gorush:\n    max_notification: 2\n    sync: true\n    feedback_hook_url: \(hook.endpoint)")
+        let second = try await start(
+            statusExtra: "  gorush:\n    max_notification: 2\n    sync: true\n    feedback_hook_url: \(hook.endpoint)")
         second.apns.script("dead01", .fail(410, "Unregistered"))
         let over = #"{"notifications":[{"tokens":["a"],"platform":1},{"tokens":["b"],"platform":1},{"tokens":["c"],"platform":1}]}"#
         let overLimit = try await second.post("/api/push", Array(over.utf8))
-        let sync = try await second.post("/api/push", Array(#"{"notifications":[{"tokens":["dead01","0b"],"platform":1,"message":"hi"}]}"#.utf8))
+        let sync = try await second.post(
+            "/api/push", Array(#"{"notifications":[{"tokens":["dead01","0b"],"platform":1,"message":"hi"}]}"#.utf8))
         await second.stop()
         await receiver.stop()
         #expect(overLimit.status == 400)

@@ -189,7 +189,8 @@ import Testing
         let setup = try await start(appExtra: "ttl: 60")
         let sub = setup.service.subscribe()
         let response = try await setup.herald.notify(
-            notifyBody(["event_id": "$e", "room_id": "!r:example.org", "prio": "low"], devices: [device(sub, data: ["only_last_per_room": true])]))
+            notifyBody(
+                ["event_id": "$e", "room_id": "!r:example.org", "prio": "low"], devices: [device(sub, data: ["only_last_per_room": true])]))
         await setup.stop()
         #expect(response.status == 200)
         let received = try #require(setup.service.received(for: sub).first)
@@ -249,9 +250,14 @@ import Testing
         let setup = try await start()
         let sub = setup.service.subscribe()
         let noData: JSONValue = ["app_id": "com.example.webpush", "pushkey": .string(sub.p256dh)]
-        let badKey: JSONValue = ["app_id": "com.example.webpush", "pushkey": "bm90IGEga2V5", "data": ["endpoint": .string(sub.endpoint), "auth": .string(sub.auth)]]
+        let badKey: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": "bm90IGEga2V5",
+            "data": ["endpoint": .string(sub.endpoint), "auth": .string(sub.auth)],
+        ]
         let badURL = device(sub, data: ["endpoint": "mailto:x@example.org"])
-        let noAuth: JSONValue = ["app_id": "com.example.webpush", "pushkey": .string(sub.p256dh), "data": ["endpoint": .string(sub.endpoint)]]
+        let noAuth: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": .string(sub.p256dh), "data": ["endpoint": .string(sub.endpoint)],
+        ]
         let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [noData, badKey, badURL, noAuth]))
         await setup.stop()
         #expect(response.status == 200)
@@ -264,7 +270,10 @@ import Testing
         let sub = setup.service.subscribe()
         let response = try await setup.herald.notify(
             notifyBody(
-                ["event_id": "$e", "room_name": .string(String(repeating: "🦉", count: 2000)), "content": ["body": .string(String(repeating: "x", count: 999))]],
+                [
+                    "event_id": "$e", "room_name": .string(String(repeating: "🦉", count: 2000)),
+                    "content": ["body": .string(String(repeating: "x", count: 999))],
+                ],
                 devices: [device(sub)]))
         await setup.stop()
         #expect(response.status == 200)
@@ -281,7 +290,8 @@ import Testing
         let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: subs.map { device($0) }))
         await setup.stop()
         #expect(response.json == ["rejected": []])
-        #expect(setup.service.received.count == 20)
+        // Every subscription got its message (a timed-out try may have been retried on a loaded machine).
+        #expect(Set(setup.service.received.map(\.path)) == Set(subs.map(\.path)))
         #expect(setup.service.received.allSatisfy { $0.problems.isEmpty })
     }
 }

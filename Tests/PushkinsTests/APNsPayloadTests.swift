@@ -43,14 +43,17 @@ import Testing
                 "room_id": "!r", "event_id": "$e", "unread_count": 2,
                 "aps": ["alert": ["loc-key": "SINGLE_UNREAD", "loc-args": []], "mutable-content": 1],
             ]) == true)
-        #expect(payload(PushNotification(eventId: "$e", counts: .init(unread: 0, missedCalls: 1)))?.semanticallyEquals(["event_id": "$e", "unread_count": 0, "missed_calls": 1]) == true)
+        #expect(
+            payload(PushNotification(eventId: "$e", counts: .init(unread: 0, missedCalls: 1)))?.semanticallyEquals([
+                "event_id": "$e", "unread_count": 0, "missed_calls": 1,
+            ]) == true)
         #expect(payload(n, badges: false) == ["room_id": "!r", "event_id": "$e"])
     }
 
     @Test func badgeOnlyIgnoresDefaultPayload() {
         let n = PushNotification(sender: "", counts: .init(unread: 2))
         #expect(payload(n, Self.withDefault) == ["aps": ["badge": 2]])
-        #expect(payload(PushNotification(counts: .init(missedCalls: 4)))  == ["aps": ["badge": 4]])
+        #expect(payload(PushNotification(counts: .init(missedCalls: 4))) == ["aps": ["badge": 4]])
         #expect(payload(PushNotification(counts: .init(unread: 0))) == ["aps": ["badge": 0]])
         #expect(APNsPayload.build(n, device: Self.plain, sendBadgeCounts: false) == .nothingToSend)
         #expect(APNsPayload.build(PushNotification(), device: Self.plain, sendBadgeCounts: true) == .nothingToSend)
@@ -76,9 +79,12 @@ import Testing
             var content = JSONObject()
             if let msgtype { content["msgtype"] = .string(msgtype) }
             if let body { content["body"] = .string(body) }
-            return PushNotification(type: "m.room.message", sender: "@a:x", senderDisplayName: "Alice", roomName: room, roomAlias: alias, content: .object(content))
+            return PushNotification(
+                type: "m.room.message", sender: "@a:x", senderDisplayName: "Alice", roomName: room, roomAlias: alias,
+                content: .object(content))
         }
-        var invite = PushNotification(type: "m.room.member", sender: "@a:x", senderDisplayName: "Alice", roomName: "Room", userIsTarget: true)
+        var invite = PushNotification(
+            type: "m.room.member", sender: "@a:x", senderDisplayName: "Alice", roomName: "Room", userIsTarget: true)
         invite.membership = "invite"
         var inviteAlias = invite
         inviteAlias.roomName = nil
@@ -99,10 +105,14 @@ import Testing
             (message(nil, room: nil), "MSG_FROM_USER", ["Alice"]),
             (PushNotification(type: "m.room.encrypted", sender: "@a:x", roomName: "Room"), "MSG_FROM_USER_IN_ROOM", ["@a:x", "Room"]),
             (
-                PushNotification(type: "m.call.invite", senderDisplayName: "Alice", content: ["offer": ["sdp": "v=0\nm=audio 1\nm=video 2"]]),
+                PushNotification(
+                    type: "m.call.invite", senderDisplayName: "Alice", content: ["offer": ["sdp": "v=0\nm=audio 1\nm=video 2"]]),
                 "VIDEO_CALL_FROM_USER", ["Alice"]
             ),
-            (PushNotification(type: "m.call.invite", senderDisplayName: "Alice", content: ["offer": ["sdp": "m=audio"]]), "VOICE_CALL_FROM_USER", ["Alice"]),
+            (
+                PushNotification(type: "m.call.invite", senderDisplayName: "Alice", content: ["offer": ["sdp": "m=audio"]]),
+                "VOICE_CALL_FROM_USER", ["Alice"]
+            ),
             (invite, "USER_INVITE_TO_NAMED_ROOM", ["Alice", "Room"]),
             (inviteAlias, "USER_INVITE_TO_NAMED_ROOM", ["Alice", "#r:x"]),
             (inviteChat, "USER_INVITE_TO_CHAT", ["Alice"]),
@@ -125,7 +135,8 @@ import Testing
     }
 
     @Test func namesAreClippedTo1024CodePoints() {
-        let n = PushNotification(type: "m.room.message", senderDisplayName: String(repeating: "🦉", count: 2000), roomName: String(repeating: "r", count: 5000))
+        let n = PushNotification(
+            type: "m.room.message", senderDisplayName: String(repeating: "🦉", count: 2000), roomName: String(repeating: "r", count: 5000))
         let (_, args) = APNsPayload.locKey(n) ?? ("", [])
         #expect(args.map { $0.unicodeScalars.count } == [1024, 1024])
     }
@@ -152,23 +163,29 @@ import Testing
     }
 
     @Test func truncateLocArgsEvenly() throws {
-        let one = try #require(APNsTruncation.fit(["aps": ["alert": ["loc-args": ["0123456789"]]]], limit: overhead(["aps": ["alert": ["loc-args": [""]]]]) + 5))
+        let one = try #require(
+            APNsTruncation.fit(
+                ["aps": ["alert": ["loc-args": ["0123456789"]]]], limit: overhead(["aps": ["alert": ["loc-args": [""]]]]) + 5))
         #expect(try JSONParser.parse(one)["aps"]?["alert"]?["loc-args"] == ["01234"])
         let two = try #require(
-            APNsTruncation.fit(["aps": ["alert": ["loc-args": ["0123456789", "abcdefghij"]]]], limit: overhead(["aps": ["alert": ["loc-args": ["", ""]]]]) + 10))
+            APNsTruncation.fit(
+                ["aps": ["alert": ["loc-args": ["0123456789", "abcdefghij"]]]],
+                limit: overhead(["aps": ["alert": ["loc-args": ["", ""]]]]) + 10))
         #expect(try JSONParser.parse(two)["aps"]?["alert"]?["loc-args"] == ["01234", "abcde"])
     }
 
     @Test func multibyteIsNeverSplit() throws {
         let base = overhead(["aps": ["alert": ""]])
-        let rabbit = try #require(APNsTruncation.fit(["aps": ["alert": .string("🐰" + String(repeating: "x", count: 30))]], limit: base + 20))
+        let rabbit = try #require(
+            APNsTruncation.fit(["aps": ["alert": .string("🐰" + String(repeating: "x", count: 30))]], limit: base + 20))
         #expect(try JSONParser.parse(rabbit)["aps"]?["alert"] == .string("🐰" + String(repeating: "x", count: 16)))
         let emoji = try #require(APNsTruncation.fit(["aps": ["alert": .string(String(repeating: "😀", count: 30))]], limit: base + 30))
         #expect(try JSONParser.parse(emoji)["aps"]?["alert"] == .string(String(repeating: "😀", count: 7)))
     }
 
     @Test func canonicalAt240Bytes() throws {
-        guard case .send(let p) = APNsPayload.build(APNsPayloadTests.canonical, device: APNsPayloadTests.plain, sendBadgeCounts: true) else {
+        guard case .send(let p) = APNsPayload.build(APNsPayloadTests.canonical, device: APNsPayloadTests.plain, sendBadgeCounts: true)
+        else {
             Issue.record("nothing to send")
             return
         }

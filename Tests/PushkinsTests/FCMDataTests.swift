@@ -13,7 +13,8 @@ import Testing
     }
 
     @Test func legacyExpectedBody() {
-        let body = FCMMessage.legacy(data: data(Self.canonical, .legacy) ?? [:], tokens: ["spqr"], notification: Self.canonical, options: [:])
+        let body = FCMMessage.legacy(
+            data: data(Self.canonical, .legacy) ?? [:], tokens: ["spqr"], notification: Self.canonical, options: [:])
         let expected: JSONValue = [
             "data": [
                 "event_id": "$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs", "type": "m.room.message", "sender": "@exampleuser:matrix.org",
@@ -28,15 +29,18 @@ import Testing
 
     @Test func v1ExpectedBody() {
         let options: JSONObject = [
-            "android": ["notification": ["body": "test body"]], "apns": ["payload": ["aps": ["content-available": 1, "mutable-content": 1, "alert": ""]]],
+            "android": ["notification": ["body": "test body"]],
+            "apns": ["payload": ["aps": ["content-available": 1, "mutable-content": 1, "alert": ""]]],
         ]
-        let body = FCMMessage.v1(data: data(Self.canonical, .v1) ?? [:], token: "spqr", notification: Self.canonical, options: options, visible: false)
+        let body = FCMMessage.v1(
+            data: data(Self.canonical, .v1) ?? [:], token: "spqr", notification: Self.canonical, options: options, visible: false)
         let expected: JSONValue = [
             "message": [
                 "android": ["notification": ["body": "test body"], "priority": "high"],
                 "apns": ["payload": ["aps": ["content-available": 1, "mutable-content": 1, "alert": ""]]],
                 "data": [
-                    "event_id": "$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs", "type": "m.room.message", "sender": "@exampleuser:matrix.org",
+                    "event_id": "$qTOWWTEL48yPm3uT-gdNhFcoHxfKbZuqRVnnWWSkGBs", "type": "m.room.message",
+                    "sender": "@exampleuser:matrix.org",
                     "room_name": "Mission Control", "room_alias": "#exampleroom:matrix.org", "sender_display_name": "Major Tom",
                     "room_id": "!slw48wfj34rtnrf:example.com", "content_msgtype": "m.text",
                     "content_body": "I'm floating in a most peculiar way.", "prio": "high", "unread": "2", "missed_calls": "1",
@@ -49,9 +53,11 @@ import Testing
 
     @Test func badgeCountsOff() {
         #expect(data(Self.canonical, .legacy, badges: false)?["unread"] == nil)
-        #expect(Set(data(Self.canonical, .v1, badges: false)?.keys ?? []) == [
-            "content_body", "content_msgtype", "event_id", "prio", "room_alias", "room_id", "room_name", "sender", "sender_display_name", "type",
-        ])
+        #expect(
+            Set(data(Self.canonical, .v1, badges: false)?.keys ?? []) == [
+                "content_body", "content_msgtype", "event_id", "prio", "room_alias", "room_id", "room_name", "sender",
+                "sender_display_name", "type",
+            ])
         let badgeOnly = PushNotification(sender: "", counts: .init(unread: 2))
         #expect(FCMData.build(badgeOnly, device: Self.device, version: .v1, sendBadgeCounts: false) == .nothingToSend)
         #expect(data(badgeOnly, .legacy) == ["sender": "", "prio": "high", "unread": 2])
@@ -60,13 +66,18 @@ import Testing
     }
 
     @Test func zeroCountsAreLeftOutAndNothingWorthSendingIsDiscarded() {
-        #expect(FCMData.build(PushNotification(counts: .init(unread: 0)), device: Self.device, version: .v1, sendBadgeCounts: true) == .nothingToSend)
+        #expect(
+            FCMData.build(PushNotification(counts: .init(unread: 0)), device: Self.device, version: .v1, sendBadgeCounts: true)
+                == .nothingToSend)
         #expect(data(PushNotification(counts: .init(unread: 0, missedCalls: 3)), .v1) == ["prio": "high", "missed_calls": "3"])
     }
 
     @Test func defaultPayloadComesFirstAndMustBeAnObject() {
         let withDefault = Device(appId: "a", pushkey: "k", data: ["default_payload": ["x": "y", "prio": "z"]])
-        #expect(data(PushNotification(eventId: "$e", prio: "low"), .legacy, device: withDefault) == ["x": "y", "prio": "normal", "event_id": "$e"])
+        #expect(
+            data(PushNotification(eventId: "$e", prio: "low"), .legacy, device: withDefault) == [
+                "x": "y", "prio": "normal", "event_id": "$e",
+            ])
         let bad = Device(appId: "a", pushkey: "k", data: ["default_payload": nil])
         #expect(FCMData.build(Self.canonical, device: bad, version: .v1, sendBadgeCounts: true) == .invalidDefaultPayload)
     }
@@ -97,8 +108,10 @@ import Testing
 
     @Test func visibleNotificationBlock() {
         let body = FCMMessage.v1(data: [:], token: "t", notification: Self.canonical, options: [:], visible: true)
-        #expect(body["message"]?["notification"] == ["title": "Mission Control", "body": "Major Tom: I'm floating in a most peculiar way."])
-        let badge = FCMMessage.v1(data: [:], token: "t", notification: PushNotification(counts: .init(unread: 1)), options: [:], visible: true)
+        #expect(
+            body["message"]?["notification"] == ["title": "Mission Control", "body": "Major Tom: I'm floating in a most peculiar way."])
+        let badge = FCMMessage.v1(
+            data: [:], token: "t", notification: PushNotification(counts: .init(unread: 1)), options: [:], visible: true)
         #expect(badge["message"]?["notification"] == nil)
     }
 }

@@ -19,8 +19,14 @@ import Testing
     }
 
     @Test(arguments: [
-        ("", "46b9dd2b0ba88d13233b3feb743eeb243fcd52ea62b81b82b50c27646ed5762fd75dc4ddd8c0f200cb05019d67b592f6fc821c49479ab48640292eacb3b7c4be"),
-        ("abc", "483366601360a8771c6863080cc4114d8db44530f8f1e1ee4f94ea37e78b5739d5a15bef186a5386c75744c0527e1faa9f8726e462a12a4feb06bd8801e751e4"),
+        (
+            "",
+            "46b9dd2b0ba88d13233b3feb743eeb243fcd52ea62b81b82b50c27646ed5762fd75dc4ddd8c0f200cb05019d67b592f6fc821c49479ab48640292eacb3b7c4be"
+        ),
+        (
+            "abc",
+            "483366601360a8771c6863080cc4114d8db44530f8f1e1ee4f94ea37e78b5739d5a15bef186a5386c75744c0527e1faa9f8726e462a12a4feb06bd8801e751e4"
+        ),
         (
             String(repeating: "a", count: 136),
             "8fcc5a08f0a1f6827c9cf64ee8d16e0443106359ca6c8efd230759256f44996a703c7fa566b8308f7050f4c717418c5ef75f512d1ba01f4f1ff5984e1bc89efd"
@@ -78,14 +84,18 @@ import Testing
     }
 
     @Test func sealErrors() throws {
-        #expect(throws: StatusCrypto.SealError.tooShort) { try StatusCrypto.open(Array("too short".utf8), key: [UInt8](repeating: 1, count: 32)) }
+        #expect(throws: StatusCrypto.SealError.tooShort) {
+            try StatusCrypto.open(Array("too short".utf8), key: [UInt8](repeating: 1, count: 32))
+        }
         #expect(throws: StatusCrypto.SealError.authenticationFailed) {
             try StatusCrypto.open(V.h(V.allowedEntry), key: [UInt8](repeating: 1, count: 32))
         }
     }
 
     @Test func signaturesRejectBadInput() {
-        #expect(throws: Secp256k1.Error.invalidSignature) { try Secp256k1.PublicKey.recover(signature: [1, 2, 3], digest: [UInt8](repeating: 0, count: 32)) }
+        #expect(throws: Secp256k1.Error.invalidSignature) {
+            try Secp256k1.PublicKey.recover(signature: [1, 2, 3], digest: [UInt8](repeating: 0, count: 32))
+        }
         var grant = V.h(V.grant)
         grant[64] = 4
         #expect(throws: Secp256k1.Error.invalidSignature) { try Secp256k1.PublicKey.recover(signature: grant, digest: V.h(V.grantDigest)) }

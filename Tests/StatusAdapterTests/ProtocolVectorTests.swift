@@ -24,7 +24,8 @@ import Testing
         r.allowedMentionsChatList = [Data(Keccak.shake256(Array("status".utf8)))]
         r.mutedChatList = [Data(Keccak.shake256(Array("muted-chat".utf8)))]
         #expect([UInt8](try r.serializedData()).hex == V.registrationPlain)
-        let payload = try StatusCrypto.seal(V.h(V.registrationPlain), key: try V.bob.sharedX(with: V.server.publicKey), nonce: Array(0xA0...0xAB))
+        let payload = try StatusCrypto.seal(
+            V.h(V.registrationPlain), key: try V.bob.sharedX(with: V.server.publicKey), nonce: Array(0xA0...0xAB))
         #expect(payload.hex == V.registrationPayload)
         #expect(Keccak.shake256(payload).hex == V.requestId)
         #expect(try StatusEnvelope.wrap(payload: payload, type: 16, key: V.bob) == V.registrationAMM)

@@ -90,7 +90,9 @@ import Testing
         let wrongKey = try StatusEnvelope.wrap(payload: payload, type: 16, key: V.bob)
         #expect(try await register(server, wrongKey).error == .malformedMessage)
         // Too short to hold a nonce; not a protobuf inside.
-        #expect(try await register(server, try StatusEnvelope.wrap(payload: Array("too short".utf8), type: 16, key: V.bob)).error == .malformedMessage)
+        #expect(
+            try await register(server, try StatusEnvelope.wrap(payload: Array("too short".utf8), type: 16, key: V.bob)).error
+                == .malformedMessage)
         let garbage = try StatusCrypto.seal([0xFF, 0xFF, 0xFF], key: try V.bob.sharedX(with: V.server.publicKey))
         #expect(try await register(server, try StatusEnvelope.wrap(payload: garbage, type: 16, key: V.bob)).error == .malformedMessage)
         // request_id is SHAKE-256 of the encrypted payload even when it fails.
@@ -109,7 +111,9 @@ import Testing
         #expect(await server.handle([UInt8](try amm.serializedData())) == .failure(.badSignature("the signature does not recover a key")))
         #expect(await server.handle(try StatusEnvelope.wrap(payload: [], type: 15, key: V.bob)) == .failure(.unsupportedType(15)))
         #expect(await server.handle(try StatusEnvelope.wrap(payload: [], type: 99, key: V.bob)) == .failure(.unsupportedType(99)))
-        #expect(await server.handle(try StatusEnvelope.wrap(payload: [0xFF], type: 18, key: V.bob)) == .failure(.malformedPayload("not a PushNotificationQuery")))
+        #expect(
+            await server.handle(try StatusEnvelope.wrap(payload: [0xFF], type: 18, key: V.bob))
+                == .failure(.malformedPayload("not a PushNotificationQuery")))
         var request = Protobuf_PushNotificationRequest()
         request.requests = [Protobuf_PushNotification()]
         #expect(await server.handle(try StatusTestClient.pushMessage(request)) == .failure(.missingMessageId))
@@ -127,19 +131,26 @@ import Testing
         #expect(try await register(server, try bob.registrationMessage(r, server: V.server.publicKey)).success)
         let blocked = StatusTestClient(identity: V.blocked)
 
-        let reports = try await push(server, [
-            alice.notification(to: bob, accessToken: token),  // sent
-            alice.notification(to: bob, accessToken: "x"),  // WRONG_TOKEN
-            alice.notification(to: bob, accessToken: token, installationId: "d6ae4fde-bb65-11ea-b3de-0242ac130004"),  // NOT_REGISTERED
-            blocked.notification(to: bob, accessToken: token),  // blocked author: success, not sent
-            alice.notification(to: bob, accessToken: token, type: .mention, chatId: Keccak.shake256(Array("status".utf8))),  // sent
-            alice.notification(to: bob, accessToken: token, type: .mention, chatId: Keccak.shake256(Array("other".utf8))),  // not sent
-            alice.notification(to: bob, accessToken: token, chatId: Keccak.shake256(Array("muted-chat".utf8))),  // muted: not sent
-            alice.notification(to: bob, accessToken: token, type: .unknownPushNotificationType),  // no report at all
-        ])
+        let reports = try await push(
+            server,
+            [
+                alice.notification(to: bob, accessToken: token),  // sent
+                alice.notification(to: bob, accessToken: "x"),  // WRONG_TOKEN
+                alice.notification(to: bob, accessToken: token, installationId: "d6ae4fde-bb65-11ea-b3de-0242ac130004"),  // NOT_REGISTERED
+                blocked.notification(to: bob, accessToken: token),  // blocked author: success, not sent
+                alice.notification(to: bob, accessToken: token, type: .mention, chatId: Keccak.shake256(Array("status".utf8))),  // sent
+                alice.notification(to: bob, accessToken: token, type: .mention, chatId: Keccak.shake256(Array("other".utf8))),  // not sent
+                alice.notification(to: bob, accessToken: token, chatId: Keccak.shake256(Array("muted-chat".utf8))),  // muted: not sent
+                alice.notification(to: bob, accessToken: token, type: .unknownPushNotificationType),  // no report at all
+            ])
         #expect(reports.map(\.success) == [true, false, false, true, true, true, true])
-        #expect(reports.map(\.error) == [.unknownErrorType, .wrongToken, .notRegistered, .unknownErrorType, .unknownErrorType, .unknownErrorType, .unknownErrorType])
-        #expect(sender.sent.map(\.message) == ["You have a new message", "Someone mentioned you"] || sender.sent.map(\.message) == ["Someone mentioned you", "You have a new message"])
+        #expect(
+            reports.map(\.error) == [
+                .unknownErrorType, .wrongToken, .notRegistered, .unknownErrorType, .unknownErrorType, .unknownErrorType, .unknownErrorType,
+            ])
+        #expect(
+            sender.sent.map(\.message) == ["You have a new message", "Someone mentioned you"]
+                || sender.sent.map(\.message) == ["Someone mentioned you", "You have a new message"])
         #expect(reports.allSatisfy { $0.publicKey == Data(bob.hashedKey) })
         await store.close()
     }
@@ -154,7 +165,8 @@ import Testing
         let reports = try await push(server, [alice.notification(to: bob, accessToken: token)])
         #expect(reports.first?.error == .notRegistered)
         #expect(reports.first?.success == false)
-        let answer = try StatusTestClient.open(try await server.handle(try StatusTestClient.queryMessage(publicKeys: [bob.hashedKey])).get())
+        let answer = try StatusTestClient.open(
+            try await server.handle(try StatusTestClient.queryMessage(publicKeys: [bob.hashedKey])).get())
         #expect(try Protobuf_PushNotificationQueryResponse(serializedBytes: answer.payload).info.isEmpty)
         // The version is kept: an older registration cannot come back.
         #expect(try await store.registration(publicKey: bob.hashedKey, installationId: V.installation)?.version == 1)
@@ -185,7 +197,8 @@ import Testing
         let rc = try carol.registration(server: V.server.publicKey, token: "beef", accessToken: carolToken)
         #expect(try await register(server, try carol.registrationMessage(rc, server: V.server.publicKey)).success)
         sender.script("beef", .failed(reason: "FCM 503"))
-        let reports = try await push(server, [alice.notification(to: bob, accessToken: token), alice.notification(to: carol, accessToken: carolToken)])
+        let reports = try await push(
+            server, [alice.notification(to: bob, accessToken: token), alice.notification(to: carol, accessToken: carolToken)])
         #expect(reports.map(\.success) == [true, false])
         #expect(reports.last?.error == .internalError)
         await store.close()
@@ -200,7 +213,8 @@ import Testing
         let token = UUID().uuidString.lowercased()
         let r = try bob.registration(server: V.server.publicKey, accessToken: token)
         #expect(try await register(server, try bob.registrationMessage(r, server: V.server.publicKey)).success)
-        let answer = try StatusTestClient.open(try await server.handle(try StatusTestClient.queryMessage(publicKeys: [bob.hashedKey])).get())
+        let answer = try StatusTestClient.open(
+            try await server.handle(try StatusTestClient.queryMessage(publicKeys: [bob.hashedKey])).get())
         let info = try #require(try Protobuf_PushNotificationQueryResponse(serializedBytes: answer.payload).info.first)
         #expect(info.accessToken == token)
         #expect(info.allowedKeyList.isEmpty)

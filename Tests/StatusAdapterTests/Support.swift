@@ -44,12 +44,17 @@ func temporaryPath(_ name: String) -> String {
 }
 
 /// A server with the vectors' identity over a fresh SQLite store.
-func makeServer(sender: RecordingSender = RecordingSender(), identity: Secp256k1.PrivateKey = V.server, config: StatusConfig = StatusConfig())
+func makeServer(
+    sender: RecordingSender = RecordingSender(), identity: Secp256k1.PrivateKey = V.server, config: StatusConfig = StatusConfig()
+)
     async throws -> (StatusServer, any StatusStore)
 {
     let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
     try await store.migrate()
     var logger = Logger(label: "status-test")
     logger.logLevel = .critical
-    return (StatusServer(identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: TestMetrics.factory), store)
+    return (
+        StatusServer(identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: TestMetrics.factory),
+        store
+    )
 }

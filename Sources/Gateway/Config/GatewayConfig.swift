@@ -69,12 +69,16 @@ extension GatewayConfig {
 
         if let log = reader.map("log") {
             if let format = log.string("format") {
-                if let parsed = Log.Format(rawValue: format) { config.log.format = parsed } else {
+                if let parsed = Log.Format(rawValue: format) {
+                    config.log.format = parsed
+                } else {
                     diagnostics.error(log.keyPath("format"), "must be plain or json, got '\(format)'")
                 }
             }
             if let level = log.string("level") {
-                if let parsed = Logger.Level(rawValue: level.lowercased()) { config.log.level = parsed } else {
+                if let parsed = Logger.Level(rawValue: level.lowercased()) {
+                    config.log.level = parsed
+                } else {
                     diagnostics.error(log.keyPath("level"), "must be one of trace, debug, info, notice, warning, error, critical")
                 }
             }

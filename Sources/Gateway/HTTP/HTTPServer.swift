@@ -121,13 +121,15 @@ public final class HTTPServer: Sendable {
                         }
                     case .body(var chunk):
                         guard body.readableBytes + chunk.readableBytes <= limit else {
-                            drained = try await refuse(limit: limit, version: head?.version ?? .http1_1, outbound: outbound, channel: channel)
+                            drained = try await refuse(
+                                limit: limit, version: head?.version ?? .http1_1, outbound: outbound, channel: channel)
                             continue
                         }
                         body.writeBuffer(&chunk)
                     case .end:
                         guard let requestHead = head else { return }
-                        let request = HTTPRequest(method: requestHead.method, uri: requestHead.uri, headers: requestHead.headers, body: body)
+                        let request = HTTPRequest(
+                            method: requestHead.method, uri: requestHead.uri, headers: requestHead.headers, body: body)
                         let response = await handler.handle(request)
                         let keepAlive = requestHead.isKeepAlive
                         try await write(response, version: requestHead.version, keepAlive: keepAlive, to: outbound)

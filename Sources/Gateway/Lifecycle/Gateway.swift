@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import Pushkins
 import StatusAdapter
+import Synchronization
 
 /// A configured Herald: its pushkins, its notify listeners and its metrics listener.
 ///
@@ -37,7 +38,9 @@ public final class Gateway: Sendable {
             appReader.accept("type", "inflight_request_limit")
             guard let builder = registry.builder(for: app.type) else {
                 if !app.type.isEmpty {
-                    diagnostics.error(appReader.keyPath("type"), "unknown pushkin type '\(app.type)' (available: \(registry.types.joined(separator: ", ")))")
+                    diagnostics.error(
+                        appReader.keyPath("type"),
+                        "unknown pushkin type '\(app.type)' (available: \(registry.types.joined(separator: ", ")))")
                 }
                 continue
             }
@@ -91,7 +94,8 @@ public final class Gateway: Sendable {
                 fcm: pushkins.first { $0.name == statusConfig.fcmApp } as? FCMPushkin)
             var statusLogger = logger
             statusLogger[metadataKey: "component"] = "status"
-            status.set(try await StatusService.start(config: statusConfig, delivery: delivery, logger: statusLogger, metrics: metrics.factory))
+            status.set(
+                try await StatusService.start(config: statusConfig, delivery: delivery, logger: statusLogger, metrics: metrics.factory))
         }
         let limits = BodyLimits(default: config.http.maxRequestBodyBytes, status: statusConfig.maxMessageBytes)
         var servers: [HTTPServer] = []
@@ -168,8 +172,6 @@ struct MetricsEndpoint: HTTPHandler {
         return response
     }
 }
-
-import Synchronization
 
 private final class ServerState: Sendable {
     private let storage = Mutex<([HTTPServer], HTTPServer?)>(([], nil))

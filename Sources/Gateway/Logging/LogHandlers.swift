@@ -31,9 +31,12 @@ public struct HeraldLogHandler: LogHandler {
         case .plain:
             let requestId = merged.removeValue(forKey: "request_id").map { " [\($0)]" } ?? ""
             let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(timestamp) \(event.level.rawValue.uppercased()) \(label)\(requestId) \(event.message)\(fields.isEmpty ? "" : " " + fields)\n"
+            line =
+                "\(timestamp) \(event.level.rawValue.uppercased()) \(label)\(requestId) \(event.message)\(fields.isEmpty ? "" : " " + fields)\n"
         case .json:
-            var object: [(String, String)] = [("ts", timestamp), ("level", event.level.rawValue), ("logger", label), ("msg", "\(event.message)")]
+            var object: [(String, String)] = [
+                ("ts", timestamp), ("level", event.level.rawValue), ("logger", label), ("msg", "\(event.message)"),
+            ]
             for (key, value) in merged.sorted(by: { $0.key < $1.key }) { object.append((key, "\(value)")) }
             line = "{" + object.map { "\(Self.quote($0.0)):\(Self.quote($0.1))" }.joined(separator: ",") + "}\n"
         }

@@ -24,7 +24,8 @@ public final class GatewayMetrics: Sendable {
         self.factory = factory
         notificationsReceived = Metrics.Counter(label: "sygnal_notifications_received_total", dimensions: [], factory: factory)
         devicesReceived = Metrics.Counter(label: "sygnal_notifications_devices_received_total", dimensions: [], factory: factory)
-        requestsInFlight = Metrics.Gauge(label: "sygnal_requests_in_flight", dimensions: [("resource", "V1NotifyHandler")], factory: factory)
+        requestsInFlight = Metrics.Gauge(
+            label: "sygnal_requests_in_flight", dimensions: [("resource", "V1NotifyHandler")], factory: factory)
     }
 
     func notifyFinished(code: Int, seconds: Double) {
@@ -51,10 +52,13 @@ public final class GatewayMetrics: Sendable {
     /// Counts one device outcome: `herald_device_outcomes_total{pushkin,outcome}`, and the
     /// rejected and failed counters operators alert on.
     public func outcome(_ outcome: String, pushkin: String) {
-        Metrics.Counter(label: "herald_device_outcomes_total", dimensions: [("pushkin", pushkin), ("outcome", outcome)], factory: factory).increment()
+        Metrics.Counter(label: "herald_device_outcomes_total", dimensions: [("pushkin", pushkin), ("outcome", outcome)], factory: factory)
+            .increment()
         switch outcome {
-        case "rejected": Metrics.Counter(label: "herald_rejected_pushkeys_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
-        case "failed": Metrics.Counter(label: "herald_failed_devices_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
+        case "rejected":
+            Metrics.Counter(label: "herald_rejected_pushkeys_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
+        case "failed":
+            Metrics.Counter(label: "herald_failed_devices_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
         default: break
         }
     }
@@ -67,4 +71,3 @@ public final class GatewayMetrics: Sendable {
         return buffer
     }
 }
-

@@ -2,7 +2,8 @@ import Pushkins
 
 /// Builds pushkins by their config `type`. A provider is one entry here.
 public struct PushkinRegistry: Sendable {
-    public typealias Builder = @Sendable (_ name: String, _ config: ConfigReader, _ environment: PushkinEnvironment) throws -> (any Pushkin)?
+    public typealias Builder =
+        @Sendable (_ name: String, _ config: ConfigReader, _ environment: PushkinEnvironment) throws -> (any Pushkin)?
 
     private var builders: [String: Builder] = [:]
 

@@ -281,12 +281,14 @@ private final class StreamHandler: ChannelInboundHandler {
                 }
                 if let retryAfter = reply.retryAfter { headers.add(name: "retry-after", value: retryAfter) }
                 context.write(
-                    handler.wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .init(statusCode: reply.status), headers: headers))),
+                    handler.wrapOutboundOut(
+                        .head(HTTPResponseHead(version: .http2, status: .init(statusCode: reply.status), headers: headers))),
                     promise: nil)
                 if payload.readableBytes > 0 { context.write(handler.wrapOutboundOut(.body(.byteBuffer(payload))), promise: nil) }
                 context.writeAndFlush(handler.wrapOutboundOut(.end(nil)), promise: nil)
                 if reply.goAway, let parent = context.channel.parent {
-                    let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+                    let frame = HTTP2Frame(
+                        streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
                     parent.writeAndFlush(frame, promise: nil)
                     parent.eventLoop.scheduleTask(in: .milliseconds(50)) { parent.close(promise: nil) }
                 }

@@ -228,7 +228,9 @@ public final class FakeFCM: HTTPHandler, Sendable {
         }
     }
 
-    static func error(_ code: Int, _ status: String, _ message: String, code errorCode: String?, field: String? = nil, description: String? = nil)
+    static func error(
+        _ code: Int, _ status: String, _ message: String, code errorCode: String?, field: String? = nil, description: String? = nil
+    )
         -> HTTPResponse
     {
         var details: [JSONValue] = []

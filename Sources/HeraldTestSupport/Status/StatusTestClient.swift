@@ -19,7 +19,8 @@ public struct StatusTestClient: Sendable {
 
     /// A registration with a valid grant for `server`.
     public func registration(
-        server: Secp256k1.PublicKey, version: UInt64 = 1, token: String = "abc", tokenType: Protobuf_PushNotificationRegistration.TokenType = .apnToken,
+        server: Secp256k1.PublicKey, version: UInt64 = 1, token: String = "abc",
+        tokenType: Protobuf_PushNotificationRegistration.TokenType = .apnToken,
         installationId: String = "c6ae4fde-bb65-11ea-b3de-0242ac130004", accessToken: String = UUID().uuidString.lowercased(),
         topic: String = "im.status.ethereum"
     ) throws -> Protobuf_PushNotificationRegistration {
@@ -31,12 +32,16 @@ public struct StatusTestClient: Sendable {
         r.enabled = true
         r.version = version
         r.apnTopic = topic
-        r.grant = Data(try identity.signature(forDigest: StatusCrypto.grantDigest(client: identity.publicKey, server: server, accessToken: accessToken)))
+        r.grant = Data(
+            try identity.signature(
+                forDigest: StatusCrypto.grantDigest(client: identity.publicKey, server: server, accessToken: accessToken)))
         return r
     }
 
     /// The type-16 message: the registration encrypted to `server`, signed by the identity.
-    public func registrationMessage(_ registration: Protobuf_PushNotificationRegistration, server: Secp256k1.PublicKey, nonce: [UInt8]? = nil)
+    public func registrationMessage(
+        _ registration: Protobuf_PushNotificationRegistration, server: Secp256k1.PublicKey, nonce: [UInt8]? = nil
+    )
         throws -> [UInt8]
     {
         let key = try identity.sharedX(with: server)
@@ -50,7 +55,8 @@ public struct StatusTestClient: Sendable {
         return try StatusEnvelope.wrap(payload: [UInt8](query.serializedData()), type: 18, key: ephemeral)
     }
 
-    public static func pushMessage(_ request: Protobuf_PushNotificationRequest, ephemeral: Secp256k1.PrivateKey = Secp256k1.PrivateKey()) throws
+    public static func pushMessage(_ request: Protobuf_PushNotificationRequest, ephemeral: Secp256k1.PrivateKey = Secp256k1.PrivateKey())
+        throws
         -> [UInt8]
     {
         try StatusEnvelope.wrap(payload: [UInt8](request.serializedData()), type: 20, key: ephemeral)

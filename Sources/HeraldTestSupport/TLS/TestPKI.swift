@@ -63,7 +63,8 @@ public struct TestPKI: Sendable {
             notValidAfter: now + validFor, issuer: caName, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions { try ExtendedKeyUsage([.clientAuth]) }, issuerPrivateKey: .init(caKey))
         let file = "\(directory)/\(name).pem"
-        try (certificate.serializeAsPEM().pemString + "\n" + key.pemRepresentation + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try (certificate.serializeAsPEM().pemString + "\n" + key.pemRepresentation + "\n").write(
+            toFile: file, atomically: true, encoding: .utf8)
         return file
     }
 }

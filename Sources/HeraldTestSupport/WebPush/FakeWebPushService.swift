@@ -191,4 +191,3 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         return claims
     }
 }
-

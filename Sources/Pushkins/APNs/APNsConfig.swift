@@ -47,7 +47,8 @@ public struct APNsConfig: Sendable {
         var topic = config.string("topic")
         let pushType = config.string("push_type")
         if let pushType, !pushTypes.contains(pushType) {
-            diagnostics.error(config.keyPath("push_type"), "must be one of \(pushTypes.sorted().joined(separator: ", ")), got '\(pushType)'")
+            diagnostics.error(
+                config.keyPath("push_type"), "must be one of \(pushTypes.sorted().joined(separator: ", ")), got '\(pushType)'")
         }
         let hex = config.bool("convert_device_token_to_hex", default: true)
         let badges = config.bool("send_badge_counts", default: true)

@@ -25,7 +25,8 @@ public final class APNsProviderToken: Sendable {
             return cached.token
         }
         let token = try JWT.es256(
-            header: ["alg": "ES256", "kid": .string(keyId)], claims: ["iss": .string(teamId), "iat": .int(Int64(now.timeIntervalSince1970))],
+            header: ["alg": "ES256", "kid": .string(keyId)],
+            claims: ["iss": .string(teamId), "iat": .int(Int64(now.timeIntervalSince1970))],
             key: key)
         current.withLock { $0 = (token, now) }
         return token

@@ -87,7 +87,9 @@ public final class APNsPushkin: Pushkin {
     }
 
     /// One notification to one device: bounded retries, token refresh, Apple's answer classified.
-    private func deliver(token: String, headers: HTTPHeaders, body: [UInt8], pushkey: String, context: DispatchContext) async -> DeviceOutcome {
+    private func deliver(token: String, headers: HTTPHeaders, body: [UInt8], pushkey: String, context: DispatchContext) async
+        -> DeviceOutcome
+    {
         let url = "\(config.baseURL)/3/device/\(token)"
         let buffer = ByteBuffer(bytes: body)
         var refreshedToken = false

@@ -112,11 +112,15 @@ public final class FCMPushkin: Pushkin {
             case _ where error.meansDeadToken(status: response.status):
                 return .done(.rejected(reason: "FCM \(response.status) \(error.code ?? "")"))
             case 429, 500..<600:
-                return .retry(reason: "FCM \(response.status) \(error.code ?? "")", after: RetryAfter.parse(response.headers.first(name: "Retry-After")))
+                return .retry(
+                    reason: "FCM \(response.status) \(error.code ?? "")",
+                    after: RetryAfter.parse(response.headers.first(name: "Retry-After")))
             default:
                 context.logger.error(
                     "FCM refused the message",
-                    metadata: ["status": "\(response.status)", "error": "\(error.message ?? "")", "pushkey": "\(Redaction.pushkey(pushkey))"])
+                    metadata: [
+                        "status": "\(response.status)", "error": "\(error.message ?? "")", "pushkey": "\(Redaction.pushkey(pushkey))",
+                    ])
                 return .done(.failed(reason: "FCM \(response.status) \(error.code ?? "")"))
             }
         }
@@ -188,7 +192,8 @@ public final class FCMPushkin: Pushkin {
             let response: UpstreamResponse
             do {
                 response = try await metrics.measure(
-                    { try await client.send(url: url, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(body))) }, status: \.status)
+                    { try await client.send(url: url, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(body))) },
+                    status: \.status)
             } catch {
                 return .retry(reason: "FCM connection: \(error)", after: nil)
             }
@@ -223,7 +228,8 @@ public final class FCMPushkin: Pushkin {
             case 429, 500..<600:
                 return .retry(reason: "FCM \(response.status)", after: RetryAfter.parse(response.headers.first(name: "Retry-After")))
             default:
-                context.logger.error("FCM refused the request", metadata: ["status": "\(response.status)", "body": "\(response.bodyText.prefix(200))"])
+                context.logger.error(
+                    "FCM refused the request", metadata: ["status": "\(response.status)", "body": "\(response.bodyText.prefix(200))"])
                 return finish(.failed(reason: "FCM \(response.status)"))
             }
         }

@@ -1,9 +1,10 @@
+import NIOPosix
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import NIOPosix
 
 /// Classifies IP addresses, so that a homeserver cannot make Herald send requests into the
 /// operator's own network (loopback, private, link-local, multicast, reserved ranges).

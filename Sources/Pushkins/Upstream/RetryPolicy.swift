@@ -9,7 +9,10 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxBackoff: Duration
     public var budget: Duration
 
-    public init(maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(500), maxBackoff: Duration = .seconds(8), budget: Duration = .seconds(20)) {
+    public init(
+        maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(500), maxBackoff: Duration = .seconds(8),
+        budget: Duration = .seconds(20)
+    ) {
         self.maxAttempts = maxAttempts
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff

@@ -28,7 +28,9 @@ public struct UpstreamSettings: Sendable {
     }
 
     /// Reads `max_connections`, `connect_timeout`, `request_timeout` and `tls_ca_file` of an app.
-    public static func read(from config: ConfigReader, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings()) -> UpstreamSettings {
+    public static func read(from config: ConfigReader, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings())
+        -> UpstreamSettings
+    {
         var settings = defaults
         settings.maxConnections = config.int("max_connections", default: defaults.maxConnections, range: 1...10_000)
         settings.connectTimeout = config.seconds("connect_timeout", default: defaults.connectTimeout.seconds, range: 0.001...300)

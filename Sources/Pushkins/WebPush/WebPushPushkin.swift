@@ -47,7 +47,8 @@ public final class WebPushPushkin: Pushkin {
         case .allowed(let allowed): endpoint = allowed
         case .malformed(let reason): return .rejected(reason: reason)
         case .refused(let reason):
-            context.logger.warning("Web Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+            context.logger.warning(
+                "Web Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
             return .skipped(reason: reason)
         }
 
@@ -100,11 +101,14 @@ public final class WebPushPushkin: Pushkin {
         case 404, 410:
             return .done(.rejected(reason: "push service answered \(response.status)"))
         case 429, 500..<600:
-            return .retry(reason: "push service answered \(response.status)", after: RetryAfter.parse(response.headers.first(name: "Retry-After")))
+            return .retry(
+                reason: "push service answered \(response.status)", after: RetryAfter.parse(response.headers.first(name: "Retry-After")))
         default:
             context.logger.warning(
                 "Web Push message refused",
-                metadata: ["status": "\(response.status)", "body": "\(response.bodyText.prefix(200))", "pushkey": "\(Redaction.pushkey(pushkey))"])
+                metadata: [
+                    "status": "\(response.status)", "body": "\(response.bodyText.prefix(200))", "pushkey": "\(Redaction.pushkey(pushkey))",
+                ])
             return .done(.dropped(reason: "push service answered \(response.status)"))
         }
     }

@@ -114,7 +114,8 @@ public enum Secp256k1 {
             guard signature.count == 65, signature[64] < 4 else { throw .invalidSignature }
             var parsed = secp256k1_ecdsa_recoverable_signature()
             guard
-                secp256k1_ecdsa_recoverable_signature_parse_compact(Secp256k1.context, &parsed, Array(signature[0..<64]), Int32(signature[64]))
+                secp256k1_ecdsa_recoverable_signature_parse_compact(
+                    Secp256k1.context, &parsed, Array(signature[0..<64]), Int32(signature[64]))
                     == 1
             else { throw .invalidSignature }
             var pubkey = secp256k1_pubkey()

@@ -16,8 +16,11 @@ public enum StatusCrypto {
         Keccak.keccak256(client.compressed + server.compressed + Array(accessToken.utf8))
     }
 
-    public static func verifyGrant(_ grant: [UInt8], client: Secp256k1.PublicKey, server: Secp256k1.PublicKey, accessToken: String) -> Bool {
-        guard let signer = try? Secp256k1.PublicKey.recover(signature: grant, digest: grantDigest(client: client, server: server, accessToken: accessToken))
+    public static func verifyGrant(_ grant: [UInt8], client: Secp256k1.PublicKey, server: Secp256k1.PublicKey, accessToken: String) -> Bool
+    {
+        guard
+            let signer = try? Secp256k1.PublicKey.recover(
+                signature: grant, digest: grantDigest(client: client, server: server, accessToken: accessToken))
         else { return false }
         return signer == client
     }

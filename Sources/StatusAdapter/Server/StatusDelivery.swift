@@ -45,7 +45,8 @@ public struct StatusDelivery: StatusSender {
                 payload["aps"] = ["alert": .string(message)]
             }
             for (key, value) in data where key != "aps" { payload[key] = value }
-            return await apns.sendRaw(payload: payload, deviceToken: token, topic: topic.flatMap { $0.isEmpty ? nil : $0 }, context: context)
+            return await apns.sendRaw(
+                payload: payload, deviceToken: token, topic: topic.flatMap { $0.isEmpty ? nil : $0 }, context: context)
         case .android:
             guard let fcm else { return .failed(reason: "no FCM app is configured for Status") }
             var notification: JSONObject = ["body": .string(message)]

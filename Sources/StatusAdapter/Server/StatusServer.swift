@@ -19,7 +19,7 @@ public final class StatusServer: Sendable {
     let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
-    private let inFlight = Mutex<[ [UInt8]: Task<Result<[UInt8], StatusRequestError>, Never>]>([:])
+    private let inFlight = Mutex<[[UInt8]: Task<Result<[UInt8], StatusRequestError>, Never>]>([:])
 
     public init(
         identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
@@ -241,7 +241,8 @@ public final class StatusServer: Sendable {
                 report.success = false
                 report.error = .notRegistered
                 if let entry = queued.first(where: { $0.index == index }) {
-                    try? await store.dropRegistration(publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
+                    try? await store.dropRegistration(
+                        publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
                 }
                 if let pushkin {
                     metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])

@@ -25,8 +25,10 @@ public final class StatusService: Sendable {
             try await store.migrate()
             let secret = try await store.identity(orCreate: config.identity ?? Secp256k1.PrivateKey().rawRepresentation)
             let identity = try Secp256k1.PrivateKey(rawRepresentation: config.identity ?? secret)
-            let server = StatusServer(identity: identity, config: config, store: store, delivery: delivery, logger: logger, metrics: metrics)
-            let gorush = config.gorush.enabled ? GorushAPI(config: config.gorush, delivery: delivery, logger: logger, metrics: metrics) : nil
+            let server = StatusServer(
+                identity: identity, config: config, store: store, delivery: delivery, logger: logger, metrics: metrics)
+            let gorush =
+                config.gorush.enabled ? GorushAPI(config: config.gorush, delivery: delivery, logger: logger, metrics: metrics) : nil
             logger.notice(
                 "Status push-notification server ready",
                 metadata: ["public_key": "0x\(identity.publicKey.compressed.hex)", "gorush": "\(gorush != nil)"])

@@ -51,7 +51,8 @@ public final class PostgresStatusStore: StatusStore {
                         PRIMARY KEY (public_key, installation_id)
                     )
                     """)
-                try await exec("CREATE TABLE IF NOT EXISTS status_identity (id INTEGER PRIMARY KEY CHECK (id = 0), private_key BYTEA NOT NULL)")
+                try await exec(
+                    "CREATE TABLE IF NOT EXISTS status_identity (id INTEGER PRIMARY KEY CHECK (id = 0), private_key BYTEA NOT NULL)")
                 try await exec(
                     """
                     CREATE TABLE IF NOT EXISTS status_responses (

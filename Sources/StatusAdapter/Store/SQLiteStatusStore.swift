@@ -48,7 +48,9 @@ public final class SQLiteStatusStore: StatusStore {
 
     public func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
         try await pool.write { db in
-            try db.execute(sql: "INSERT INTO status_identity (id, private_key) VALUES (0, ?) ON CONFLICT (id) DO NOTHING", arguments: [Data(candidate)])
+            try db.execute(
+                sql: "INSERT INTO status_identity (id, private_key) VALUES (0, ?) ON CONFLICT (id) DO NOTHING", arguments: [Data(candidate)]
+            )
             let stored = try Data.fetchOne(db, sql: "SELECT private_key FROM status_identity WHERE id = 0")
             return stored.map { [UInt8]($0) } ?? candidate
         }

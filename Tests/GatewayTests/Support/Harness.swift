@@ -48,7 +48,9 @@ final class RunningGateway: Sendable {
         try await request(.POST, "/_matrix/push/v1/notify", body: JSONWriter.serialize(body))
     }
 
-    func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, port: Int? = nil, timeout: TimeAmount = .seconds(60)) async throws -> TestResponse {
+    func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, port: Int? = nil, timeout: TimeAmount = .seconds(60))
+        async throws -> TestResponse
+    {
         let url = port.map { "http://127.0.0.1:\($0)\(path)" } ?? base + path
         var request = HTTPClientRequest(url: url)
         request.method = method

@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
 
 /// A blocking raw TCP client, for requests no HTTP client library will send as-is.
 enum RawHTTP {
