@@ -252,6 +252,18 @@ import Testing
         #expect(metrics.contains(#"sygnal_apns_status_codes_total{pushkin="com.example.apns",code="200"} 1000"#))
     }
 
+    @Test func theStreamLimitPerConnectionIsHonoured() async throws {
+        let setup = try await start(extra: "max_connections: 1\nmax_concurrent_streams: 5", limit: 5000)
+        setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
+        let keys = (0..<60).map { _ in Self.pushkey() }
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: keys.map { device($0) }))
+        await setup.stop()
+        #expect(response.json == ["rejected": []])
+        #expect(setup.apns.received.count == 60)
+        #expect(setup.apns.maxConcurrentRequests <= 5)
+        #expect(setup.apns.maxConcurrentRequests > 1)
+    }
+
     @Test func goAwayAndDroppedConnectionsAreRecoveredFrom() async throws {
         let setup = try await start(extra: "max_connections: 1")
         let first = Self.pushkey()

@@ -19,6 +19,8 @@ public struct APNsConfig: Sendable {
     /// Seconds Apple keeps an undeliverable notification (`apns-expiration` = now + this; 0 = once).
     public var expiration: Int
     public var connections: Int
+    /// Streams in flight per connection (APNs allows 1000; the server's own limit also applies).
+    public var maxConcurrentStreams: Int
     public var upstream: UpstreamSettings
     public var retry: RetryPolicy
 
@@ -54,6 +56,7 @@ public struct APNsConfig: Sendable {
         let badges = config.bool("send_badge_counts", default: true)
         let expiration = config.int("expiration", default: 86_400, range: 0...2_592_000)
         let connections = config.int("max_connections", default: 2, range: 1...100)
+        let streams = config.int("max_concurrent_streams", default: 500, range: 1...1000)
         var defaults = UpstreamSettings()
         defaults.maxConnections = 1
         var upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, defaults: defaults)
@@ -95,6 +98,7 @@ public struct APNsConfig: Sendable {
         }
         return APNsConfig(
             auth: auth, topic: topic, baseURL: baseURL, pushType: pushType, convertDeviceTokenToHex: hex,
-            sendBadgeCounts: badges, expiration: expiration, connections: connections, upstream: upstream, retry: retry)
+            sendBadgeCounts: badges, expiration: expiration, connections: connections, maxConcurrentStreams: streams, upstream: upstream,
+            retry: retry)
     }
 }

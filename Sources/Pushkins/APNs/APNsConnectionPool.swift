@@ -2,12 +2,13 @@ import AsyncHTTPClient
 import NIOSSL
 
 /// A small pool of long-lived HTTP/2 connections to APNs. Each member is a client holding one
-/// connection; requests are multiplexed as streams on it, up to the server's
-/// `MAX_CONCURRENT_STREAMS` (further ones wait), and a connection lost or closed by GOAWAY is
-/// replaced on the next request. Requests go to the least busy member.
+/// connection; requests are multiplexed as streams on it, at most `max_concurrent_streams` at a
+/// time and never more than the server's `MAX_CONCURRENT_STREAMS` (further ones wait), and a
+/// connection lost or closed by GOAWAY is replaced on the next request. Requests go to the least
+/// busy member.
 final class APNsConnectionPool: Sendable {
     private let members: [UpstreamHTTPClient]
-    private let load: [AtomicCounter]
+    private let load: [AsyncLimiter]
 
     init(config: APNsConfig) throws {
         var members: [UpstreamHTTPClient] = []
@@ -21,16 +22,14 @@ final class APNsConnectionPool: Sendable {
             members.append(try UpstreamHTTPClient(settings: config.upstream, tls: tls, httpVersion: .automatic))
         }
         self.members = members
-        self.load = members.map { _ in AtomicCounter() }
+        self.load = members.map { _ in AsyncLimiter(limit: config.maxConcurrentStreams) }
     }
 
     /// Runs `body` on the least busy member.
     func withClient<T>(_ body: (UpstreamHTTPClient) async throws -> T) async rethrows -> T {
         var index = 0
-        for i in 1..<members.count where load[i].current < load[index].current { index = i }
-        load[index].add(1)
-        defer { load[index].add(-1) }
-        return try await body(members[index])
+        for i in 1..<members.count where load[i].inUse < load[index].inUse { index = i }
+        return try await load[index].withPermit { try await body(members[index]) }
     }
 
     func shutdown() async {
