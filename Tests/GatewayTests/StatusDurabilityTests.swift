@@ -108,6 +108,52 @@ import Testing
     }
 }
 
+/// The real process and the real signal: SIGTERM lets a request in progress finish, then Herald exits 0.
+@Suite struct SignalTests {
+    @Test(.enabled(if: StatusDurabilityTests.heraldBinary != nil, "needs the herald executable (swift build --build-tests)"))
+    func sigtermDrainsRequestsInProgress() async throws {
+        let binary = try #require(StatusDurabilityTests.heraldBinary)
+        let service = try await FakeWebPushService.start()
+        let subscription = service.subscribe(behavior: .delay(.milliseconds(1500), then: .respond()))
+        let dir = temporaryDirectory()
+        let port = StatusDurabilityTests.freePort()
+        let config = "\(dir)/herald.yaml"
+        try gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir))
+            .replacingOccurrences(of: "port: 0\n  shutdown_grace_period", with: "port: \(port)\n  shutdown_grace_period")
+            .replacingOccurrences(of: "enabled: true", with: "enabled: false")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--config", config]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<300 {
+            if (try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health")) == 200 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let body = notifyBody(
+            ["event_id": "$e"],
+            devices: [
+                [
+                    "app_id": "com.example.webpush", "pushkey": .string(subscription.p256dh),
+                    "data": ["endpoint": .string(subscription.endpoint), "auth": .string(subscription.auth)],
+                ]
+            ])
+        async let response = URLRequestLite(url: "http://127.0.0.1:\(port)/_matrix/push/v1/notify", method: .POST, body: JSONWriter.serialize(body))
+            .send()
+        for _ in 0..<200 where service.received.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        kill(process.processIdentifier, SIGTERM)
+        let answered = try await response
+        process.waitUntilExit()
+        await service.stop()
+        #expect(answered.status == 200)
+        #expect(answered.json == ["rejected": []])
+        #expect(process.terminationStatus == 0)
+        #expect(service.received.count == 1)
+    }
+}
+
 /// Plain requests to a gateway started outside the test process.
 enum RunningGatewayClient {
     static func get(_ url: String) async throws -> Int {
