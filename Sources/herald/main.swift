@@ -58,7 +58,7 @@ struct CheckConfig: AsyncParsableCommand {
     func run() async throws {
         let gateway: Gateway
         do {
-            gateway = try await Bootstrap.makeGateway(configPath: options.path)
+            gateway = try await Bootstrap.makeGateway(configPath: options.path, readOnly: true)
         } catch {
             fail(error.lines)
         }

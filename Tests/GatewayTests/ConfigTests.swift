@@ -185,6 +185,16 @@ import Testing
         }
     }
 
+    @Test func validationAloneCreatesNoFiles() async throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/herald.yaml"
+        try webpush(dir).write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = try await Bootstrap.makeGateway(configPath: path, readOnly: true)
+        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        #expect(gateway.pushkins.count == 1)
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/vapid.pem"))
+    }
+
     @Test func theShippedConfigIsValid() async throws {
         // The repository's config.yaml, as `herald serve` starts with it (its key path made absolute).
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

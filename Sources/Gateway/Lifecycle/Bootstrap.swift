@@ -12,7 +12,7 @@ public enum Bootstrap {
 
     /// Loads and validates the config and builds the gateway (pushkins included) without binding.
     public static func makeGateway(
-        configPath: String, registry: PushkinRegistry = .standard, bootstrapLogging: Bool = false
+        configPath: String, registry: PushkinRegistry = .standard, bootstrapLogging: Bool = false, readOnly: Bool = false
     ) async throws(StartupError) -> Gateway {
         let (config, diagnostics): (GatewayConfig, ConfigDiagnostics)
         do {
@@ -22,7 +22,7 @@ public enum Bootstrap {
         }
         if bootstrapLogging { bootstrapLogger(config.log) }
         let logger = Logger(label: "herald")
-        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger)
+        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger, readOnly: readOnly)
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
         if !diagnostics.errors.isEmpty {
             for pushkin in gateway.pushkins { await pushkin.shutdown() }

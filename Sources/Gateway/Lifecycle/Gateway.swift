@@ -23,7 +23,7 @@ public final class Gateway: Sendable {
     /// the caller stops when it has errors.
     public init(
         config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
-        logger: Logger, extraRoutes: (inout Router, [any Pushkin], GatewayMetrics) -> Void = { _, _, _ in }
+        logger: Logger, readOnly: Bool = false, extraRoutes: (inout Router, [any Pushkin], GatewayMetrics) -> Void = { _, _, _ in }
     ) {
         self.config = config
         self.logger = logger
@@ -46,7 +46,7 @@ public final class Gateway: Sendable {
             }
             var pushkinLogger = logger
             pushkinLogger[metadataKey: "pushkin"] = "\(app.key)"
-            let environment = PushkinEnvironment(logger: pushkinLogger, metrics: metrics.factory, proxy: config.proxy)
+            let environment = PushkinEnvironment(logger: pushkinLogger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
             do {
                 if let pushkin = try builder(app.key, appReader, environment) {
                     pushkins.append(pushkin)

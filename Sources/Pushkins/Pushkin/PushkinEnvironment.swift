@@ -7,11 +7,14 @@ public struct PushkinEnvironment: Sendable {
     public var logger: Logger
     public var metrics: any MetricsFactory
     public var proxy: ProxySettings?
+    /// Validation only (`herald check-config`): create no files.
+    public var readOnly: Bool
 
-    public init(logger: Logger, metrics: any MetricsFactory, proxy: ProxySettings? = nil) {
+    public init(logger: Logger, metrics: any MetricsFactory, proxy: ProxySettings? = nil, readOnly: Bool = false) {
         self.logger = logger
         self.metrics = metrics
         self.proxy = proxy
+        self.readOnly = readOnly
     }
 }
 

@@ -21,10 +21,14 @@ public enum VAPIDKey {
 
     /// Loads a PEM (PKCS#8 or SEC1, as `vapid --gen` writes) or raw base64url key. When the file
     /// does not exist and `createIfMissing` is set, a new key is written there (mode 0600).
-    public static func load(path: String, createIfMissing: Bool, logger: Logger? = nil) throws(LoadError) -> P256.Signing.PrivateKey {
+    /// With `readOnly`, a missing key that would be created is made in memory only.
+    public static func load(path: String, createIfMissing: Bool, readOnly: Bool = false, logger: Logger? = nil) throws(LoadError)
+        -> P256.Signing.PrivateKey
+    {
         if !FileAccess.exists(path) {
             guard createIfMissing else { throw .missing(path) }
             let key = P256.Signing.PrivateKey()
+            if readOnly { return key }
             do {
                 try FileAccess.writeSecret(key.pemRepresentation, to: path)
             } catch {

@@ -32,7 +32,7 @@ public struct WebPushConfig: Sendable {
         guard let keyPath, !keyPath.isEmpty, let email else { return nil }
         let key: P256.Signing.PrivateKey
         do {
-            key = try VAPIDKey.load(path: keyPath, createIfMissing: createKey, logger: environment.logger)
+            key = try VAPIDKey.load(path: keyPath, createIfMissing: createKey, readOnly: environment.readOnly, logger: environment.logger)
         } catch {
             config.diagnostics.error(config.keyPath("vapid_private_key"), error.description)
             return nil
