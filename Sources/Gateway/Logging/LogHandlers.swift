@@ -23,26 +23,31 @@ public struct HeraldLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        let line = format(level: event.level, message: "\(event.message)", metadata: event.metadata, timestamp: Self.timestamp())
+        Self.output.withLock { _ in
+            FileHandle.standardError.write(Data(line.utf8))
+        }
+    }
+
+    /// One log line, newline included.
+    func format(level: Logger.Level, message: String, metadata extra: Logger.Metadata?, timestamp: String) -> String {
         var merged = metadata
-        if let extra = event.metadata { merged.merge(extra) { $1 } }
-        let timestamp = Self.timestamp()
+        if let extra { merged.merge(extra) { $1 } }
         let line: String
         switch format {
         case .plain:
             let requestId = merged.removeValue(forKey: "request_id").map { " [\($0)]" } ?? ""
             let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             line =
-                "\(timestamp) \(event.level.rawValue.uppercased()) \(label)\(requestId) \(event.message)\(fields.isEmpty ? "" : " " + fields)\n"
+                "\(timestamp) \(level.rawValue.uppercased()) \(label)\(requestId) \(message)\(fields.isEmpty ? "" : " " + fields)\n"
         case .json:
             var object: [(String, String)] = [
-                ("ts", timestamp), ("level", event.level.rawValue), ("logger", label), ("msg", "\(event.message)"),
+                ("ts", timestamp), ("level", level.rawValue), ("logger", label), ("msg", message),
             ]
             for (key, value) in merged.sorted(by: { $0.key < $1.key }) { object.append((key, "\(value)")) }
             line = "{" + object.map { "\(Self.quote($0.0)):\(Self.quote($0.1))" }.joined(separator: ",") + "}\n"
         }
-        Self.output.withLock { _ in
-            FileHandle.standardError.write(Data(line.utf8))
-        }
+        return line
     }
 
     private static let output = Mutex(())

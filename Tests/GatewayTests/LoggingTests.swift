@@ -1,0 +1,29 @@
+import Logging
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+@Suite struct LoggingTests {
+    @Test func jsonLinesParseAndCarryMetadata() throws {
+        var handler = HeraldLogHandler(label: "herald", format: .json, level: .info)
+        handler[metadataKey: "request_id"] = "r-1"
+        let line = handler.format(
+            level: .warning, message: "Device \"dispatch\" failed\n", metadata: ["pushkey": "\(Redaction.pushkey("abcdefghijkl"))"],
+            timestamp: "2026-11-21T16:00:00.000Z")
+        #expect(line.hasSuffix("\n"))
+        let json = try JSONParser.parse(String(line.dropLast()))
+        #expect(json["level"] == "warning")
+        #expect(json["msg"] == "Device \"dispatch\" failed\n")
+        #expect(json["request_id"] == "r-1")
+        #expect(json["pushkey"] == "abcdef…")
+        #expect(json["logger"] == "herald")
+    }
+
+    @Test func plainLinesPutTheRequestIdFirst() {
+        var handler = HeraldLogHandler(label: "herald", format: .plain, level: .info)
+        handler[metadataKey: "request_id"] = "r-2"
+        let line = handler.format(level: .info, message: "hello", metadata: ["b": "2", "a": "1"], timestamp: "T")
+        #expect(line == "T INFO herald [r-2] hello a=1 b=2\n")
+    }
+}
