@@ -124,8 +124,13 @@ import Testing
         #expect(try await store.cachedResponse(messageId: [1], now: now.addingTimeInterval(61)) == nil)
         try await store.cacheResponse(messageId: [2], response: [2], expires: now.addingTimeInterval(70), limit: 2)
         try await store.cacheResponse(messageId: [3], response: [3], expires: now.addingTimeInterval(80), limit: 2)
-        #expect(try await store.cachedResponse(messageId: [1], now: now) == nil)  // the oldest went over the limit
+        // Pruning runs every `pruneEvery` inserts: fill up to the next pruning insert.
+        for n in 4...(StatusStoreMaintenance.pruneEvery + 1) {
+            try await store.cacheResponse(messageId: [UInt8(n % 256), 1], response: [1], expires: now.addingTimeInterval(50), limit: 2)
+        }
+        #expect(try await store.cachedResponse(messageId: [1], now: now) == nil)  // over the limit: the oldest went
         #expect(try await store.cachedResponse(messageId: [3], now: now) == [3])
+        #expect(try await store.cachedResponse(messageId: [2], now: now) == [2])
         await store.close()
     }
 

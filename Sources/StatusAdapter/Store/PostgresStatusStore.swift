@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import Pushkins
 
 /// The store for several Herald instances acting as one Status server: PostgreSQL, with the
 /// same schema and the same conditional writes as the SQLite store (a newer version always wins,
@@ -9,6 +10,7 @@ import PostgresNIO
 public final class PostgresStatusStore: StatusStore {
     private let client: PostgresClient
     private let runner: Task<Void, Never>
+    private let inserts = AtomicCounter()
     /// The URL it was opened with.
     public let url: String
 
@@ -154,6 +156,7 @@ public final class PostgresStatusStore: StatusStore {
             VALUES (\(ByteBuffer(bytes: messageId)), \(ByteBuffer(bytes: response)), \(expires.timeIntervalSince1970))
             ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
             """)
+        guard inserts.add(1) % StatusStoreMaintenance.pruneEvery == 1 else { return }
         try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
         try await exec(
             """

@@ -1,11 +1,13 @@
 import Foundation
 import GRDB
+import Pushkins
 
 /// The default store: one SQLite file in WAL mode. A write is acknowledged only once it is
 /// committed with `synchronous=FULL`, so a registration the client was told about survives a
 /// crash of the process or the machine.
 public final class SQLiteStatusStore: StatusStore {
     private let pool: DatabasePool
+    private let inserts = AtomicCounter()
 
     public init(path: String) throws {
         try FileManager.default.createDirectory(
@@ -127,10 +129,12 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
+        let prune = inserts.add(1) % StatusStoreMaintenance.pruneEvery == 1
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)",
                 arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
+            guard prune else { return }
             try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
             try db.execute(
                 sql: """

@@ -44,8 +44,14 @@ public protocol StatusStore: Sendable {
     /// The response given to a push request, if it was answered within its lifetime.
     func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]?
 
-    /// Remembers the response to a push request until `expires`, keeping at most `limit` entries.
+    /// Remembers the response to a push request until `expires`. Expired entries, and the oldest
+    /// beyond `limit`, are pruned on the first insert and every `StatusStoreMaintenance.pruneEvery`
+    /// inserts after it (pruning on every insert would scan up to `limit` rows each time).
     func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws
 
     func close() async
+}
+
+public enum StatusStoreMaintenance {
+    public static let pruneEvery = 256
 }
