@@ -18,7 +18,6 @@ public struct GatewayConfig: Sendable {
         public enum Format: String, Sendable { case plain, json }
         public var format: Format = .plain
         public var level: Logger.Level = .info
-        public var accessLog: Bool = false
     }
 
     public struct Prometheus: Sendable {
@@ -90,8 +89,8 @@ extension GatewayConfig {
                 config.log.level = parsed
             }
             if let access = log.map("access") {
-                config.log.accessLog = access.bool("enabled", default: false)
-                access.accept("x_forwarded_for", "file")
+                // Sygnal's access-log keys: accepted, not used (Sygnal ignores most of them too).
+                access.accept("enabled", "x_forwarded_for", "file")
                 access.warnUnknownKeys()
             }
             log.warnUnknownKeys()

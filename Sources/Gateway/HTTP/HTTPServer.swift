@@ -17,7 +17,6 @@ public final class HTTPServer: Sendable {
     private let quiesce: ServerQuiescingHelper
     private let handler: any HTTPHandler
     private let maxBodyBytes: @Sendable (String) -> Int
-    private let idleTimeout: TimeAmount
     private let logger: Logger
 
     public static func bind(
@@ -48,19 +47,18 @@ public final class HTTPServer: Sendable {
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
             localAddress: address, channel: channel, quiesce: quiesce, handler: handler, maxBodyBytes: maxBodyBytes,
-            idleTimeout: idleTimeout, logger: logger)
+            logger: logger)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, maxBodyBytes: @escaping @Sendable (String) -> Int, idleTimeout: TimeAmount, logger: Logger
+        handler: any HTTPHandler, maxBodyBytes: @escaping @Sendable (String) -> Int, logger: Logger
     ) {
         self.localAddress = localAddress
         self.channel = channel
         self.quiesce = quiesce
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
-        self.idleTimeout = idleTimeout
         self.logger = logger
     }
 
