@@ -20,7 +20,7 @@ enum StatusLoad {
         for _ in 0..<clientCount {
             let client = StatusTestClient()
             let token = UUID().uuidString.lowercased()
-            let apnsToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let apnsToken = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
             let registration = try client.registration(server: server, token: apnsToken, accessToken: token, topic: "com.example.app")
             _ = try await post("\(url)/_status/v1/message", body: try client.registrationMessage(registration, server: server))
             recipients.append((client, token))

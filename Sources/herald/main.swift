@@ -14,7 +14,7 @@ struct Herald: AsyncParsableCommand {
 }
 
 struct ConfigOption: ParsableArguments {
-    @Option(name: .shortAndLong, help: "The YAML config file (default: $SYGNAL_CONF, else ./config.yaml).")
+    @Option(name: .shortAndLong, help: "The YAML config file (default: $HERALD_CONF, else $SYGNAL_CONF, else ./config.yaml).")
     var config: String?
 
     var path: String {
@@ -37,9 +37,6 @@ struct Serve: AsyncParsableCommand {
             gateway = try await Bootstrap.makeGateway(configPath: options.path, bootstrapLogging: true)
         } catch {
             fail(error.lines)
-        }
-        for case let webpush as WebPushPushkin in gateway.pushkins {
-            gateway.logInfo("Web Push app ready", ["app": webpush.name, "application_server_key": webpush.applicationServerKey])
         }
         do {
             try await Bootstrap.serve(gateway)
@@ -79,8 +76,8 @@ struct VapidKey: AsyncParsableCommand {
         } catch {
             fail(error.lines)
         }
-        for case let webpush as WebPushPushkin in gateway.pushkins {
-            print("\(webpush.name): \(webpush.applicationServerKey)")
+        for pushkin in gateway.pushkins {
+            if let key = pushkin.startupDetails["application_server_key"] { print("\(pushkin.name): \(key)") }
         }
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
     }

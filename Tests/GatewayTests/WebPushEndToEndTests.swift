@@ -134,7 +134,8 @@ import Testing
         #expect(response.json == ["rejected": []])
         #expect(setup.service.received(for: sub).count == 1)
         #expect(metrics.contains(#"sygnal_webpush_status_codes_total{pushkin="com.example.webpush",code="\#(status)"} 1"#))
-        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.webpush",outcome="dropped"} 1"#))
+        #expect(
+            metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.webpush",outcome="dropped",reason="http_\#(status)"} 1"#))
     }
 
     @Test func rateLimitIsRetriedHonouringRetryAfter() async throws {

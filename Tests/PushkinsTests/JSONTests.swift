@@ -74,7 +74,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<50 {
                 group.addTask {
-                    await limiter.withPermit {
+                    try? await limiter.withPermit {
                         let current = now.add(1)
                         while true {
                             let seen = peak.current

@@ -119,19 +119,19 @@ import Testing
     @Test func retryingStopsAtMaxAttemptsAndWithinBudget() async {
         let policy = RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: .seconds(5))
         var calls = 0
-        let result: Result<Int, RetryExhausted> = await Retrying.run(policy: policy) { _ in
+        let result: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy) { _ in
             calls += 1
             return .retry(reason: "503", after: nil)
         }
         #expect(calls == 3)
-        #expect(result == .failure(RetryExhausted(reason: "503", attempts: 3)))
+        #expect(result == .failure(RetryExhausted(reason: "503", attempts: 3, budgetSpent: false)))
         calls = 0
-        let budgeted: Result<Int, RetryExhausted> = await Retrying.run(policy: policy) { _ in
+        let budgeted: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy) { _ in
             calls += 1
             return .retry(reason: "429", after: .seconds(60))
         }
         #expect(calls == 1)
-        #expect(budgeted == .failure(RetryExhausted(reason: "429 (retry budget spent)", attempts: 1)))
+        #expect(budgeted == .failure(RetryExhausted(reason: "429", attempts: 1, budgetSpent: true)))
     }
 
     @Test func endpointParsing() throws {

@@ -161,7 +161,7 @@ import Testing
         let token = UUID().uuidString.lowercased()
         let r = try bob.registration(server: V.server.publicKey, token: "deadbeef", accessToken: token)
         #expect(try await register(server, try bob.registrationMessage(r, server: V.server.publicKey)).success)
-        sender.script("deadbeef", .rejected(reason: "APNs 410 Unregistered"))
+        sender.script("deadbeef", .rejected(reason: .apns(status: 410, .unregistered)))
         let reports = try await push(server, [alice.notification(to: bob, accessToken: token)])
         #expect(reports.first?.error == .notRegistered)
         #expect(reports.first?.success == false)
@@ -179,7 +179,7 @@ import Testing
         let token = UUID().uuidString.lowercased()
         let r = try bob.registration(server: V.server.publicKey, token: "cafe", accessToken: token)
         #expect(try await register(server, try bob.registrationMessage(r, server: V.server.publicKey)).success)
-        sender.script("cafe", .failed(reason: "APNs 503"))
+        sender.script("cafe", .failed(reason: .apns(status: 503, .serviceUnavailable)))
         var request = Protobuf_PushNotificationRequest()
         request.requests = [alice.notification(to: bob, accessToken: token)]
         request.messageID = Data([1, 2, 3])
@@ -196,7 +196,7 @@ import Testing
         let carolToken = UUID().uuidString.lowercased()
         let rc = try carol.registration(server: V.server.publicKey, token: "beef", accessToken: carolToken)
         #expect(try await register(server, try carol.registrationMessage(rc, server: V.server.publicKey)).success)
-        sender.script("beef", .failed(reason: "FCM 503"))
+        sender.script("beef", .failed(reason: .fcm(status: 503, .unavailable)))
         let reports = try await push(
             server, [alice.notification(to: bob, accessToken: token), alice.notification(to: carol, accessToken: carolToken)])
         #expect(reports.map(\.success) == [true, false])

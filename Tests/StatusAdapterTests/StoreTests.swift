@@ -21,7 +21,7 @@ import Testing
         let name = "herald_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
         try await createDatabase(name, url: base, logger: logger)
         components.path = "/" + name
-        return try PostgresStatusStore(url: components.string ?? base, logger: logger)
+        return try TestPostgresStore(url: components.string ?? base, logger: logger)
     }
 
     static func createDatabase(_ name: String, url: String, logger: Logger) async throws {
@@ -138,8 +138,8 @@ import Testing
     func twoPostgresInstancesActAsOneServer() async throws {
         let a = try await Self.makeStore("postgres")
         try await a.migrate()
-        let url = try #require((a as? PostgresStatusStore)?.url)
-        let b = try PostgresStatusStore(url: url, logger: Logger(label: "b"))
+        let url = try #require((a as? TestPostgresStore)?.url)
+        let b = try TestPostgresStore(url: url, logger: Logger(label: "b"))
         try await b.migrate()
         #expect(try await a.identity(orCreate: [1]) == (try await b.identity(orCreate: [2])))
         #expect(try await a.write(row(5)))

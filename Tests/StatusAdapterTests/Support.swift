@@ -58,3 +58,40 @@ func makeServer(
         store
     )
 }
+
+/// A PostgreSQL store with its connection pool running for the test (in Herald, the pool runs in
+/// the gateway's service group); `close()` stops the pool.
+final class TestPostgresStore: StatusStore {
+    let inner: PostgresStatusStore
+    private let pool: Task<Void, Never>
+
+    init(url: String, logger: Logger) throws {
+        inner = try PostgresStatusStore(url: url, logger: logger)
+        let services = inner.services
+        pool = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for service in services { group.addTask { try? await service.run() } }
+            }
+        }
+    }
+
+    var url: String { inner.url }
+    func migrate() async throws { try await inner.migrate() }
+    func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] { try await inner.identity(orCreate: candidate) }
+    func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
+        try await inner.registration(publicKey: publicKey, installationId: installationId)
+    }
+    func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] { try await inner.registrations(publicKeys: publicKeys) }
+    func write(_ row: StoredRegistration) async throws -> Bool { try await inner.write(row) }
+    func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
+        try await inner.dropRegistration(publicKey: publicKey, installationId: installationId, version: version)
+    }
+    func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? { try await inner.cachedResponse(messageId: messageId, now: now) }
+    func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
+        try await inner.cacheResponse(messageId: messageId, response: response, expires: expires, limit: limit)
+    }
+    func close() async {
+        pool.cancel()
+        await pool.value
+    }
+}

@@ -3,7 +3,7 @@ import Logging
 import OrderedCollections
 import Pushkins
 
-/// The whole config file: Sygnal's sections (sygnal.md §2) plus Herald's additions, validated at
+/// The whole config file: Sygnal's sections (docs/compatibility/matrix.md, "Configuration") plus Herald's additions, validated at
 /// start-up with every problem named by its key path.
 public struct GatewayConfig: Sendable {
     public struct HTTP: Sendable {
@@ -40,12 +40,13 @@ public struct GatewayConfig: Sendable {
     public var apps: [App] = []
     /// The raw `apps:` section, in file order.
     public var rawApps: OrderedDictionary<String, ConfigValue> = [:]
-    /// Sections other modules read (`status:`).
+    /// Every other top-level section, for the front ends (`status:`); the gateway warns about
+    /// those no front end reads.
     public var extraSections: OrderedDictionary<String, ConfigValue> = [:]
 }
 
 extension GatewayConfig {
-    static let topLevelKeys: Set<String> = ["http", "log", "metrics", "proxy", "apps", "status", "database", "db"]
+    static let coreSections: Set<String> = ["http", "log", "metrics", "proxy", "apps", "database", "db"]
 
     /// Parses the config's generic sections. Pushkin keys are validated separately, by the pushkins.
     public static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
@@ -54,7 +55,7 @@ extension GatewayConfig {
             diagnostics.error("(top level)", "expected a mapping, got \(root.typeName)")
             return config
         }
-        let reader = ConfigReader(path: "", values: top, diagnostics: diagnostics)
+        let reader = ConfigSection(path: "", values: top, diagnostics: diagnostics)
 
         if let http = reader.map("http") {
             if let addresses = http.stringList("bind_addresses") { config.http.bindAddresses = addresses }
@@ -125,7 +126,6 @@ extension GatewayConfig {
         for legacy in ["database", "db"] where reader.raw(legacy) != nil {
             diagnostics.warning(legacy, "Herald keeps no database for Matrix; section ignored")
         }
-        if let status = reader.raw("status") { config.extraSections["status"] = status }
 
         if let apps = reader.map("apps") {
             for key in apps.keys {
@@ -133,7 +133,7 @@ extension GatewayConfig {
                     diagnostics.error(apps.keyPath(key), "expected a mapping of app settings")
                     continue
                 }
-                let app = ConfigReader(path: apps.keyPath(key), values: values, diagnostics: diagnostics)
+                let app = ConfigSection(path: apps.keyPath(key), values: values, diagnostics: diagnostics)
                 let type = app.string("type", required: true) ?? ""
                 let limit = app.int("inflight_request_limit", default: 512, range: 1...1_000_000)
                 config.apps.append(App(key: key, type: type, inflightRequestLimit: limit))
@@ -142,8 +142,8 @@ extension GatewayConfig {
         }
         if config.apps.isEmpty { diagnostics.error("apps", "No app IDs are configured") }
 
-        for key in top.keys where !topLevelKeys.contains(key) {
-            diagnostics.warning(key, "unknown section, ignored")
+        for key in top.keys where !coreSections.contains(key) {
+            config.extraSections[key] = reader.raw(key) ?? .null
         }
         return config
     }

@@ -6,7 +6,7 @@ import NIOPosix
 
 /// An HTTP/1.1 server on SwiftNIO.
 ///
-/// Bodies are read whole up to `maxBodyBytes`; a larger one (announced or streamed) is answered
+/// Bodies are read whole up to the handler's limit for the path; a larger one (announced or streamed) is answered
 /// 413 at once and the connection closed, so it is never left half-read. `shutdown()` stops
 /// accepting, lets requests in progress finish and closes idle keep-alive connections.
 public final class HTTPServer: Sendable {
@@ -16,12 +16,10 @@ public final class HTTPServer: Sendable {
     private let channel: NIOAsyncChannel<Connection, Never>
     private let quiesce: ServerQuiescingHelper
     private let handler: any HTTPHandler
-    private let maxBodyBytes: @Sendable (String) -> Int
     private let logger: Logger
 
     public static func bind(
-        host: String, port: Int, handler: any HTTPHandler, maxBodyBytes: @escaping @Sendable (String) -> Int = { _ in 512 * 1024 },
-        idleTimeout: TimeAmount = .seconds(75), logger: Logger
+        host: String, port: Int, handler: any HTTPHandler, idleTimeout: TimeAmount = .seconds(75), logger: Logger
     ) async throws -> HTTPServer {
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
@@ -46,19 +44,17 @@ public final class HTTPServer: Sendable {
             }
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
-            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, maxBodyBytes: maxBodyBytes,
-            logger: logger)
+            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, maxBodyBytes: @escaping @Sendable (String) -> Int, logger: Logger
+        handler: any HTTPHandler, logger: Logger
     ) {
         self.localAddress = localAddress
         self.channel = channel
         self.quiesce = quiesce
         self.handler = handler
-        self.maxBodyBytes = maxBodyBytes
         self.logger = logger
     }
 
@@ -88,52 +84,40 @@ public final class HTTPServer: Sendable {
         try? await promise.futureResult.get()
     }
 
+    /// Starts the same drain without waiting; `serve()` returns when it is done.
+    public func initiateShutdown() {
+        quiesce.initiateShutdown(promise: nil)
+    }
+
     private func serve(_ connection: Connection) async {
         let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
-                var head: HTTPRequestHead?
-                var body = ByteBuffer()
-                var drained: Int?
-                var limit = 0
+                var machine = ConnectionStateMachine()
+                var policy = handler.policy(forPath: "/")
                 for try await part in inbound {
-                    if let count = drained {
-                        // After a 413: read and discard what the client is still sending, so that closing
-                        // does not reset the connection before it has read the answer.
-                        switch part {
-                        case .body(let chunk) where count + chunk.readableBytes <= 4 * limit:
-                            drained = count + chunk.readableBytes
-                            continue
-                        default:
-                            return
-                        }
-                    }
+                    let action: ConnectionStateMachine.Action
                     switch part {
-                    case .head(let requestHead):
-                        head = requestHead
-                        body.clear()
-                        let path = requestHead.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? requestHead.uri
-                        limit = maxBodyBytes(path)
-                        if let length = requestHead.headers.first(name: "content-length").flatMap(Int.init), length > limit {
-                            drained = try await refuse(limit: limit, version: requestHead.version, outbound: outbound, channel: channel)
-                        }
-                    case .body(var chunk):
-                        guard body.readableBytes + chunk.readableBytes <= limit else {
-                            drained = try await refuse(
-                                limit: limit, version: head?.version ?? .http1_1, outbound: outbound, channel: channel)
-                            continue
-                        }
-                        body.writeBuffer(&chunk)
+                    case .head(let head):
+                        policy = handler.policy(forPath: Self.path(of: head.uri))
+                        action = machine.head(head, limit: policy.maxBodyBytes)
+                    case .body(let chunk):
+                        action = machine.body(chunk)
                     case .end:
-                        guard let requestHead = head else { return }
-                        let request = HTTPRequest(
-                            method: requestHead.method, uri: requestHead.uri, headers: requestHead.headers, body: body)
+                        action = machine.end()
+                    }
+                    switch action {
+                    case .none:
+                        continue
+                    case .close:
+                        return
+                    case .refuse(let limit, let version):
+                        try await refuse(limit: limit, dialect: policy.dialect, version: version, outbound: outbound, channel: channel)
+                    case .dispatch(let head, let body):
+                        let request = ServerRequest(method: head.method, uri: head.uri, headers: head.headers, body: body)
                         let response = await handler.handle(request)
-                        let keepAlive = requestHead.isKeepAlive
-                        try await write(response, version: requestHead.version, keepAlive: keepAlive, to: outbound)
-                        head = nil
-                        body = ByteBuffer()
-                        if !keepAlive { return }
+                        try await write(response, version: head.version, keepAlive: head.isKeepAlive, to: outbound)
+                        if machine.responded(keepAlive: head.isKeepAlive) == .close { return }
                     }
                 }
             }
@@ -142,20 +126,24 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    static func path(of uri: String) -> String {
+        uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
+    }
+
     /// Answers 413, half-closes, and gives the client five seconds (as nginx lingers) to stop
     /// sending before closing.
     private func refuse(
-        limit: Int, version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, channel: any Channel
-    ) async throws -> Int {
-        let tooLarge = HTTPResponse.matrixError(.payloadTooLarge, "M_TOO_LARGE", "Request body exceeds \(limit) bytes")
+        limit: Int, dialect: ErrorDialect, version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        channel: any Channel
+    ) async throws {
+        let tooLarge = ErrorResponder.response(for: GatewayError.tooLarge(limit: limit), dialect: dialect)
         try await write(tooLarge, version: version, keepAlive: false, to: outbound)
         outbound.finish()
         channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
-        return 0
     }
 
     private func write(
-        _ response: HTTPResponse, version: HTTPVersion, keepAlive: Bool,
+        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool,
         to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
         var headers = response.headers

@@ -2,8 +2,9 @@ import Foundation
 import Logging
 import Pushkins
 import ServiceLifecycle
+import UnixSignals
 
-/// Loading a config file into a started gateway, as `herald serve` and `herald check-config` do.
+/// Loading a config file into a gateway, as `herald serve` and `herald check-config` do.
 public enum Bootstrap {
     public struct StartupError: Error, CustomStringConvertible {
         public var lines: [String]
@@ -28,6 +29,10 @@ public enum Bootstrap {
             for pushkin in gateway.pushkins { await pushkin.shutdown() }
             throw StartupError(lines: diagnostics.errors)
         }
+        for pushkin in gateway.pushkins where !pushkin.startupDetails.isEmpty {
+            logger.info(
+                "App ready", metadata: pushkin.startupDetails.mapValues { .string($0) }.merging(["app": "\(pushkin.name)"]) { $1 })
+        }
         return gateway
     }
 
@@ -37,25 +42,9 @@ public enum Bootstrap {
         }
     }
 
-    /// Runs until SIGTERM or SIGINT, then drains.
+    /// Binds, then runs until SIGTERM or SIGINT has drained everything.
     public static func serve(_ gateway: Gateway) async throws {
-        try await gateway.start()
-        let group = ServiceGroup(
-            services: [GatewayService(gateway: gateway)], gracefulShutdownSignals: [.sigterm, .sigint],
-            cancellationSignals: [], logger: Logger(label: "herald.lifecycle"))
-        try await group.run()
-    }
-}
-
-/// Runs a started gateway as a service-lifecycle service.
-struct GatewayService: Service {
-    let gateway: Gateway
-
-    func run() async throws {
-        await withGracefulShutdownHandler {
-            await gateway.run()
-        } onGracefulShutdown: {
-            Task { await gateway.shutdown() }
-        }
+        try await gateway.start(signals: [.sigterm, .sigint])
+        try await gateway.run()
     }
 }

@@ -1,164 +1,109 @@
 import Logging
 import NIOCore
 import Pushkins
-import StatusAdapter
+import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
-/// A configured Herald: its pushkins, its notify listeners and its metrics listener.
+/// A configured Herald: its pushkins, its front ends, its listeners and their service group.
 ///
-/// `start()` binds every listener (so ports are known), `run()` serves until `shutdown()`, which
-/// stops accepting, lets requests in progress finish (up to `http.shutdown_grace_period`), then
-/// closes the upstream connections.
+/// `init` validates the config and builds everything without I/O; `start()` binds the listeners
+/// (so ports are known) and makes the service group; `run()` runs it until `shutdown()` or a
+/// signal. Services stop in the reverse of their order: listeners drain first (up to
+/// `http.shutdown_grace_period`), then front ends finish their work, then pushkins close their
+/// upstream connections (docs/architecture.md, "Lifecycle").
 public final class Gateway: Sendable {
     public let config: GatewayConfig
     public let pushkins: [any Pushkin]
+    public let frontEnds: [any FrontEnd]
     public let metrics: GatewayMetrics
-    public let router: Router
+    public let routes: RouteTable
     let logger: Logger
-    public let statusConfig: StatusConfig
-    private let status = StatusRoutes()
-    private let state = ServerState()
+    private let group = Mutex<(group: ServiceGroup, listeners: [HTTPServer], metrics: HTTPServer?)?>(nil)
 
-    /// Builds the pushkins of `config`. Problems are added to `diagnostics` (naming key paths);
-    /// the caller stops when it has errors.
+    /// Builds pushkins and front ends. Problems are added to `diagnostics` (naming key paths); the
+    /// caller stops when it has errors.
     public init(
         config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
-        logger: Logger, readOnly: Bool = false, extraRoutes: (inout Router, [any Pushkin], GatewayMetrics) -> Void = { _, _, _ in }
+        frontEnds factories: [any FrontEndFactory] = FrontEnds.standard, logger: Logger, readOnly: Bool = false
     ) {
         self.config = config
         self.logger = logger
         let metrics = GatewayMetrics()
         self.metrics = metrics
-        var pushkins: [any Pushkin] = []
-        var limits: [String: InflightLimit] = [:]
-        for app in config.apps {
-            guard case .map(let values)? = config.rawApps[app.key] else { continue }
-            let reader = ConfigReader(path: "apps", values: ["": .null], diagnostics: diagnostics)
-            let appReader = ConfigReader(path: reader.keyPath(app.key), values: values, diagnostics: diagnostics)
-            appReader.accept("type", "inflight_request_limit")
-            guard let builder = registry.builder(for: app.type) else {
-                if !app.type.isEmpty {
-                    diagnostics.error(
-                        appReader.keyPath("type"),
-                        "unknown pushkin type '\(app.type)' (available: \(registry.types.joined(separator: ", ")))")
-                }
-                continue
-            }
-            var pushkinLogger = logger
-            pushkinLogger[metadataKey: "pushkin"] = "\(app.key)"
-            let environment = PushkinEnvironment(logger: pushkinLogger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
-            do {
-                if let pushkin = try builder(app.key, appReader, environment) {
-                    pushkins.append(pushkin)
-                    limits[app.key] = InflightLimit(limit: app.inflightRequestLimit)
-                    metrics.prepare(pushkin: app.key)
-                }
-            } catch {
-                diagnostics.error(appReader.keyPath("type"), "could not start the \(app.type) pushkin: \(error)")
-            }
-            appReader.warnUnknownKeys()
-        }
+        let environment = PushkinEnvironment(logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
+        let pushkins = registry.build(
+            apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
+        for pushkin in pushkins { metrics.prepare(pushkin: pushkin.name) }
         self.pushkins = pushkins
 
-        var statusConfig = StatusConfig()
-        if case .map(let values)? = config.extraSections["status"] {
-            let reader = ConfigReader(path: "status", values: values, diagnostics: diagnostics)
-            statusConfig = StatusConfig.read(reader)
-            for (key, app, kind) in [("apns_app", statusConfig.apnsApp, "apns"), ("fcm_app", statusConfig.fcmApp, "gcm")] {
-                guard let app else { continue }
-                if let pushkin = pushkins.first(where: { $0.name == app }) {
-                    if pushkin.kind != kind { diagnostics.error("status.\(key)", "app '\(app)' is of type \(pushkin.kind), not \(kind)") }
-                } else if config.apps.contains(where: { $0.key == app }) == false {
-                    diagnostics.error("status.\(key)", "no app '\(app)' in apps")
-                }
-            }
+        let context = FrontEndContext(config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly)
+        self.frontEnds = factories.flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
+        let claimed = Set(factories.flatMap(\.sections))
+        for section in config.extraSections.keys where !claimed.contains(section) {
+            diagnostics.warning(section, "unknown section, ignored")
         }
-        self.statusConfig = statusConfig
 
-        let notify = NotifyHandler(router: AppRouter(pushkins: pushkins), limits: limits, metrics: metrics, logger: logger)
-        var router = Router()
-        router.add(.subtree("/_matrix/push/v1/notify"), [.POST]) { await notify.handle($0) }
-        router.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in .json(.ok, ["unifiedpush": ["gateway": "matrix"]]) }
-        router.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
-        if statusConfig.enabled { status.add(to: &router, gorush: statusConfig.gorush.enabled) }
-        extraRoutes(&router, pushkins, metrics)
-        self.router = router
+        var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
+        routes.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
+        for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
+        self.routes = routes
     }
 
-    /// Opens the Status store (when `status:` is enabled), then binds the notify listeners (one
-    /// per `http.bind_addresses` entry) and the metrics listener.
-    public func start() async throws {
-        if statusConfig.enabled {
-            let delivery = StatusDelivery(
-                apns: pushkins.first { $0.name == statusConfig.apnsApp } as? APNsPushkin,
-                fcm: pushkins.first { $0.name == statusConfig.fcmApp } as? FCMPushkin)
-            var statusLogger = logger
-            statusLogger[metadataKey: "component"] = "status"
-            status.set(
-                try await StatusService.start(config: statusConfig, delivery: delivery, logger: statusLogger, metrics: metrics.factory))
-        }
-        let limits = BodyLimits(default: config.http.maxRequestBodyBytes, status: statusConfig.maxMessageBytes)
-        var servers: [HTTPServer] = []
+    /// Binds the listeners (one per `http.bind_addresses` entry, and the metrics listener) and
+    /// makes the service group; `signals` trigger its graceful shutdown.
+    public func start(signals: [UnixSignal] = []) async throws {
+        var listeners: [HTTPServer] = []
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
-                host: address, port: config.http.port, handler: router, maxBodyBytes: limits.limit(for:),
-                idleTimeout: TimeAmount.nanoseconds(Int64(config.http.idleTimeout.seconds * 1e9)), logger: logger)
+                host: address, port: config.http.port, handler: routes,
+                idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
-            servers.append(server)
+            listeners.append(server)
         }
         var metricsServer: HTTPServer?
         if config.prometheus.enabled {
-            let metrics = self.metrics
             let server = try await HTTPServer.bind(
                 host: config.prometheus.address, port: config.prometheus.port, handler: MetricsEndpoint(metrics: metrics), logger: logger)
             logger.notice("Serving Prometheus metrics", metadata: ["address": "\(server.localAddress)"])
             metricsServer = server
         }
-        state.set(servers: servers, metrics: metricsServer)
+        let frontEnds = self.frontEnds
+        let ready: @Sendable () async throws -> Void = {
+            for frontEnd in frontEnds { try await frontEnd.waitUntilReady() }
+        }
+        // Dependency order: what is used comes before what uses it, and stops after it.
+        var services: [any Service] = [PushkinsService(pushkins: pushkins)]
+        for frontEnd in frontEnds { services += frontEnd.services }
+        services += listeners.map { ListenerService(server: $0, ready: ready) }
+        if let metricsServer { services.append(ListenerService(server: metricsServer, ready: {})) }
+
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) }, gracefulShutdownSignals: signals, logger: logger)
+        configuration.maximumGracefulShutdownDuration = config.http.shutdownGracePeriod
+        configuration.maximumCancellationDuration = .seconds(10)
+        group.withLock { $0 = (ServiceGroup(configuration: configuration), listeners, metricsServer) }
     }
 
     /// The bound notify ports, in `bind_addresses` order.
-    public var ports: [Int] { state.servers.map(\.port) }
-    public var metricsPort: Int? { state.metricsServer?.port }
+    public var ports: [Int] { group.withLock { $0?.listeners.map(\.port) ?? [] } }
+    public var metricsPort: Int? { group.withLock { $0?.metrics?.port } }
 
-    /// Serves until `shutdown()` completes.
-    public func run() async {
-        let all = state.servers + (state.metricsServer.map { [$0] } ?? [])
-        await withTaskGroup(of: Void.self) { group in
-            for server in all { group.addTask { await server.serve() } }
-        }
+    /// Runs every service until they have all stopped (after `shutdown()` or a signal).
+    public func run() async throws {
+        guard let serviceGroup = group.withLock({ $0?.group }) else { return }
+        defer { logger.notice("Shut down") }
+        try await serviceGroup.run()
     }
 
-    /// Drains: stop accepting, finish requests in progress, close idle connections, then close
-    /// upstream connections. Requests still running after the grace period are abandoned.
+    /// Starts the graceful shutdown; `run()` returns when it is complete.
     public func shutdown() async {
-        logger.notice("Shutting down: draining requests in progress")
-        let servers = state.servers + (state.metricsServer.map { [$0] } ?? [])
-        let grace = config.http.shutdownGracePeriod
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withTaskGroup(of: Void.self) { inner in
-                    for server in servers { inner.addTask { await server.shutdown() } }
-                }
-            }
-            group.addTask { try? await Task.sleep(for: grace) }
-            await group.next()
-            group.cancelAll()
+        guard let serviceGroup = group.withLock({ $0?.group }) else {
+            for pushkin in pushkins { await pushkin.shutdown() }
+            return
         }
-        await status.current?.shutdown()
-        for pushkin in pushkins { await pushkin.shutdown() }
-        logger.notice("Shut down")
-    }
-}
-
-/// Request body limits: `http.max_request_body_bytes` for the Matrix API, `status.max_message_bytes`
-/// for the Status and gorush APIs.
-struct BodyLimits: Sendable {
-    let `default`: Int
-    let status: Int
-
-    @Sendable func limit(for path: String) -> Int {
-        path.hasPrefix("/_status/") || path == "/api/push" ? status : `default`
+        logger.notice("Shutting down: draining requests in progress")
+        await serviceGroup.triggerGracefulShutdown()
     }
 }
 
@@ -166,23 +111,9 @@ struct BodyLimits: Sendable {
 struct MetricsEndpoint: HTTPHandler {
     let metrics: GatewayMetrics
 
-    func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        var response = HTTPResponse(status: .ok, body: ByteBuffer(bytes: metrics.exposition()))
+    func handle(_ request: ServerRequest) async -> ServerResponse {
+        var response = ServerResponse(status: .ok, body: ByteBuffer(bytes: metrics.exposition()))
         response.headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
         return response
-    }
-}
-
-private final class ServerState: Sendable {
-    private let storage = Mutex<([HTTPServer], HTTPServer?)>(([], nil))
-
-    func set(servers: [HTTPServer], metrics: HTTPServer?) { storage.withLock { $0 = (servers, metrics) } }
-    var servers: [HTTPServer] { storage.withLock { $0.0 } }
-    var metricsServer: HTTPServer? { storage.withLock { $0.1 } }
-}
-
-extension Gateway {
-    public func logInfo(_ message: String, _ metadata: [String: String]) {
-        logger.info("\(message)", metadata: metadata.mapValues { .string($0) })
     }
 }

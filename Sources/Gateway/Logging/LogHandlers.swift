@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Pushkins
 import Synchronization
 
 /// Writes log lines to standard error in `plain` or `json` format (config `log.format`).
@@ -29,25 +30,37 @@ public struct HeraldLogHandler: LogHandler {
         }
     }
 
-    /// One log line, newline included.
+    /// One log line, newline included. No value can break the line: JSON escapes everything, and
+    /// plain quotes (JSON-style) any message or value holding a control character, a quote or a
+    /// space, so that a newline in a request value cannot forge a log line.
     func format(level: Logger.Level, message: String, metadata extra: Logger.Metadata?, timestamp: String) -> String {
         var merged = metadata
         if let extra { merged.merge(extra) { $1 } }
-        let line: String
         switch format {
         case .plain:
-            let requestId = merged.removeValue(forKey: "request_id").map { " [\($0)]" } ?? ""
-            let fields = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line =
-                "\(timestamp) \(level.rawValue.uppercased()) \(label)\(requestId) \(message)\(fields.isEmpty ? "" : " " + fields)\n"
+            let requestId = merged.removeValue(forKey: "request_id").map { " [\(Self.plain("\($0)"))]" } ?? ""
+            let fields = merged.sorted { $0.key < $1.key }.map { "\(Self.plain($0.key))=\(Self.plain("\($0.value)"))" }
+                .joined(separator: " ")
+            let text = Self.needsQuoting(message, allowSpaces: true) ? Self.quote(message) : message
+            return "\(timestamp) \(level.rawValue.uppercased()) \(label)\(requestId) \(text)\(fields.isEmpty ? "" : " " + fields)\n"
         case .json:
-            var object: [(String, String)] = [
-                ("ts", timestamp), ("level", level.rawValue), ("logger", label), ("msg", message),
-            ]
-            for (key, value) in merged.sorted(by: { $0.key < $1.key }) { object.append((key, "\(value)")) }
-            line = "{" + object.map { "\(Self.quote($0.0)):\(Self.quote($0.1))" }.joined(separator: ",") + "}\n"
+            var out: [UInt8] = [UInt8(ascii: "{")]
+            var first = true
+            func field(_ key: String, _ value: String) {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                JSONWriter.writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                JSONWriter.writeString(value, into: &out)
+            }
+            field("ts", timestamp)
+            field("level", level.rawValue)
+            field("logger", label)
+            field("msg", message)
+            for (key, value) in merged.sorted(by: { $0.key < $1.key }) { field(key, "\(value)") }
+            out.append(contentsOf: Array("}\n".utf8))
+            return String(decoding: out, as: UTF8.self)
         }
-        return line
     }
 
     private static let output = Mutex(())
@@ -56,19 +69,15 @@ public struct HeraldLogHandler: LogHandler {
         Date().formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon))
     }
 
+    private static func needsQuoting(_ s: String, allowSpaces: Bool) -> Bool {
+        s.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\"" || (!allowSpaces && $0 == " ") }
+    }
+
+    private static func plain(_ s: String) -> String { needsQuoting(s, allowSpaces: false) ? quote(s) : s }
+
     private static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var out: [UInt8] = []
+        JSONWriter.writeString(s, into: &out)
+        return String(decoding: out, as: UTF8.self).replacingOccurrences(of: "\u{7F}", with: "\\u007f")
     }
 }

@@ -1,9 +1,11 @@
 import Metrics
 import Prometheus
 import Pushkins
+import Synchronization
 
-/// The gateway's own metrics, under Sygnal's names (sygnal.md §6) where they apply, plus
-/// Herald's per-app outcome counters. Each gateway has its own registry (no global state).
+/// The gateway's own metrics, under Sygnal's names (docs/compatibility/matrix.md, "Metrics") where
+/// they apply, plus Herald's per-app outcome counters. Each gateway has its own registry (no global
+/// state). Handles are made once and kept, not looked up per event.
 public final class GatewayMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     public let factory: PrometheusMetricsFactory
@@ -11,6 +13,8 @@ public final class GatewayMetrics: Sendable {
     let devicesReceived: Metrics.Counter
     let requestsInFlight: Metrics.Gauge
     let inFlightCount = AtomicCounter()
+    private let counters = Mutex<[String: Metrics.Counter]>([:])
+    private let timers = Mutex<[Int: Metrics.Timer]>([:])
 
     public init() {
         let registry = PrometheusCollectorRegistry()
@@ -28,38 +32,53 @@ public final class GatewayMetrics: Sendable {
             label: "sygnal_requests_in_flight", dimensions: [("resource", "V1NotifyHandler")], factory: factory)
     }
 
-    func notifyFinished(code: Int, seconds: Double) {
-        Metrics.Counter(label: "sygnal_pushgateway_status_codes_total", dimensions: [("code", String(code))], factory: factory).increment()
-        Metrics.Timer(label: "sygnal_notify_time", dimensions: [("code", String(code))], factory: factory)
-            .recordNanoseconds(Int64(seconds * 1e9))
+    /// The counter `label{dimensions}`, made on first use.
+    func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {
+        let key = label + dimensions.map { "\u{1F}\($0.0)=\($0.1)" }.joined()
+        return counters.withLock { table in
+            if let existing = table[key] { return existing }
+            let made = Metrics.Counter(label: label, dimensions: dimensions, factory: factory)
+            table[key] = made
+            return made
+        }
+    }
+
+    func notifyFinished(code: Int, duration: Duration) {
+        counter("sygnal_pushgateway_status_codes_total", [("code", String(code))]).increment()
+        let timer = timers.withLock { table in
+            if let existing = table[code] { return existing }
+            let made = Metrics.Timer(label: "sygnal_notify_time", dimensions: [("code", String(code))], factory: factory)
+            table[code] = made
+            return made
+        }
+        timer.recordNanoseconds(duration.nanoseconds)
     }
 
     func dispatched(pushkin: String) {
-        Metrics.Counter(label: "sygnal_per_pushkin_type_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
+        counter("sygnal_per_pushkin_type_total", [("pushkin", pushkin)]).increment()
     }
 
     func inflightDrop(pushkin: String) {
-        Metrics.Counter(label: "sygnal_inflight_request_limit_drop_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
+        counter("sygnal_inflight_request_limit_drop_total", [("pushkin", pushkin)]).increment()
     }
 
     /// Creates the per-app series at 0 so dashboards see them before the first event.
     func prepare(pushkin: String) {
-        _ = Metrics.Counter(label: "sygnal_inflight_request_limit_drop_total", dimensions: [("pushkin", pushkin)], factory: factory)
-        _ = Metrics.Counter(label: "herald_rejected_pushkeys_total", dimensions: [("pushkin", pushkin)], factory: factory)
-        _ = Metrics.Counter(label: "herald_failed_devices_total", dimensions: [("pushkin", pushkin)], factory: factory)
+        for label in ["sygnal_inflight_request_limit_drop_total", "herald_rejected_pushkeys_total", "herald_failed_devices_total"] {
+            _ = counter(label, [("pushkin", pushkin)])
+        }
     }
 
-    /// Counts one device outcome: `herald_device_outcomes_total{pushkin,outcome}`, and the
+    /// Counts one device outcome: `herald_device_outcomes_total{pushkin,outcome,reason}`, and the
     /// rejected and failed counters operators alert on.
-    public func outcome(_ outcome: String, pushkin: String) {
-        Metrics.Counter(label: "herald_device_outcomes_total", dimensions: [("pushkin", pushkin), ("outcome", outcome)], factory: factory)
-            .increment()
+    public func count(_ outcome: DeviceOutcome, pushkin: String) {
+        counter(
+            "herald_device_outcomes_total", [("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? "")]
+        ).increment()
         switch outcome {
-        case "rejected":
-            Metrics.Counter(label: "herald_rejected_pushkeys_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
-        case "failed":
-            Metrics.Counter(label: "herald_failed_devices_total", dimensions: [("pushkin", pushkin)], factory: factory).increment()
-        default: break
+        case .rejected: counter("herald_rejected_pushkeys_total", [("pushkin", pushkin)]).increment()
+        case .failed: counter("herald_failed_devices_total", [("pushkin", pushkin)]).increment()
+        case .delivered, .skipped, .dropped: break
         }
     }
 

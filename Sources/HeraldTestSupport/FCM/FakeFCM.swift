@@ -112,17 +112,17 @@ public final class FakeFCM: HTTPHandler, Sendable {
     public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
     public var tokenProblems: [String] { state.withLock { $0.tokenProblems } }
 
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    public func handle(_ request: ServerRequest) async -> ServerResponse {
         let path = request.path
         if path == "/token" { return issueToken(request) }
         if path == "/v1/projects/\(projectId)/messages:send" { return await sendV1(request) }
         if path == "/fcm/send" { return await sendLegacy(request) }
-        return HTTPResponse(status: .notFound)
+        return ServerResponse(status: .notFound)
     }
 
     // MARK: OAuth
 
-    private func issueToken(_ request: HTTPRequest) -> HTTPResponse {
+    private func issueToken(_ request: ServerRequest) -> ServerResponse {
         var form: [String: String] = [:]
         for pair in String(buffer: request.body).split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
@@ -158,7 +158,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
 
     // MARK: HTTP v1
 
-    private func sendV1(_ request: HTTPRequest) async -> HTTPResponse {
+    private func sendV1(_ request: ServerRequest) async -> ServerResponse {
         let body = try? JSONParser.parse(request.body.readableBytesView)
         let token = body?["message"]?["token"]?.stringValue ?? ""
         let response = await v1Response(request, body: body, token: token)
@@ -166,7 +166,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
         return response
     }
 
-    private func v1Response(_ request: HTTPRequest, body: JSONValue?, token: String) async -> HTTPResponse {
+    private func v1Response(_ request: ServerRequest, body: JSONValue?, token: String) async -> ServerResponse {
         let bearer = request.headers.first(name: "Authorization") ?? ""
         let valid = state.withLock { s -> Bool in
             guard bearer.hasPrefix("Bearer "), let expiry = s.issued[String(bearer.dropFirst(7))] else { return false }
@@ -200,7 +200,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
         }
     }
 
-    private func perform(_ scripted: (Behavior, Int), legacy: Bool) async -> HTTPResponse {
+    private func perform(_ scripted: (Behavior, Int), legacy: Bool) async -> ServerResponse {
         let (behavior, index) = scripted
         switch behavior {
         case .accept:
@@ -231,7 +231,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
     static func error(
         _ code: Int, _ status: String, _ message: String, code errorCode: String?, field: String? = nil, description: String? = nil
     )
-        -> HTTPResponse
+        -> ServerResponse
     {
         var details: [JSONValue] = []
         if let errorCode {
@@ -250,21 +250,21 @@ public final class FakeFCM: HTTPHandler, Sendable {
 
     // MARK: legacy
 
-    private func sendLegacy(_ request: HTTPRequest) async -> HTTPResponse {
+    private func sendLegacy(_ request: ServerRequest) async -> ServerResponse {
         let body = try? JSONParser.parse(request.body.readableBytesView)
         var tokens: [String] = []
         if let to = body?["to"]?.stringValue { tokens = [to] }
         if let ids = body?["registration_ids"]?.arrayValue { tokens = ids.compactMap(\.stringValue) }
-        let response: HTTPResponse
+        let response: ServerResponse
         if request.headers.first(name: "Authorization") != "key=\(legacyAPIKey)" {
-            response = HTTPResponse(status: .unauthorized)
+            response = ServerResponse(status: .unauthorized)
         } else if body?["to"] != nil && body?["registration_ids"] != nil {
-            response = HTTPResponse(status: .badRequest, body: ByteBuffer(string: "to and registration_ids are exclusive"))
+            response = ServerResponse(status: .badRequest, body: ByteBuffer(string: "to and registration_ids are exclusive"))
         } else if tokens.isEmpty || tokens.count > 1000 {
-            response = HTTPResponse(status: .badRequest, body: ByteBuffer(string: "Number of messages must be between 1 and 1000"))
+            response = ServerResponse(status: .badRequest, body: ByteBuffer(string: "Number of messages must be between 1 and 1000"))
         } else {
             var results: [JSONValue] = []
-            var worst: HTTPResponse?
+            var worst: ServerResponse?
             for token in tokens {
                 let answer = await perform(behavior(for: token), legacy: true)
                 switch answer.status.code {
@@ -276,7 +276,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
                 }
             }
             if let worst {
-                response = HTTPResponse(status: worst.status, headers: worst.headers)
+                response = ServerResponse(status: worst.status, headers: worst.headers)
             } else {
                 let failures = results.filter { $0["error"] != nil }.count
                 response = .json(
@@ -291,7 +291,7 @@ public final class FakeFCM: HTTPHandler, Sendable {
         return response
     }
 
-    private func record(_ request: HTTPRequest, body: JSONValue?, status: Int, tokens: [String]) {
+    private func record(_ request: ServerRequest, body: JSONValue?, status: Int, tokens: [String]) {
         guard recordRequests else { return }
         state.withLock {
             $0.received.append(Received(path: request.path, headers: request.headers, body: body, status: status, tokens: tokens))

@@ -7,8 +7,8 @@ final class HandlerBox<Target: HTTPHandler>: HTTPHandler, Sendable {
 
     func set(_ value: Target) { target.withLock { $0 = value } }
 
-    func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        guard let handler = target.withLock({ $0 }) else { return HTTPResponse(status: .serviceUnavailable) }
+    func handle(_ request: ServerRequest) async -> ServerResponse {
+        guard let handler = target.withLock({ $0 }) else { return ServerResponse(status: .serviceUnavailable) }
         return await handler.handle(request)
     }
 }

@@ -105,7 +105,7 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         state.withLock { $0.received.filter { $0.path == subscription.path } }
     }
 
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    public func handle(_ request: ServerRequest) async -> ServerResponse {
         let path = request.path
         let (subscription, behavior, index) = state.withLock { s -> (Subscription?, Behavior?, Int) in
             let n = s.served[path, default: 0]
@@ -113,7 +113,7 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
             return (s.subscriptions[path], s.behaviors[path], n)
         }
         guard request.method == .POST, let subscription else {
-            return HTTPResponse(status: .notFound)
+            return ServerResponse(status: .notFound)
         }
         let body = Array(request.body.readableBytesView)
         if recordRequests {
@@ -122,15 +122,15 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         return await respond(behavior ?? .respond(), index: index)
     }
 
-    private func respond(_ behavior: Behavior, index: Int) async -> HTTPResponse {
+    private func respond(_ behavior: Behavior, index: Int) async -> ServerResponse {
         switch behavior {
         case .respond(let status, let retryAfter):
-            var response = HTTPResponse(status: HTTPResponseStatus(statusCode: status))
+            var response = ServerResponse(status: HTTPResponseStatus(statusCode: status))
             if let retryAfter { response.headers.add(name: "Retry-After", value: retryAfter) }
             if status == 201 { response.headers.add(name: "Location", value: "\(baseURL)/message/\(UUID().uuidString)") }
             return response
         case .sequence(let list):
-            guard let last = list.last else { return HTTPResponse(status: .created) }
+            guard let last = list.last else { return ServerResponse(status: .created) }
             return await respond(index < list.count ? list[index] : last, index: 0)
         case .delay(let duration, let then):
             try? await Task.sleep(for: duration)
@@ -138,7 +138,7 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         }
     }
 
-    private func inspect(request: HTTPRequest, body: [UInt8], subscription: Subscription) -> Received {
+    private func inspect(request: ServerRequest, body: [UInt8], subscription: Subscription) -> Received {
         var problems: [String] = []
         var plaintext: [UInt8]?
         do {

@@ -28,7 +28,7 @@ public struct APNsConfig: Sendable {
         "alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity", "location", "pushtotalk",
     ]
 
-    public static func read(_ config: ConfigReader, environment: PushkinEnvironment) -> APNsConfig? {
+    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> APNsConfig? {
         let diagnostics = config.diagnostics
         let platform = config.string("platform") ?? "production"
         var baseURL: String

@@ -6,7 +6,7 @@ import NIOSSL
 /// time and never more than the server's `MAX_CONCURRENT_STREAMS` (further ones wait), and a
 /// connection lost or closed by GOAWAY is replaced on the next request. Requests go to the least
 /// busy member.
-final class APNsConnectionPool: Sendable {
+final class APNsConnectionPool: UpstreamTransport {
     private let members: [UpstreamHTTPClient]
     private let load: [AsyncLimiter]
 
@@ -25,11 +25,11 @@ final class APNsConnectionPool: Sendable {
         self.load = members.map { _ in AsyncLimiter(limit: config.maxConcurrentStreams) }
     }
 
-    /// Runs `body` on the least busy member.
-    func withClient<T>(_ body: (UpstreamHTTPClient) async throws -> T) async rethrows -> T {
+    /// Sends on the least busy member.
+    func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         var index = 0
         for i in 1..<members.count where load[i].inUse < load[index].inUse { index = i }
-        return try await load[index].withPermit { try await body(members[index]) }
+        return try await load[index].withPermit { try await members[index].send(request) }
     }
 
     func shutdown() async {

@@ -10,6 +10,6 @@ public enum APNsDeviceToken {
         let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
         let kept = String(pushkey.filter { alphabet.contains($0) })
         guard let data = Data(base64Encoded: kept), !data.isEmpty else { return nil }
-        return data.map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(data)
     }
 }

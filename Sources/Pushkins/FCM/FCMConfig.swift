@@ -21,7 +21,7 @@ public struct FCMConfig: Sendable {
         return .v1
     }
 
-    public static func read(_ config: ConfigReader, environment: PushkinEnvironment) -> FCMConfig? {
+    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> FCMConfig? {
         let diagnostics = config.diagnostics
         var version = FCMData.APIVersion.v1
         if let raw = config.string("api_version") {

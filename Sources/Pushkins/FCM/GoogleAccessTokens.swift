@@ -35,7 +35,6 @@ actor GoogleAccessTokens {
         let form = "grant_type=" + "urn:ietf:params:oauth:grant-type:jwt-bearer".formEncoded + "&assertion=" + assertion.formEncoded
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        headers.add(name: "User-Agent", value: "herald")
         let response = try await client.send(url: account.tokenURI, headers: headers, body: ByteBuffer(string: form))
         guard response.status == 200, let json = try? JSONParser.parse(response.body.readableBytesView),
             let token = json["access_token"]?.stringValue

@@ -8,8 +8,12 @@ import Logging
 public protocol Pushkin: Sendable {
     /// The app key from the config (an app id or a glob).
     var name: String { get }
-    /// The pushkin type as written in config: `webpush`, `apns`, `gcm`.
-    var kind: String { get }
+    /// The pushkin's `type` as written in config: `webpush`, `apns`, `gcm`.
+    var type: String { get }
+
+    /// Public facts an operator needs at start-up (a Web Push app's `application_server_key`),
+    /// logged once and printed by `herald vapid-key`. Never secrets.
+    var startupDetails: [String: String] { get }
 
     func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome
 
@@ -42,6 +46,8 @@ extension Pushkin {
     }
 
     public func shutdown() async {}
+
+    public var startupDetails: [String: String] { [:] }
 }
 
 /// What a dispatch needs besides the notification: the request's id and logger.

@@ -20,7 +20,7 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// Reads `max_attempts`, `retry_initial_backoff`, `retry_max_backoff` and `retry_budget`.
-    public static func read(from config: ConfigReader, defaults: RetryPolicy = RetryPolicy()) -> RetryPolicy {
+    public static func read(from config: ConfigSection, defaults: RetryPolicy = RetryPolicy()) -> RetryPolicy {
         RetryPolicy(
             maxAttempts: config.int("max_attempts", default: defaults.maxAttempts, range: 1...20),
             initialBackoff: config.seconds("retry_initial_backoff", default: defaults.initialBackoff.seconds, range: 0...60),
@@ -63,22 +63,22 @@ public enum RetryAfter {
     }
 }
 
-/// Runs attempts under a `RetryPolicy`.
+/// Runs attempts under a `RetryPolicy`. `UpstreamCall` is built on it; it knows nothing of HTTP.
 public enum Retrying {
-    public enum Step<Result: Sendable>: Sendable {
+    public enum Step<Result: Sendable, Reason: Sendable>: Sendable {
         /// Finished (delivered, rejected or a permanent failure).
         case done(Result)
         /// A temporary failure; `after` is the upstream's Retry-After, if any.
-        case retry(reason: String, after: Duration?)
+        case retry(reason: Reason, after: Duration?)
     }
 
     /// Calls `attempt` until it is done, attempts run out, or the next pause would end past the
     /// budget. Returns the result, or the last temporary failure's reason.
-    public static func run<Result: Sendable>(
+    public static func run<Result: Sendable, Reason: Sendable>(
         policy: RetryPolicy,
         clock: ContinuousClock = ContinuousClock(),
-        attempt: (Int) async -> Step<Result>
-    ) async -> Swift.Result<Result, RetryExhausted> {
+        attempt: (Int) async -> Step<Result, Reason>
+    ) async -> Swift.Result<Result, RetryExhausted<Reason>> {
         let start = clock.now
         var number = 1
         while true {
@@ -87,12 +87,12 @@ public enum Retrying {
                 return .success(result)
             case .retry(let reason, let after):
                 guard number < policy.maxAttempts else {
-                    return .failure(RetryExhausted(reason: reason, attempts: number))
+                    return .failure(RetryExhausted(reason: reason, attempts: number, budgetSpent: false))
                 }
                 let pause = after ?? policy.backoff(afterAttempt: number)
                 let elapsed = clock.now - start
                 guard elapsed + pause < policy.budget, !Task.isCancelled else {
-                    return .failure(RetryExhausted(reason: reason + " (retry budget spent)", attempts: number))
+                    return .failure(RetryExhausted(reason: reason, attempts: number, budgetSpent: true))
                 }
                 try? await Task.sleep(for: pause)
                 number += 1
@@ -101,7 +101,12 @@ public enum Retrying {
     }
 }
 
-public struct RetryExhausted: Error, Sendable, Equatable {
-    public var reason: String
+/// Retries ran out: the last temporary failure, how many attempts were made, and whether the
+/// budget (rather than `max_attempts`) stopped them.
+public struct RetryExhausted<Reason: Sendable>: Error, Sendable {
+    public var reason: Reason
     public var attempts: Int
+    public var budgetSpent: Bool
 }
+
+extension RetryExhausted: Equatable where Reason: Equatable {}

@@ -28,7 +28,7 @@ public struct UpstreamSettings: Sendable {
     }
 
     /// Reads `max_connections`, `connect_timeout`, `request_timeout` and `tls_ca_file` of an app.
-    public static func read(from config: ConfigReader, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings())
+    public static func read(from config: ConfigSection, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings())
         -> UpstreamSettings
     {
         var settings = defaults
@@ -84,8 +84,9 @@ public struct UpstreamResponse: Sendable {
     public var bodyText: String { String(buffer: body) }
 }
 
-/// A pooled HTTP client for one pushkin, with its own connection limit and timeouts.
-public final class UpstreamHTTPClient: Sendable {
+/// A pooled HTTP client for one pushkin, with its own connection limit and timeouts. Every request
+/// carries `User-Agent: Herald/<version>` unless the caller set one.
+public final class UpstreamHTTPClient: UpstreamTransport {
     public let settings: UpstreamSettings
     private let client: HTTPClient
 
@@ -118,10 +119,15 @@ public final class UpstreamHTTPClient: Sendable {
     /// Sends one request and reads at most `maxResponseBytes` of the answer. Throws on network
     /// errors and timeouts.
     public func send(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?) async throws -> UpstreamResponse {
-        var request = HTTPClientRequest(url: url)
-        request.method = method
-        request.headers = headers
-        if let body { request.body = .bytes(body) }
+        try await send(UpstreamRequest(method: method, url: url, headers: headers, body: body))
+    }
+
+    public func send(_ upstream: UpstreamRequest) async throws -> UpstreamResponse {
+        var request = HTTPClientRequest(url: upstream.url)
+        request.method = upstream.method
+        request.headers = upstream.headers
+        if !request.headers.contains(name: "user-agent") { request.headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }
+        if let body = upstream.body { request.body = .bytes(body) }
         let response = try await client.execute(request, timeout: .init(settings.requestTimeout))
         var collected = ByteBuffer()
         for try await var chunk in response.body {

@@ -1,7 +1,7 @@
 import Crypto
 import Logging
 
-/// The `type: webpush` app keys: Sygnal's (sygnal.md §2.5) plus Herald's limits and policies.
+/// The `type: webpush` app keys: Sygnal's (docs/compatibility/webpush.md) plus Herald's limits and policies.
 public struct WebPushConfig: Sendable {
     public var vapidKey: P256.Signing.PrivateKey
     public var contactEmail: String
@@ -12,14 +12,8 @@ public struct WebPushConfig: Sendable {
     public var upstream: UpstreamSettings
     public var retry: RetryPolicy
 
-    public static let keys = [
-        "vapid_private_key", "vapid_contact_email", "allowed_endpoints", "ttl", "max_connections", "create_vapid_key_if_missing",
-        "allow_insecure_endpoints", "allow_private_endpoints", "connect_timeout", "request_timeout", "tls_ca_file",
-        "max_attempts", "retry_initial_backoff", "retry_max_backoff", "retry_budget",
-    ]
-
     /// Reads the app's keys; problems go to the reader's diagnostics and nil is returned.
-    public static func read(_ config: ConfigReader, environment: PushkinEnvironment) -> WebPushConfig? {
+    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> WebPushConfig? {
         let keyPath = config.string("vapid_private_key", required: true)
         let createKey = config.bool("create_vapid_key_if_missing", default: false)
         let email = config.string("vapid_contact_email", required: true)

@@ -17,6 +17,11 @@ public struct StatusConfig: Sendable {
     /// A fixed identity (hex of the 32-byte secret); otherwise one is created in the store.
     public var identity: [UInt8]?
     public var store = Store.sqlite(path: "./data/status.sqlite")
+    /// The SQLite file, when the store is SQLite.
+    public var sqlitePath: String? {
+        if case .sqlite(let path) = store { return path }
+        return nil
+    }
     public var maxQueryKeys = 100
     public var maxMessageBytes = 1 << 20
     public var responseCacheLifetime: TimeInterval = 86_400
@@ -38,7 +43,7 @@ public struct StatusConfig: Sendable {
 
     public init() {}
 
-    public static func read(_ config: ConfigReader?) -> StatusConfig {
+    public static func read(_ config: ConfigSection?) -> StatusConfig {
         var result = StatusConfig()
         guard let config else { return result }
         result.enabled = config.bool("enabled", default: true)

@@ -1,4 +1,5 @@
 import Crypto
+import Pushkins
 import Foundation
 
 /// The derived values and the symmetric encryption of the Status push protocol (status.md §4).
@@ -49,7 +50,7 @@ public enum StatusCrypto {
 
 extension Array where Element == UInt8 {
     /// Lowercase hex.
-    public var hex: String { map { String(format: "%02x", $0) }.joined() }
+    public var hex: String { Hex.encode(self) }
 
     /// Parses hex (an optional 0x prefix allowed); nil if it is not hex.
     public init?(hex text: String) {

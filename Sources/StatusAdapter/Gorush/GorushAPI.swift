@@ -5,6 +5,7 @@ import Metrics
 import NIOCore
 import NIOHTTP1
 import Pushkins
+import ServiceLifecycle
 import Synchronization
 
 /// gorush's `POST /api/push` (status.md §5.1), so that an unmodified status-go push server can
@@ -12,11 +13,10 @@ import Synchronization
 /// once (status-go's client has no timeout); notifications are queued for a pool of workers
 /// (or sent before answering in `sync` mode). Rejected tokens go to the logs, the metrics and
 /// the optional feedback URL.
-public final class GorushAPI: Sendable {
-    public struct Answer: Sendable {
-        public var status: Int
-        public var body: JSONValue
-    }
+///
+/// The workers are a `Service`: on graceful shutdown the API stops queueing and `run()` returns
+/// once the queue is drained.
+public final class GorushAPI: Service {
 
     struct Job: Sendable {
         var notification: JSONObject
@@ -54,45 +54,37 @@ public final class GorushAPI: Sendable {
             ? nil : try? UpstreamHTTPClient(settings: UpstreamSettings(maxConnections: 4, requestTimeout: config.feedbackTimeout))
     }
 
-    /// Runs the workers until `finish()`, then drains what is queued.
+    /// Runs the workers until graceful shutdown, then drains what is queued.
     public func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<config.workers {
-                group.addTask {
-                    for await job in self.queue {
-                        self.stats.withLock { $0.busyWorkers += 1 }
-                        _ = await self.send(job.notification)
-                        self.stats.withLock { $0.busyWorkers -= 1 }
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<config.workers {
+                    group.addTask {
+                        for await job in self.queue {
+                            self.stats.withLock { $0.busyWorkers += 1 }
+                            _ = await self.send(job.notification)
+                            self.stats.withLock { $0.busyWorkers -= 1 }
+                        }
                     }
                 }
             }
+        } onGracefulShutdown: {
+            self.continuation.finish()
         }
         await feedbackClient?.shutdown()
     }
 
-    /// Stops accepting queued work; `run()` returns once the queue is empty.
-    public func finish() { continuation.finish() }
-
-    public func handle(body: [UInt8]) async -> Answer {
-        guard let json = try? JSONParser.parse(body), case .object(let root) = json else {
-            return Answer(status: 400, body: ["code": 400, "message": "Missing notifications field."])
-        }
-        guard case .array(let items)? = root["notifications"] else {
-            return Answer(status: 400, body: ["code": 400, "message": "Missing notifications field."])
-        }
-        guard !items.isEmpty else { return Answer(status: 400, body: ["code": 400, "message": "Notifications field is empty."]) }
-        guard items.count <= config.maxNotification else {
-            return Answer(
-                status: 400,
-                body: ["code": 400, "message": .string("Number of notifications(\(items.count)) over limit(\(config.maxNotification))")])
-        }
+    /// `POST /api/push`: the answer body, or a `GorushError` with gorush's message.
+    public func handle(body: [UInt8]) async throws(GorushError) -> JSONValue {
+        guard let json = try? JSONParser.parse(body), case .object(let root) = json else { throw .missingNotifications }
+        guard case .array(let items)? = root["notifications"] else { throw .missingNotifications }
+        guard !items.isEmpty else { throw .emptyNotifications }
+        guard items.count <= config.maxNotification else { throw .tooManyNotifications(items.count, limit: config.maxNotification) }
         var notifications: [JSONObject] = []
         for item in items {
             guard case .object(let n) = item, case .array(let tokens)? = n["tokens"], !tokens.isEmpty,
                 tokens.allSatisfy({ $0.stringValue != nil }), n["platform"]?.pythonInt != nil
-            else {
-                return Answer(status: 400, body: ["code": 400, "message": "Each notification needs tokens and a platform."])
-            }
+            else { throw .invalidNotification }
             notifications.append(n)
         }
         var counts = 0
@@ -117,7 +109,7 @@ public final class GorushAPI: Sendable {
                 }
             }
         }
-        return Answer(status: 200, body: ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)])
+        return ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)]
     }
 
     /// Sends one gorush notification to each of its tokens; returns the failure log entries.
@@ -153,7 +145,7 @@ public final class GorushAPI: Sendable {
                 }
             }
             guard !ok else { continue }
-            let error = outcome.reason ?? outcome.label
+            let error = outcome.reason.map(String.init(describing:)) ?? outcome.label
             if outcome.isRejected, let pushkin = delivery.pushkinName(platform) {
                 metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])
             }

@@ -60,7 +60,7 @@ public enum StatusRequestError: Error, Equatable, Sendable {
     case dispatchUnavailable(String)
     case internalError(String)
 
-    public var status: Int {
+    public var statusCode: Int {
         switch self {
         case .dispatchUnavailable: return 502
         case .internalError: return 500

@@ -187,8 +187,15 @@ public final class StatusServer: Sendable {
     private func push(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         var response = PushResponse()
         response.messageID = request.messageID
-        var reports: [PushReport?] = []
-        var queued: [(index: Int, item: PushItem, row: StoredRegistration, registration: Registration)] = []
+        var reports: [PushReport] = []
+        /// A notification to send: where its report is, and the registration it goes to.
+        struct Queued: Sendable {
+            var report: Int
+            var item: PushItem
+            var row: StoredRegistration
+            var registration: Registration
+        }
+        var queued: [Queued] = []
 
         for item in request.requests {
             var report = PushReport()
@@ -215,15 +222,17 @@ public final class StatusServer: Sendable {
             }
             report.success = true
             reports.append(report)
-            if Self.allows(item, registration) { queued.append((reports.count - 1, item, row, registration)) }
+            if Self.allows(item, registration) {
+                queued.append(Queued(report: reports.count - 1, item: item, row: row, registration: registration))
+            }
         }
 
         let logger = self.logger
         let results = await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
-            for entry in queued {
+            for (position, entry) in queued.enumerated() {
                 group.addTask {
-                    let outcome = await self.deliver(entry.item, registration: entry.registration, logger: logger)
-                    return (entry.index, outcome.0, outcome.1)
+                    let (outcome, pushkin) = await self.deliver(entry.item, registration: entry.registration, logger: logger)
+                    return (position, outcome, pushkin)
                 }
             }
             var all: [(Int, DeviceOutcome, String?)] = []
@@ -232,34 +241,31 @@ public final class StatusServer: Sendable {
         }
 
         var transientFailures = 0
-        for (index, outcome, pushkin) in results {
-            guard var report = reports[index] else { continue }
+        for (position, outcome, pushkin) in results {
+            let entry = queued[position]
             switch outcome {
             case .delivered, .skipped:
                 break
             case .rejected(let reason):
-                report.success = false
-                report.error = .notRegistered
-                if let entry = queued.first(where: { $0.index == index }) {
-                    try? await store.dropRegistration(
-                        publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
-                }
+                reports[entry.report].success = false
+                reports[entry.report].error = .notRegistered
+                try? await store.dropRegistration(
+                    publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
                 if let pushkin {
                     metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])
                 }
                 logger.info("Status device token rejected; registration dropped", metadata: ["reason": "\(reason)"])
             case .failed, .dropped:
-                report.success = false
-                report.error = .internalError
+                reports[entry.report].success = false
+                reports[entry.report].error = .internalError
                 if case .failed = outcome { transientFailures += 1 }
             }
-            reports[index] = report
         }
         if !queued.isEmpty && transientFailures == queued.count {
             metrics.counter("herald_status_push_requests_total", ["result": "unavailable"])
             return .failure(.dispatchUnavailable("every push upstream failed"))
         }
-        response.reports = reports.compactMap { $0 }
+        response.reports = reports
         do {
             let bytes = try StatusEnvelope.wrap(response, type: .pushNotificationResponse, key: identity)
             if config.responseCacheLimit > 0 {
@@ -306,7 +312,7 @@ public final class StatusServer: Sendable {
         switch registration.tokenType {
         case .apnToken: platform = .ios
         case .firebaseToken: platform = .android
-        default: return (.dropped(reason: "token type \(registration.tokenType.rawValue) cannot be delivered"), nil)
+        default: return (.dropped(reason: .noPushkin("token type \(registration.tokenType.rawValue) cannot be delivered")), nil)
         }
         let data: JSONObject = [
             "encryptedMessage": .string("0x" + [UInt8](item.message).hex), "chatId": .string("0x" + [UInt8](item.chatID).hex),

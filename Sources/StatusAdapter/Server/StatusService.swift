@@ -2,54 +2,64 @@ import Foundation
 import Logging
 import Metrics
 import Pushkins
+import ServiceLifecycle
 import Synchronization
 
-/// The Status side of a running Herald: the store, the protocol server and the gorush API.
-public final class StatusService: Sendable {
-    public let server: StatusServer
-    public let gorush: GorushAPI?
-    let store: any StatusStore
-    private let workers: Task<Void, Never>?
+/// The Status server's lifetime as a `Service`: `run()` opens the store (creating or upgrading its
+/// schema), loads or creates the identity, then serves until graceful shutdown and closes the
+/// store. The store's own services (a PostgreSQL pool) come first in `services`.
+public final class StatusService: Service {
+    public let config: StatusConfig
+    /// The PostgreSQL store, made at once (its pool is a service); SQLite opens its file in `run()`.
+    private let postgres: PostgresStatusStore?
+    let sender: any StatusSender
+    let logger: Logger
+    let metrics: any MetricsFactory
+    private let ready = ReadinessGate<StatusServer>()
 
-    /// Opens the store (creating or upgrading its schema), loads or creates the identity, and
-    /// starts the gorush workers.
-    public static func start(config: StatusConfig, delivery: any StatusSender, logger: Logger, metrics: any MetricsFactory) async throws
-        -> StatusService
-    {
-        let store: any StatusStore
+    /// Builds the store's client (no I/O yet). Throws for a store URL that cannot be used.
+    public init(config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory) throws {
         switch config.store {
-        case .sqlite(let path): store = try SQLiteStatusStore(path: path)
-        case .postgres(let url): store = try PostgresStatusStore(url: url, logger: logger)
+        case .sqlite: postgres = nil
+        case .postgres(let url): postgres = try PostgresStatusStore(url: url, logger: logger)
         }
+        self.config = config
+        self.sender = sender
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// The store's services, then this one.
+    public var services: [any Service] { (postgres?.services ?? []) + [self] }
+
+    /// The running server; nil until the store is open.
+    public var server: StatusServer? { ready.value }
+
+    /// Returns once the server can answer; throws if the store could not be opened.
+    public func waitUntilReady() async throws { _ = try await ready.wait() }
+
+    public func run() async throws {
+        let store: any StatusStore
+        do {
+            store = try postgres ?? SQLiteStatusStore(path: config.sqlitePath ?? "")
+        } catch {
+            ready.fail(error)
+            throw error
+        }
+        let server: StatusServer
         do {
             try await store.migrate()
             let secret = try await store.identity(orCreate: config.identity ?? Secp256k1.PrivateKey().rawRepresentation)
             let identity = try Secp256k1.PrivateKey(rawRepresentation: config.identity ?? secret)
-            let server = StatusServer(
-                identity: identity, config: config, store: store, delivery: delivery, logger: logger, metrics: metrics)
-            let gorush =
-                config.gorush.enabled ? GorushAPI(config: config.gorush, delivery: delivery, logger: logger, metrics: metrics) : nil
-            logger.notice(
-                "Status push-notification server ready",
-                metadata: ["public_key": "0x\(identity.publicKey.compressed.hex)", "gorush": "\(gorush != nil)"])
-            return StatusService(server: server, gorush: gorush, store: store)
+            server = StatusServer(identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: metrics)
         } catch {
+            ready.fail(error)
             await store.close()
             throw error
         }
-    }
-
-    private init(server: StatusServer, gorush: GorushAPI?, store: any StatusStore) {
-        self.server = server
-        self.gorush = gorush
-        self.store = store
-        self.workers = gorush.map { api in Task { await api.run() } }
-    }
-
-    /// Finishes queued gorush work, then closes the store.
-    public func shutdown() async {
-        gorush?.finish()
-        await workers?.value
+        logger.notice("Status push-notification server ready", metadata: ["public_key": "0x\(server.publicKey.compressed.hex)"])
+        ready.open(server)
+        try? await gracefulShutdown()
         await store.close()
     }
 }

@@ -3,13 +3,14 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Pushkins
+import ServiceLifecycle
 
 /// The store for several Herald instances acting as one Status server: PostgreSQL, with the
 /// same schema and the same conditional writes as the SQLite store (a newer version always wins,
-/// concurrent writers cannot lose it).
+/// concurrent writers cannot lose it). Its connection pool is a `Service` (`services`): queries
+/// wait until the pool runs in the gateway's service group.
 public final class PostgresStatusStore: StatusStore {
     private let client: PostgresClient
-    private let runner: Task<Void, Never>
     private let inserts = AtomicCounter()
     /// The URL it was opened with.
     public let url: String
@@ -21,7 +22,7 @@ public final class PostgresStatusStore: StatusStore {
     public init(url: String, logger: Logger) throws {
         self.url = url
         guard let components = URLComponents(string: url), let host = components.host else {
-            throw URLError(description: "status.store: '\(url)' is not a postgres:// URL")
+            throw URLError(description: "'\(url)' is not a postgres:// URL")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         var configuration = PostgresClient.Configuration(
@@ -29,9 +30,9 @@ public final class PostgresStatusStore: StatusStore {
             database: database.isEmpty ? nil : database, tls: .disable)
         configuration.options.maximumConnections = 16
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let client = self.client
-        runner = Task { await client.run() }
     }
+
+    public var services: [any Service] { [client] }
 
     public func migrate() async throws {
         try await client.withConnection { connection in
@@ -165,8 +166,6 @@ public final class PostgresStatusStore: StatusStore {
             """)
     }
 
-    public func close() async {
-        runner.cancel()
-        await runner.value
-    }
+    /// Nothing of its own to release: the pool stops with the service group.
+    public func close() async {}
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceLifecycle
 
 /// A registration row: the hashed client key, the installation, the version (kept after an
 /// unregister) and the serialized `PushNotificationRegistration` (nil after an unregister).
@@ -49,7 +50,16 @@ public protocol StatusStore: Sendable {
     /// inserts after it (pruning on every insert would scan up to `limit` rows each time).
     func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws
 
+    /// What must run while the store is used (PostgreSQL's connection pool), in the gateway's
+    /// service group before anything that uses the store.
+    var services: [any Service] { get }
+
+    /// Releases what the store holds itself (SQLite's file); a pool in `services` stops with them.
     func close() async
+}
+
+extension StatusStore {
+    public var services: [any Service] { [] }
 }
 
 public enum StatusStoreMaintenance {

@@ -31,7 +31,7 @@ final class RunningGateway: Sendable {
             throw ConfigLoading.Failure(errors: diagnostics.errors)
         }
         try await gateway.start()
-        let task = Task { await gateway.run() }
+        let task = Task { _ = try? await gateway.run() }
         return RunningGateway(gateway: gateway, task: task)
     }
 
@@ -131,7 +131,7 @@ func notifyBody(_ notification: JSONObject = [:], devices: [JSONValue]) -> JSONV
 /// then accepts).
 final class ProbePushkin: Pushkin {
     let name: String
-    let kind = "probe"
+    let type = "probe"
     let probe: Probe
 
     init(name: String, probe: Probe) {
@@ -143,10 +143,10 @@ final class ProbePushkin: Pushkin {
         probe.begin(device.pushkey)
         defer { probe.end() }
         switch device.pushkey {
-        case let k where k.hasPrefix("reject"): return .rejected(reason: "probe")
-        case let k where k.hasPrefix("fail"): return .failed(reason: "probe failure")
-        case let k where k.hasPrefix("drop"): return .dropped(reason: "probe")
-        case let k where k.hasPrefix("skip"): return .skipped(reason: "probe")
+        case let k where k.hasPrefix("reject"): return .rejected(reason: .invalidPushkey("probe"))
+        case let k where k.hasPrefix("fail"): return .failed(reason: .network("probe failure"))
+        case let k where k.hasPrefix("drop"): return .dropped(reason: .payloadTooLarge)
+        case let k where k.hasPrefix("skip"): return .skipped(reason: .nothingToSend)
         case let k where k.hasPrefix("hold"):
             await probe.waitForRelease()
             return .delivered

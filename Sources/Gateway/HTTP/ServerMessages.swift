@@ -3,7 +3,7 @@ import NIOHTTP1
 import Pushkins
 
 /// A fully read HTTP request.
-public struct HTTPRequest: Sendable {
+public struct ServerRequest: Sendable {
     public var method: HTTPMethod
     public var uri: String
     public var headers: HTTPHeaders
@@ -24,7 +24,7 @@ public struct HTTPRequest: Sendable {
 }
 
 /// A complete HTTP response.
-public struct HTTPResponse: Sendable {
+public struct ServerResponse: Sendable {
     public var status: HTTPResponseStatus
     public var headers: HTTPHeaders
     public var body: ByteBuffer
@@ -35,23 +35,36 @@ public struct HTTPResponse: Sendable {
         self.body = body
     }
 
-    public static func json(_ status: HTTPResponseStatus, _ value: JSONValue) -> HTTPResponse {
+    public static func json(_ status: HTTPResponseStatus, _ value: JSONValue) -> ServerResponse {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
-        return HTTPResponse(status: status, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(value)))
+        return ServerResponse(status: status, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(value)))
     }
 
-    /// A Matrix-style error: `{"errcode": …, "error": …}`.
-    public static func matrixError(_ status: HTTPResponseStatus, _ errcode: String, _ message: String) -> HTTPResponse {
-        json(status, ["errcode": .string(errcode), "error": .string(message)])
+    public static func empty(_ status: HTTPResponseStatus = .ok) -> ServerResponse {
+        ServerResponse(status: status)
     }
+}
 
-    public static func empty(_ status: HTTPResponseStatus = .ok) -> HTTPResponse {
-        HTTPResponse(status: status)
+/// How the server treats a request before its handler sees it: the body limit and the dialect
+/// its errors (413 included) are written in.
+public struct RequestPolicy: Sendable {
+    public var maxBodyBytes: Int
+    public var dialect: ErrorDialect
+
+    public init(maxBodyBytes: Int, dialect: ErrorDialect) {
+        self.maxBodyBytes = maxBodyBytes
+        self.dialect = dialect
     }
 }
 
 /// Something that answers requests.
 public protocol HTTPHandler: Sendable {
-    func handle(_ request: HTTPRequest) async -> HTTPResponse
+    func handle(_ request: ServerRequest) async -> ServerResponse
+    /// The policy for a path; by default 512 KiB and Matrix errors.
+    func policy(forPath path: String) -> RequestPolicy
+}
+
+extension HTTPHandler {
+    public func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, dialect: .matrix) }
 }

@@ -13,7 +13,7 @@ public final class ConfigDiagnostics {
 
 /// Typed, path-aware access to one mapping of the config. Every key read is remembered, so that
 /// `warnUnknownKeys()` can name the keys nobody asked for.
-public final class ConfigReader {
+public final class ConfigSection {
     public let path: String
     public let diagnostics: ConfigDiagnostics
     private let values: OrderedDictionary<String, ConfigValue>
@@ -45,6 +45,7 @@ public final class ConfigReader {
 
     /// Marks keys as known without reading them (accepted for compatibility, not used).
     public func accept(_ keys: String...) { consumed.formUnion(keys) }
+    public func accept(_ keys: [String]) { consumed.formUnion(keys) }
 
     private func typeError(_ key: String, _ expected: String, _ got: ConfigValue) {
         diagnostics.error(keyPath(key), "expected \(expected), got \(got.typeName)")
@@ -122,13 +123,13 @@ public final class ConfigReader {
         return result
     }
 
-    public func map(_ key: String) -> ConfigReader? {
+    public func map(_ key: String) -> ConfigSection? {
         guard let value = raw(key) else { return nil }
         guard case .map(let m) = value else {
             typeError(key, "a mapping", value)
             return nil
         }
-        return ConfigReader(path: keyPath(key), values: m, diagnostics: diagnostics)
+        return ConfigSection(path: keyPath(key), values: m, diagnostics: diagnostics)
     }
 
     /// A mapping passed on as JSON (`fcm_options`, `default_payload`).

@@ -1,7 +1,8 @@
 import Foundation
 import Pushkins
 
-/// Where Status notifications go: one notification to one device token.
+/// Where Status notifications go: one notification to one device token. The server and the
+/// gorush API depend on this, not on pushkins, so tests can record what would be sent.
 public protocol StatusSender: Sendable {
     func send(
         platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject, context: DispatchContext
@@ -17,13 +18,13 @@ public enum StatusPlatform: Int, Sendable {
     case android = 2
 }
 
-/// Sends Status notifications through Herald's pushkins, with the payloads gorush would produce
-/// for status-go's request (status.md §5.2, §9 item 6).
-public struct StatusDelivery: StatusSender {
-    public let apns: APNsPushkin?
-    public let fcm: FCMPushkin?
+/// The `StatusSender` of a running Herald: through the APNs and FCM pushkins named in `status:`,
+/// with the payloads gorush would produce for status-go's request (docs/status-protocol.md).
+public struct PushkinStatusSender: StatusSender {
+    public let apns: (any APNsSending)?
+    public let fcm: (any FCMSending)?
 
-    public init(apns: APNsPushkin?, fcm: FCMPushkin?) {
+    public init(apns: (any APNsSending)?, fcm: (any FCMSending)?) {
         self.apns = apns
         self.fcm = fcm
     }
@@ -36,7 +37,7 @@ public struct StatusDelivery: StatusSender {
     ) async -> DeviceOutcome {
         switch platform {
         case .ios:
-            guard let apns else { return .failed(reason: "no APNs app is configured for Status") }
+            guard let apns else { return .failed(reason: .noPushkin("no APNs app is configured for Status")) }
             // gorush's shape: `aps` first, then every data key at the top level.
             var payload: JSONObject = [:]
             if let title, !title.isEmpty {
@@ -45,13 +46,13 @@ public struct StatusDelivery: StatusSender {
                 payload["aps"] = ["alert": .string(message)]
             }
             for (key, value) in data where key != "aps" { payload[key] = value }
-            return await apns.sendRaw(
-                payload: payload, deviceToken: token, topic: topic.flatMap { $0.isEmpty ? nil : $0 }, context: context)
+            let apnsMessage = APNsMessage(payload: payload, deviceToken: token, topic: topic.flatMap { $0.isEmpty ? nil : $0 })
+            return await apns.send(apnsMessage, context: context)
         case .android:
-            guard let fcm else { return .failed(reason: "no FCM app is configured for Status") }
+            guard let fcm else { return .failed(reason: .noPushkin("no FCM app is configured for Status")) }
             var notification: JSONObject = ["body": .string(message)]
             if let title, !title.isEmpty { notification["title"] = .string(title) }
-            return await fcm.sendRaw(notification: notification, data: FCMData.stringify(data).data, token: token, context: context)
+            return await fcm.send(FCMRawMessage(notification: notification, data: FCMData.stringify(data).data, token: token), context: context)
         }
     }
 

@@ -4,27 +4,22 @@ public enum DeviceOutcome: Sendable, Equatable {
     case delivered
     /// The pushkey is dead (unregistered, invalid): it goes into `rejected` and the homeserver
     /// deletes the pusher.
-    case rejected(reason: String)
+    case rejected(reason: OutcomeReason)
     /// Nothing had to be sent (no content and no badge, `events_only`, an endpoint not allowed).
-    case skipped(reason: String)
+    case skipped(reason: OutcomeReason)
     /// The upstream refused this message for good; retrying the whole request cannot help, so the
     /// request still succeeds. Logged and counted.
-    case dropped(reason: String)
+    case dropped(reason: OutcomeReason)
     /// Not delivered now (upstream unavailable, retry budget spent, in-flight limit): the request
     /// answers 502 so that the homeserver retries it later.
-    case failed(reason: String)
+    case failed(reason: OutcomeReason)
 
     public var isRejected: Bool {
         if case .rejected = self { return true }
         return false
     }
 
-    public var isFailure: Bool {
-        if case .failed = self { return true }
-        return false
-    }
-
-    /// A short label for logs and metrics.
+    /// A short label for logs and metrics: `delivered`, `rejected`, `skipped`, `dropped`, `failed`.
     public var label: String {
         switch self {
         case .delivered: return "delivered"
@@ -35,7 +30,7 @@ public enum DeviceOutcome: Sendable, Equatable {
         }
     }
 
-    public var reason: String? {
+    public var reason: OutcomeReason? {
         switch self {
         case .delivered: return nil
         case .rejected(let r), .skipped(let r), .dropped(let r), .failed(let r): return r

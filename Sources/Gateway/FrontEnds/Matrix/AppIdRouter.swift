@@ -1,8 +1,9 @@
 import Pushkins
 
-/// Finds the pushkin for an app id as Sygnal does (sygnal.md §1.4): an exact key first, then
-/// every key as a case-sensitive anchored glob; zero or several glob matches mean no pushkin.
-public struct AppRouter: Sendable {
+/// Finds the pushkin for an app id as Sygnal does (docs/compatibility/matrix.md, "App ids"): an
+/// exact key first, then every key as a case-sensitive anchored glob; zero or several glob matches
+/// mean no pushkin.
+public struct AppIdRouter: Sendable {
     public enum Route: Sendable {
         case pushkin(any Pushkin)
         case unknown

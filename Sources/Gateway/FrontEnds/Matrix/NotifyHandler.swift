@@ -14,28 +14,34 @@ import Pushkins
 /// still carries the rejections already known, `{"errcode": "M_UNKNOWN", "error": …,
 /// "rejected": [...]}`. A 400 only ever means a body that can never succeed.
 public struct NotifyHandler: Sendable {
-    let router: AppRouter
+    let router: AppIdRouter
     let limits: [String: InflightLimit]
     let metrics: GatewayMetrics
     let logger: Logger
 
-    public init(router: AppRouter, limits: [String: InflightLimit], metrics: GatewayMetrics, logger: Logger) {
+    init(router: AppIdRouter, limits: [String: InflightLimit], metrics: GatewayMetrics, logger: Logger) {
         self.router = router
         self.limits = limits
         self.metrics = metrics
         self.logger = logger
     }
 
-    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    /// The `{"rejected": […]}` answer, or the `NotifyError` to answer instead.
+    func handle(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let start = ContinuousClock.now
         metrics.requestsInFlight.record(metrics.inFlightCount.add(1))
-        let response = await process(request)
-        metrics.requestsInFlight.record(metrics.inFlightCount.add(-1))
-        metrics.notifyFinished(code: Int(response.status.code), seconds: (ContinuousClock.now - start).seconds)
-        return response
+        defer { metrics.requestsInFlight.record(metrics.inFlightCount.add(-1)) }
+        do {
+            let response = try await process(request)
+            metrics.notifyFinished(code: Int(response.status.code), duration: ContinuousClock.now - start)
+            return response
+        } catch {
+            metrics.notifyFinished(code: Int(error.status.code), duration: ContinuousClock.now - start)
+            throw error
+        }
     }
 
-    private func process(_ request: HTTPRequest) async -> HTTPResponse {
+    private func process(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let requestId = UUID().uuidString.lowercased()
         var logger = self.logger
         logger[metadataKey: "request_id"] = "\(requestId)"
@@ -46,32 +52,27 @@ public struct NotifyHandler: Sendable {
         } catch {
             logger.info("Invalid notify request", metadata: ["error": "\(error.message)"])
             switch error {
-            case .notJSON: return .matrixError(.badRequest, "M_NOT_JSON", error.message)
-            case .invalid: return .matrixError(.badRequest, "M_BAD_JSON", error.message)
+            case .notJSON: throw .notJSON(error.message)
+            case .invalid: throw .badJSON(error.message)
             }
         }
         metrics.notificationsReceived.increment()
         metrics.devicesReceived.increment(by: Int64(notification.devices.count))
 
         let outcomes = await dispatch(notification, logger: logger)
-        var rejected: [JSONValue] = []
-        var failures: [String] = []
+        var rejected: [String] = []
+        var failures: [OutcomeReason] = []
         for (device, outcome) in zip(notification.devices, outcomes) {
             switch outcome {
-            case .rejected: rejected.append(.string(device.pushkey))
+            case .rejected: rejected.append(device.pushkey)
             case .failed(let reason): failures.append(reason)
-            default: break
+            case .delivered, .skipped, .dropped: break
             }
         }
-        if failures.isEmpty {
-            return .json(.ok, ["rejected": .array(rejected)])
+        if let first = failures.first {
+            throw .dispatchFailed(count: failures.count, first: first, rejected: rejected)
         }
-        return .json(
-            .badGateway,
-            [
-                "errcode": "M_UNKNOWN", "error": .string("Failed to dispatch to \(failures.count) device(s): \(failures[0])"),
-                "rejected": .array(rejected),
-            ])
+        return .json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
     }
 
     /// One outcome per device, in request order.
@@ -82,15 +83,15 @@ public struct NotifyHandler: Sendable {
             switch router.route(device.appId) {
             case .unknown:
                 logger.info("Unknown app ID", metadata: ["app_id": "\(device.appId)"])
-                outcomes[index] = .rejected(reason: "unknown app id")
+                outcomes[index] = .rejected(reason: .unknownAppId)
             case .ambiguous(let keys):
                 logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
-                outcomes[index] = .rejected(reason: "ambiguous app id")
+                outcomes[index] = .rejected(reason: .ambiguousAppId)
             case .pushkin(let pushkin):
                 metrics.dispatched(pushkin: pushkin.name)
                 if limits[pushkin.name]?.acquire() == false {
                     metrics.inflightDrop(pushkin: pushkin.name)
-                    outcomes[index] = .failed(reason: "too many requests in flight for \(pushkin.name)")
+                    outcomes[index] = .failed(reason: .inflightLimit)
                     continue
                 }
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
@@ -120,7 +121,7 @@ public struct NotifyHandler: Sendable {
         }
         return outcomes.enumerated().map { index, outcome in
             let device = notification.devices[index]
-            let result = outcome ?? .failed(reason: "not dispatched")
+            let result = outcome ?? .failed(reason: .localError("not dispatched"))
             log(result, device: device, logger: logger)
             return result
         }
@@ -132,14 +133,14 @@ public struct NotifyHandler: Sendable {
         let devices = indices.map { notification.devices[$0] }
         let outcomes = await pushkin.dispatch(notification, devices: devices, context: context)
         limits[pushkin.name]?.release(count: devices.count)
-        for outcome in outcomes { metrics.outcome(outcome.label, pushkin: pushkin.name) }
+        for outcome in outcomes { metrics.count(outcome, pushkin: pushkin.name) }
         return outcomes
     }
 
     private func log(_ outcome: DeviceOutcome, device: Device, logger: Logger) {
         let metadata: Logger.Metadata = [
             "app_id": "\(device.appId)", "pushkey": "\(Redaction.pushkey(device.pushkey))", "outcome": "\(outcome.label)",
-            "reason": "\(outcome.reason ?? "")",
+            "reason": "\(outcome.reason?.label ?? "")", "detail": "\(outcome.reason.map(String.init(describing:)) ?? "")",
         ]
         switch outcome {
         case .delivered, .skipped: logger.debug("Device dispatched", metadata: metadata)
@@ -147,15 +148,4 @@ public struct NotifyHandler: Sendable {
         case .failed: logger.warning("Device dispatch failed", metadata: metadata)
         }
     }
-}
-
-/// `inflight_request_limit`: concurrent device dispatches allowed per app.
-public final class InflightLimit: Sendable {
-    public let limit: Int
-    private let count = AtomicCounter()
-
-    public init(limit: Int) { self.limit = limit }
-
-    func acquire() -> Bool { count.increment(ifBelow: limit) }
-    func release(count n: Int) { count.add(-n) }
 }

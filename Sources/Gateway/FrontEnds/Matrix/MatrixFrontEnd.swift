@@ -1,0 +1,28 @@
+import Pushkins
+
+/// The Matrix push gateway API: `POST /_matrix/push/v1/notify` (Sygnal-compatible) and the
+/// UnifiedPush discovery answer on `GET`. It serves every app of `apps:`.
+struct MatrixFrontEnd: FrontEnd {
+    let name = "matrix"
+    let notify: NotifyHandler
+
+    func addRoutes(to routes: inout RouteTable) {
+        let notify = self.notify
+        routes.add(.subtree("/_matrix/push/v1/notify"), [.POST]) { try await notify.handle($0) }
+        routes.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in .json(.ok, ["unifiedpush": ["gateway": "matrix"]]) }
+    }
+}
+
+struct MatrixFrontEndFactory: FrontEndFactory {
+    let sections: [String] = []
+
+    func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
+        var limits: [String: InflightLimit] = [:]
+        for app in context.config.apps where context.pushkin(named: app.key) != nil {
+            limits[app.key] = InflightLimit(limit: app.inflightRequestLimit)
+        }
+        let notify = NotifyHandler(
+            router: AppIdRouter(pushkins: context.pushkins), limits: limits, metrics: context.metrics, logger: context.logger)
+        return [MatrixFrontEnd(notify: notify)]
+    }
+}

@@ -1,0 +1,82 @@
+import NIOCore
+import NIOHTTP1
+import Pushkins
+import ServiceLifecycle
+import StatusAdapter
+
+/// The Status push-notification server's own API (docs/status-protocol.md):
+/// `GET /_status/v1/identity` and `POST /_status/v1/message`. Errors are Matrix-style JSON.
+struct StatusFrontEnd: FrontEnd {
+    let name = "status"
+    let service: StatusService
+
+    func addRoutes(to routes: inout RouteTable) {
+        let service = self.service
+        routes.add(.exact("/_status/v1/identity"), [.GET]) { _ in
+            let server = try Self.server(service)
+            return .json(
+                .ok,
+                [
+                    "public_key": .string("0x" + server.publicKey.compressed.hex),
+                    "public_key_uncompressed": .string("0x" + server.publicKey.uncompressed.hex),
+                ])
+        }
+        routes.add(.exact("/_status/v1/message"), [.POST], maxBodyBytes: service.config.maxMessageBytes) { request in
+            let bytes = try await Self.server(service).handle(Array(request.body.readableBytesView)).get()
+            var response = ServerResponse(status: .ok, body: ByteBuffer(bytes: bytes))
+            response.headers.add(name: "Content-Type", value: "application/x-protobuf")
+            return response
+        }
+    }
+
+    var services: [any Service] { service.services }
+
+    func waitUntilReady() async throws { try await service.waitUntilReady() }
+
+    static func server(_ service: StatusService) throws(GatewayError) -> StatusServer {
+        guard let server = service.server else { throw .unavailable("The Status server is not running") }
+        return server
+    }
+}
+
+extension StatusRequestError: HTTPResponseError {
+    public var status: HTTPResponseStatus { HTTPResponseStatus(statusCode: statusCode) }
+}
+
+/// Builds the Status and gorush front ends from the `status:` section.
+struct StatusFrontEndFactory: FrontEndFactory {
+    let sections = ["status"]
+
+    func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
+        guard case .map(let values)? = context.config.extraSections["status"] else { return [] }
+        let config = StatusConfig.read(ConfigSection(path: "status", values: values, diagnostics: diagnostics))
+        guard config.enabled else { return [] }
+        for (key, app, type) in [("apns_app", config.apnsApp, "apns"), ("fcm_app", config.fcmApp, "gcm")] {
+            guard let app else { continue }
+            if let pushkin = context.pushkin(named: app) {
+                if pushkin.type != type { diagnostics.error("status.\(key)", "app '\(app)' is of type \(pushkin.type), not \(type)") }
+            } else if !context.config.apps.contains(where: { $0.key == app }) {
+                diagnostics.error("status.\(key)", "no app '\(app)' in apps")
+            }
+        }
+        let sender = PushkinStatusSender(
+            apns: config.apnsApp.flatMap { context.pushkin(named: $0) as? any APNsSending },
+            fcm: config.fcmApp.flatMap { context.pushkin(named: $0) as? any FCMSending })
+        guard !context.readOnly else { return [] }
+        var logger = context.logger
+        logger[metadataKey: "component"] = "status"
+        let service: StatusService
+        do {
+            service = try StatusService(config: config, sender: sender, logger: logger, metrics: context.metrics.factory)
+        } catch {
+            diagnostics.error("status.store", "\(error)")
+            return []
+        }
+        var frontEnds: [any FrontEnd] = [StatusFrontEnd(service: service)]
+        if config.gorush.enabled {
+            let api = GorushAPI(config: config.gorush, delivery: sender, logger: logger, metrics: context.metrics.factory)
+            frontEnds.append(GorushFrontEnd(api: api, maxBodyBytes: config.maxMessageBytes))
+        }
+        return frontEnds
+    }
+}

@@ -1,0 +1,89 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import Pushkins
+
+/// An error that is an HTTP answer: every request error of every front end conforms, and
+/// `ErrorResponder` is the one place that turns one into a response, in the dialect of the route
+/// (docs/architecture.md, "Errors").
+public protocol HTTPResponseError: Error, Sendable {
+    var status: HTTPResponseStatus { get }
+    /// The machine-readable code (`M_BAD_JSON`); dialects without one ignore it.
+    var errcode: String { get }
+    /// For people: what was wrong.
+    var message: String { get }
+    /// More fields of the body (a notify 502's `rejected`).
+    var extraFields: JSONObject { get }
+    /// More headers (`Allow` on a 405).
+    var headers: HTTPHeaders { get }
+}
+
+extension HTTPResponseError {
+    public var extraFields: JSONObject { [:] }
+    public var headers: HTTPHeaders { HTTPHeaders() }
+}
+
+/// How a front end writes its errors.
+public enum ErrorDialect: Sendable, Equatable {
+    /// `{"errcode": …, "error": …, …extra}`: the Matrix push gateway API and Herald's own routes.
+    case matrix
+    /// `{"code": <status>, "message": …}`: gorush's API.
+    case gorush
+}
+
+/// The gateway's own request errors (routing, limits, availability).
+public struct GatewayError: HTTPResponseError {
+    public var status: HTTPResponseStatus
+    public var errcode: String
+    public var message: String
+    public var headers: HTTPHeaders
+
+    public init(_ status: HTTPResponseStatus, _ errcode: String, _ message: String, headers: HTTPHeaders = HTTPHeaders()) {
+        self.status = status
+        self.errcode = errcode
+        self.message = message
+        self.headers = headers
+    }
+
+    public static let notFound = GatewayError(.notFound, "M_UNRECOGNIZED", "Unrecognized request")
+
+    public static func methodNotAllowed(allow: [String]) -> GatewayError {
+        var headers = HTTPHeaders()
+        headers.add(name: "Allow", value: allow.joined(separator: ", "))
+        return GatewayError(.methodNotAllowed, "M_UNRECOGNIZED", "Unrecognized request", headers: headers)
+    }
+
+    public static func tooLarge(limit: Int) -> GatewayError {
+        GatewayError(.payloadTooLarge, "M_TOO_LARGE", "Request body exceeds \(limit) bytes")
+    }
+
+    public static func unavailable(_ message: String) -> GatewayError {
+        GatewayError(.serviceUnavailable, "M_UNAVAILABLE", message)
+    }
+}
+
+/// Turns any error a handler throws into its response. An error that is not an
+/// `HTTPResponseError` is a bug: it is logged and answered 500 without details.
+public enum ErrorResponder {
+    public static func response(for error: any Error, dialect: ErrorDialect, logger: Logger? = nil) -> ServerResponse {
+        guard let error = error as? any HTTPResponseError else {
+            logger?.error("Unhandled error in a request handler", metadata: ["error": "\(error)"])
+            return render(GatewayError(.internalServerError, "M_UNKNOWN", "Internal server error"), dialect: dialect)
+        }
+        return render(error, dialect: dialect)
+    }
+
+    static func render(_ error: any HTTPResponseError, dialect: ErrorDialect) -> ServerResponse {
+        var body: JSONObject
+        switch dialect {
+        case .matrix:
+            body = ["errcode": .string(error.errcode), "error": .string(error.message)]
+            for (key, value) in error.extraFields { body[key] = value }
+        case .gorush:
+            body = ["code": .int(Int64(error.status.code)), "message": .string(error.message)]
+        }
+        var response = ServerResponse.json(error.status, .object(body))
+        for (name, value) in error.headers { response.headers.add(name: name, value: value) }
+        return response
+    }
+}

@@ -1,0 +1,70 @@
+/// The `reason` of an APNs error answer, as Apple documents them ("Handling notification responses
+/// from APNs"). An unknown reason parses to nil and is labelled by its HTTP status.
+public enum APNsErrorReason: String, Sendable, CaseIterable {
+    case badCollapseId = "BadCollapseId"
+    case badDeviceToken = "BadDeviceToken"
+    case badExpirationDate = "BadExpirationDate"
+    case badMessageId = "BadMessageId"
+    case badPriority = "BadPriority"
+    case badTopic = "BadTopic"
+    case deviceTokenNotForTopic = "DeviceTokenNotForTopic"
+    case duplicateHeaders = "DuplicateHeaders"
+    case idleTimeout = "IdleTimeout"
+    case invalidPushType = "InvalidPushType"
+    case missingDeviceToken = "MissingDeviceToken"
+    case missingTopic = "MissingTopic"
+    case payloadEmpty = "PayloadEmpty"
+    case topicDisallowed = "TopicDisallowed"
+    case badCertificate = "BadCertificate"
+    case badCertificateEnvironment = "BadCertificateEnvironment"
+    case expiredProviderToken = "ExpiredProviderToken"
+    case forbidden = "Forbidden"
+    case invalidProviderToken = "InvalidProviderToken"
+    case missingProviderToken = "MissingProviderToken"
+    case unrelatedKeyIdInToken = "UnrelatedKeyIdInToken"
+    case badEnvironmentKeyIdInToken = "BadEnvironmentKeyIdInToken"
+    case badPath = "BadPath"
+    case methodNotAllowed = "MethodNotAllowed"
+    case expiredToken = "ExpiredToken"
+    case unregistered = "Unregistered"
+    case payloadTooLarge = "PayloadTooLarge"
+    case tooManyProviderTokenUpdates = "TooManyProviderTokenUpdates"
+    case tooManyRequests = "TooManyRequests"
+    case internalServerError = "InternalServerError"
+    case serviceUnavailable = "ServiceUnavailable"
+    case shutdown = "Shutdown"
+}
+
+/// What an APNs answer means for the device (docs/compatibility/apns.md).
+enum APNsDisposition: Equatable {
+    case delivered
+    /// The device token is dead: the pushkey is rejected.
+    case deadToken
+    /// The provider token expired: refresh it and retry once.
+    case refreshProviderToken
+    /// Worth retrying within the budget (429, 5xx).
+    case temporary
+    /// Retrying cannot help this request; the device fails (configuration or request problem).
+    case permanent
+
+    /// Classifies an answer. Every documented reason is named here, so a new one must be placed.
+    static func of(status: Int, reason: APNsErrorReason?) -> APNsDisposition {
+        if (200..<300).contains(status) { return .delivered }
+        guard let reason else { return status == 429 || status >= 500 ? .temporary : .permanent }
+        switch reason {
+        case .badDeviceToken, .deviceTokenNotForTopic, .topicDisallowed:
+            return status == 400 ? .deadToken : .permanent
+        case .unregistered, .expiredToken:
+            return status == 410 ? .deadToken : .permanent
+        case .expiredProviderToken:
+            return status == 403 ? .refreshProviderToken : .permanent
+        case .tooManyRequests, .tooManyProviderTokenUpdates, .internalServerError, .serviceUnavailable, .shutdown, .idleTimeout:
+            return .temporary
+        case .badCollapseId, .badExpirationDate, .badMessageId, .badPriority, .badTopic, .duplicateHeaders, .invalidPushType,
+            .missingDeviceToken, .missingTopic, .payloadEmpty, .badCertificate, .badCertificateEnvironment, .forbidden,
+            .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath,
+            .methodNotAllowed, .payloadTooLarge:
+            return status == 429 || status >= 500 ? .temporary : .permanent
+        }
+    }
+}

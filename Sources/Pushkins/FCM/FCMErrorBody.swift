@@ -1,0 +1,29 @@
+/// The error body of FCM HTTP v1: `{"error": {"code", "message", "status", "details": [...]}}`.
+struct FCMErrorBody {
+    var status: String?
+    var message: String?
+    /// `details[].errorCode` of the FcmError detail, else the google.rpc `status`.
+    var code: FCMErrorCode?
+    var tokenFieldViolation = false
+
+    init(_ response: UpstreamResponse) {
+        guard response.status >= 400, let error = (try? JSONParser.parse(response.body.readableBytesView))?["error"] else { return }
+        status = error["status"]?.stringValue
+        message = error["message"]?.stringValue
+        var codeText: String?
+        for detail in error["details"]?.arrayValue ?? [] {
+            if let errorCode = detail["errorCode"]?.stringValue { codeText = errorCode }
+            for violation in detail["fieldViolations"]?.arrayValue ?? [] where violation["field"]?.stringValue == "message.token" {
+                tokenFieldViolation = true
+            }
+        }
+        code = (codeText ?? status).flatMap(FCMErrorCode.init(rawValue:))
+    }
+
+    /// UNREGISTERED, a 404, or an INVALID_ARGUMENT about the registration token.
+    func meansDeadToken(status httpStatus: Int) -> Bool {
+        if code == .unregistered || httpStatus == 404 { return true }
+        guard httpStatus == 400, code == .invalidArgument || status == FCMErrorCode.invalidArgument.rawValue else { return false }
+        return tokenFieldViolation || (message?.lowercased().contains("registration token") ?? false)
+    }
+}

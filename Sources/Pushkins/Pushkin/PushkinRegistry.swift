@@ -1,0 +1,71 @@
+import Logging
+import OrderedCollections
+
+/// Builds pushkins by their config `type`. A new provider is one `register` call in `standard`.
+public struct PushkinRegistry: Sendable {
+    public typealias Builder =
+        @Sendable (_ name: String, _ config: ConfigSection, _ environment: PushkinEnvironment) throws -> (any Pushkin)?
+
+    private var builders: [String: Builder] = [:]
+
+    public init() {}
+
+    public mutating func register(_ type: String, _ builder: @escaping Builder) {
+        builders[type] = builder
+    }
+
+    public var types: [String] { builders.keys.sorted() }
+
+    public func builder(for type: String) -> Builder? { builders[type] }
+
+    /// The providers shipped with Herald.
+    public static var standard: PushkinRegistry {
+        var registry = PushkinRegistry()
+        registry.register("webpush") { name, config, environment in
+            guard let settings = WebPushConfig.read(config, environment: environment) else { return nil }
+            return try WebPushPushkin(name: name, config: settings, environment: environment)
+        }
+        registry.register("apns") { name, config, environment in
+            guard let settings = APNsConfig.read(config, environment: environment) else { return nil }
+            return try APNsPushkin(name: name, config: settings, environment: environment)
+        }
+        registry.register("gcm") { name, config, environment in
+            guard let settings = FCMConfig.read(config, environment: environment) else { return nil }
+            return try FCMPushkin(name: name, config: settings, environment: environment)
+        }
+        return registry
+    }
+
+    /// Builds one pushkin per entry of the `apps:` section, in file order. Problems go to
+    /// `diagnostics` with their key paths; an app whose keys are wrong is left out. `sharedKeys`
+    /// are app keys read by others (the gateway's `inflight_request_limit`), not unknown.
+    public func build(
+        apps: OrderedDictionary<String, ConfigValue>, sharedKeys: [String], environment: PushkinEnvironment,
+        diagnostics: ConfigDiagnostics
+    ) -> [any Pushkin] {
+        var pushkins: [any Pushkin] = []
+        let section = ConfigSection(path: "apps", values: [:], diagnostics: diagnostics)
+        for (key, value) in apps {
+            guard case .map(let values) = value else { continue }
+            let app = ConfigSection(path: section.keyPath(key), values: values, diagnostics: diagnostics)
+            app.accept(["type"] + sharedKeys)
+            // `type` itself is validated with the rest of the config; here it only picks the builder.
+            guard case .string(let type)? = app.raw("type") else { continue }
+            guard let builder = builder(for: type) else {
+                if !type.isEmpty {
+                    diagnostics.error(app.keyPath("type"), "unknown pushkin type '\(type)' (available: \(types.joined(separator: ", ")))")
+                }
+                continue
+            }
+            var appEnvironment = environment
+            appEnvironment.logger[metadataKey: "pushkin"] = "\(key)"
+            do {
+                if let pushkin = try builder(key, app, appEnvironment) { pushkins.append(pushkin) }
+            } catch {
+                diagnostics.error(app.keyPath("type"), "could not start the \(type) pushkin: \(error)")
+            }
+            app.warnUnknownKeys()
+        }
+        return pushkins
+    }
+}

@@ -1,0 +1,118 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// One request to an upstream, as a pushkin builds it.
+public struct UpstreamRequest: Sendable {
+    public var method: HTTPMethod
+    public var url: String
+    public var headers: HTTPHeaders
+    public var body: ByteBuffer?
+
+    public init(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Something that carries an `UpstreamRequest` to its server: a pooled HTTP client, or the APNs
+/// connection pool. Throws on network errors and timeouts.
+public protocol UpstreamTransport: Sendable {
+    func send(_ request: UpstreamRequest) async throws -> UpstreamResponse
+}
+
+/// What a pushkin makes of one answer.
+public enum UpstreamVerdict<Value: Sendable>: Sendable {
+    /// Finished: delivered, rejected, or a failure no retry can fix.
+    case done(Value)
+    /// Temporary: retried within the policy, after the answer's `Retry-After` or the backoff.
+    case retry(OutcomeReason)
+    /// Retry at once (a refreshed credential), still counted against the attempts and budget.
+    case retryNow(OutcomeReason)
+}
+
+/// Why a request could not be built for this attempt.
+public enum UpstreamPreparationError: Error, Sendable {
+    /// Worth another attempt (an OAuth token endpoint that did not answer).
+    case temporary(OutcomeReason)
+    /// No attempt can succeed (a key that cannot sign).
+    case permanent(OutcomeReason)
+}
+
+/// The one path every upstream call takes: build the request, send it, time it and count its
+/// status under Sygnal's metric names, classify the answer, retry temporary failures with backoff
+/// and `Retry-After` within the app's `RetryPolicy`. Network errors are temporary. A pushkin
+/// supplies only how to build a request and what an answer means.
+public struct UpstreamCall: Sendable {
+    public let transport: any UpstreamTransport
+    public let policy: RetryPolicy
+    public let metrics: UpstreamMetrics
+
+    public init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics) {
+        self.transport = transport
+        self.policy = policy
+        self.metrics = metrics
+    }
+
+    /// Runs attempts until one is done or the policy gives up; the failure carries the last
+    /// temporary (or the permanent) reason.
+    public func run<Value: Sendable>(
+        logger: Logger,
+        prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
+    ) async -> Result<Value, UpstreamCallFailure> {
+        var permanent: OutcomeReason?
+        let result = await Retrying.run(policy: policy) { attempt -> Retrying.Step<Value?, OutcomeReason> in
+            let request: UpstreamRequest
+            do throws(UpstreamPreparationError) {
+                request = try await prepare(attempt)
+            } catch {
+                switch error {
+                case .temporary(let reason): return .retry(reason: reason, after: nil)
+                case .permanent(let reason):
+                    permanent = reason
+                    return .done(nil)
+                }
+            }
+            let response: UpstreamResponse
+            do {
+                response = try await metrics.measure { try await transport.send(request) }
+            } catch {
+                logger.warning("Upstream request failed", metadata: ["upstream": "\(metrics.type)", "error": "\(error)"])
+                return .retry(reason: .network("\(error)"), after: nil)
+            }
+            switch await classify(response) {
+            case .done(let value): return .done(value)
+            case .retry(let reason): return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after")))
+            case .retryNow(let reason): return .retry(reason: reason, after: .zero)
+            }
+        }
+        switch result {
+        case .success(let value?): return .success(value)
+        case .success(nil): return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
+        case .failure(let exhausted):
+            return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+        }
+    }
+
+    /// `run` for one device: a failure becomes `.failed` with its reason (a 502 for the homeserver).
+    public func deliver(
+        logger: Logger,
+        prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        classify: (UpstreamResponse) async -> UpstreamVerdict<DeviceOutcome>
+    ) async -> DeviceOutcome {
+        switch await run(logger: logger, prepare: prepare, classify: classify) {
+        case .success(let outcome): return outcome
+        case .failure(let failure): return .failed(reason: failure.reason)
+        }
+    }
+}
+
+/// An upstream call that did not finish: why, after how many attempts.
+public struct UpstreamCallFailure: Error, Sendable, Equatable {
+    public var reason: OutcomeReason
+    public var attempts: Int
+    public var budgetSpent: Bool
+}

@@ -1,0 +1,71 @@
+import Metrics
+import Synchronization
+
+/// Upstream request metrics under Sygnal's names (`sygnal_<type>_request_time`,
+/// `sygnal_active_<type>_requests`, `sygnal_<type>_status_codes_total{pushkin,code}`), with the
+/// handles made once rather than looked up per request.
+public struct UpstreamMetrics: Sendable {
+    /// The pushkin type (`apns`, `gcm`, `webpush`): part of the metric names.
+    public let type: String
+    let pushkin: String
+    let factory: any MetricsFactory
+    let requestTime: Metrics.Timer
+    let active: Gauge
+    private let activeCount = AtomicCounter()
+    private let statusCounters = StatusCounters()
+
+    public init(type: String, pushkin: String, factory: any MetricsFactory) {
+        self.type = type
+        self.pushkin = pushkin
+        self.factory = factory
+        self.requestTime = Metrics.Timer(label: "sygnal_\(type)_request_time", dimensions: [], factory: factory)
+        self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
+    }
+
+    /// Times one upstream request and counts its status (or `error` when none came back).
+    func measure(_ body: () async throws -> UpstreamResponse) async throws -> UpstreamResponse {
+        active.record(activeCount.add(1))
+        let start = ContinuousClock.now
+        defer {
+            requestTime.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+            active.record(activeCount.add(-1))
+        }
+        do {
+            let result = try await body()
+            countStatus(String(result.status))
+            return result
+        } catch {
+            countStatus("error")
+            throw error
+        }
+    }
+
+    func countStatus(_ code: String) {
+        statusCounters.counter(code) {
+            Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", code)], factory: factory)
+        }
+        .increment()
+    }
+}
+
+/// Counter handles by status code, made on first use.
+private final class StatusCounters: Sendable {
+    private let counters = Mutex<[String: Counter]>([:])
+
+    func counter(_ code: String, make: () -> Counter) -> Counter {
+        counters.withLock { table in
+            if let existing = table[code] { return existing }
+            let made = make()
+            table[code] = made
+            return made
+        }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, for timers.
+    public var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
