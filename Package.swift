@@ -125,7 +125,9 @@ let package = Package(
             name: "bench-hello",
             dependencies: [.product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
-        .testTarget(name: "PushkinsTests", dependencies: ["Pushkins", "HeraldTestSupport"]),
+        .testTarget(
+            name: "PushkinsTests",
+            dependencies: ["Pushkins", "HeraldTestSupport", .product(name: "Metrics", package: "swift-metrics")]),
         .testTarget(
             name: "StatusAdapterTests",
             dependencies: [

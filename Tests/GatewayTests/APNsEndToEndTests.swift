@@ -308,8 +308,19 @@ import Testing
                 connect_timeout: 0.5
             """
         let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let started = ContinuousClock.now
         let response = try await herald.notify(notifyBody(Self.message, devices: [device(Self.pushkey())]))
+        let elapsed = ContinuousClock.now - started
+        let metrics = try await herald.metricsText()
+        let health = try await herald.request(.GET, "/health")
         await herald.stop()
         #expect(response.status == 502)
+        #expect(response.json?["errcode"] == "M_UNKNOWN")
+        #expect(response.json?["rejected"] == [])
+        #expect(response.json?["error"]?.stringValue?.hasPrefix("Failed to dispatch to 1 device(s): network error") == true)
+        #expect(metrics.contains(#"sygnal_apns_status_codes_total{pushkin="com.example.apns",code="error"} 2"#))
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.apns",outcome="failed",reason="network"} 1"#))
+        #expect(health.status == 200)
+        #expect(elapsed < .seconds(20))
     }
 }

@@ -208,7 +208,8 @@ import Testing
         let setup = try await start()
         _ = try await setup.herald.notify(notifyBody(Self.message, devices: [device("spqr"), device("spqr2")]))
         await setup.stop()
-        #expect(Set(setup.fcm.received.map { $0.body?["message"]?["token"]?.stringValue ?? "" }) == ["spqr", "spqr2"])
+        // Exactly one request each: an extra request (a duplicate, a retry) would show here.
+        #expect(setup.fcm.received.map { $0.body?["message"]?["token"]?.stringValue ?? "" }.sorted() == ["spqr", "spqr2"])
     }
 
     @Test func fcmOptionsAreMergedIntoTheLegacyBody() async throws {
@@ -250,9 +251,20 @@ import Testing
                 connect_timeout: 0.5
             """
         let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let started = ContinuousClock.now
         let response = try await herald.notify(notifyBody(Self.message, devices: [device("x")]))
+        let elapsed = ContinuousClock.now - started
+        let metrics = try await herald.metricsText()
+        let health = try await herald.request(.GET, "/health")
         await herald.stop()
         #expect(response.status == 502)
+        #expect(response.json?["errcode"] == "M_UNKNOWN")
+        #expect(response.json?["rejected"] == [])
+        #expect(response.json?["error"]?.stringValue?.hasPrefix("Failed to dispatch to 1 device(s): network error") == true)
+        #expect(metrics.contains(#"sygnal_gcm_status_codes_total{pushkin="com.example.gcm",code="error"} 2"#))
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.gcm",outcome="failed",reason="network"} 1"#))
+        #expect(health.status == 200)  // the server still serves
+        #expect(elapsed < .seconds(20))  // two attempts of at most 0.5 s to connect, with a short backoff
     }
 
     @Test func missingApiVersionMeansV1() async throws {

@@ -74,8 +74,13 @@ import Testing
         let answer = await RawHTTP.exchangeOffPool(
             port: port, head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
             chunks: Array(repeating: chunk, count: 700))
+        let after = try await herald.request(.GET, "/health")
         await herald.stop()
         #expect(answer.hasPrefix("HTTP/1.1 413"))
+        #expect(answer.contains("Connection: close"))
+        let body = try #require(answer.range(of: "\r\n\r\n").map { String(answer[$0.upperBound...]) })
+        #expect(try JSONParser.parse(Array(body.utf8)) == ["errcode": "M_TOO_LARGE", "error": "Request body exceeds 524288 bytes"])
+        #expect(after.status == 200)  // the server still serves
     }
 
     @Test func bodyJustUnderTheLimitIsRead() async throws {

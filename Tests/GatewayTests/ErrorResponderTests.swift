@@ -1,0 +1,55 @@
+import NIOHTTP1
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// Every request error becomes its response in one place, in the dialect of its route.
+@Suite struct ErrorResponderTests {
+    func json(_ response: ServerResponse) throws -> JSONValue { try JSONParser.parse(Array(response.body.readableBytesView)) }
+
+    @Test func matrixErrorsCarryErrcodeErrorAndExtraFields() throws {
+        let error = NotifyError.dispatchFailed(count: 2, first: .apns(status: 503, .serviceUnavailable), rejected: ["k1"])
+        let response = ErrorResponder.response(for: error, dialect: .matrix)
+        #expect(response.status == .badGateway)
+        #expect(response.headers.first(name: "Content-Type") == "application/json")
+        #expect(
+            try json(response)
+                == ["errcode": "M_UNKNOWN", "error": "Failed to dispatch to 2 device(s): APNs 503 ServiceUnavailable", "rejected": ["k1"]])
+    }
+
+    @Test func gorushErrorsCarryCodeAndMessage() throws {
+        let response = ErrorResponder.response(for: GatewayError.tooLarge(limit: 1024), dialect: .gorush)
+        #expect(response.status == .payloadTooLarge)
+        #expect(try json(response) == ["code": 413, "message": "Request body exceeds 1024 bytes"])
+    }
+
+    @Test func headersOfTheErrorAreSent() {
+        let response = ErrorResponder.response(for: GatewayError.methodNotAllowed(allow: ["GET", "HEAD"]), dialect: .matrix)
+        #expect(response.status == .methodNotAllowed)
+        #expect(response.headers.first(name: "Allow") == "GET, HEAD")
+    }
+
+    @Test func anErrorThatIsNotAnHTTPErrorIs500WithoutDetails() throws {
+        struct Leaky: Error { let secret = "s3cret" }
+        let response = ErrorResponder.response(for: Leaky(), dialect: .matrix)
+        #expect(response.status == .internalServerError)
+        #expect(try json(response) == ["errcode": "M_UNKNOWN", "error": "Internal server error"])
+    }
+
+    @Test func routesCarryTheirOwnLimitAndDialect() async throws {
+        var routes = RouteTable(defaultMaxBodyBytes: 100)
+        routes.add(.exact("/g"), [.POST], maxBodyBytes: 7, dialect: .gorush) { _ in throw GatewayError.unavailable("down") }
+        routes.add(.subtree("/m"), [.GET]) { _ in .empty(.ok) }
+        #expect(routes.policy(forPath: "/g").maxBodyBytes == 7)
+        #expect(routes.policy(forPath: "/g").dialect == .gorush)
+        #expect(routes.policy(forPath: "/m/deeper").maxBodyBytes == 100)
+        #expect(routes.policy(forPath: "/elsewhere").dialect == .matrix)
+        let thrown = await routes.handle(ServerRequest(method: .POST, uri: "/g"))
+        #expect(thrown.status == .serviceUnavailable)
+        #expect(try json(thrown) == ["code": 503, "message": "down"])
+        let wrongMethod = await routes.handle(ServerRequest(method: .GET, uri: "/g?x=1"))
+        #expect(wrongMethod.status == .methodNotAllowed)
+        #expect(try json(wrongMethod) == ["code": 405, "message": "Unrecognized request"])
+    }
+}

@@ -1,0 +1,169 @@
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+@testable import Pushkins
+
+/// The one upstream-call path: attempts, classification, Retry-After, budget, metrics-free fakes.
+@Suite struct UpstreamCallTests {
+    /// Answers from a script, one per request; `nil` is a network error.
+    final class ScriptedTransport: UpstreamTransport {
+        struct Refused: Error {}
+        private let script: Mutex<[UpstreamResponse?]>
+        private let sent = Mutex<[UpstreamRequest]>([])
+
+        init(_ answers: [UpstreamResponse?]) { script = Mutex(answers) }
+        var requests: [UpstreamRequest] { sent.withLock { $0 } }
+
+        func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
+            sent.withLock { $0.append(request) }
+            let next = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            guard let next else { throw Refused() }
+            return next
+        }
+    }
+
+    static func answer(_ status: Int, retryAfter: String? = nil) -> UpstreamResponse {
+        var headers = HTTPHeaders()
+        if let retryAfter { headers.add(name: "Retry-After", value: retryAfter) }
+        return UpstreamResponse(status: status, headers: headers, body: ByteBuffer())
+    }
+
+    func call(_ transport: ScriptedTransport, maxAttempts: Int = 3, budget: Duration = .seconds(5)) -> UpstreamCall {
+        UpstreamCall(
+            transport: transport,
+            policy: RetryPolicy(maxAttempts: maxAttempts, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: budget),
+            metrics: UpstreamMetrics(type: "test", pushkin: "p", factory: NOOPMetricsHandler.instance))
+    }
+
+    func classify(_ response: UpstreamResponse) -> UpstreamVerdict<DeviceOutcome> {
+        switch response.status {
+        case 200: return .done(.delivered)
+        case 410: return .done(.rejected(reason: .pushService(status: 410)))
+        case 401: return .retryNow(.pushService(status: 401))
+        default: return .retry(.pushService(status: response.status))
+        }
+    }
+
+    let request = UpstreamRequest(url: "http://upstream.invalid/x", headers: HTTPHeaders(), body: nil)
+
+    @Test func temporaryAnswersAreRetriedUntilOneIsDone() async {
+        let transport = ScriptedTransport([Self.answer(503), nil, Self.answer(200)])
+        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { _ in request } classify: { classify($0) }
+        #expect(outcome == .delivered)
+        #expect(transport.requests.count == 3)
+    }
+
+    @Test func exhaustedAttemptsFailWithTheLastReason() async {
+        let transport = ScriptedTransport([Self.answer(503), Self.answer(500)])
+        let outcome = await call(transport, maxAttempts: 2).deliver(logger: Logger(label: "t")) { _ in request } classify: {
+            classify($0)
+        }
+        #expect(outcome == .failed(reason: .pushService(status: 500)))
+        #expect(transport.requests.count == 2)
+    }
+
+    @Test func networkErrorsAreTemporaryAndNamedNetwork() async {
+        let transport = ScriptedTransport([])
+        let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, maxAttempts: 2).run(logger: Logger(label: "t")) {
+            _ in request
+        } classify: { classify($0) }
+        guard case .failure(let failure) = result, case .network = failure.reason else {
+            Issue.record("expected a network failure, got \(result)")
+            return
+        }
+        #expect(failure.attempts == 2)
+        #expect(!failure.budgetSpent)
+    }
+
+    @Test func aRetryAfterBeyondTheBudgetStopsAtOnce() async {
+        let transport = ScriptedTransport([Self.answer(429, retryAfter: "60"), Self.answer(200)])
+        let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, budget: .seconds(5)).run(
+            logger: Logger(label: "t")
+        ) { _ in request } classify: { classify($0) }
+        #expect(result == .failure(UpstreamCallFailure(reason: .pushService(status: 429), attempts: 1, budgetSpent: true)))
+        #expect(transport.requests.count == 1)
+    }
+
+    @Test func aPermanentPreparationErrorSendsNothing() async {
+        let transport = ScriptedTransport([Self.answer(200)])
+        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { _ throws(UpstreamPreparationError) in
+            throw .permanent(.localError("cannot sign"))
+        } classify: { classify($0) }
+        #expect(outcome == .failed(reason: .localError("cannot sign")))
+        #expect(transport.requests.isEmpty)
+    }
+
+    @Test func retryNowRebuildsTheRequestAndCountsAsAnAttempt() async {
+        let transport = ScriptedTransport([Self.answer(401), Self.answer(200)])
+        var prepared: [Int] = []
+        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { attempt in
+            prepared.append(attempt)
+            return request
+        } classify: { classify($0) }
+        #expect(outcome == .delivered)
+        #expect(prepared == [1, 2])
+    }
+
+    @Test func everyDocumentedAPNsReasonIsClassifiedAndOnlySygnalsDeadTokenPairsReject() {
+        var dead: [String] = []
+        for reason in APNsErrorReason.allCases {
+            for status in [400, 403, 404, 405, 410, 413, 429, 500, 503] where APNsDisposition.of(status: status, reason: reason) == .deadToken {
+                dead.append("\(status) \(reason.rawValue)")
+            }
+        }
+        #expect(
+            dead.sorted() == [
+                "400 BadDeviceToken", "400 DeviceTokenNotForTopic", "400 TopicDisallowed", "410 ExpiredToken", "410 Unregistered",
+            ])
+        #expect(APNsDisposition.of(status: 403, reason: .expiredProviderToken) == .refreshProviderToken)
+        #expect(APNsDisposition.of(status: 503, reason: nil) == .temporary)
+        #expect(APNsDisposition.of(status: 400, reason: .badTopic) == .permanent)
+        #expect(APNsDisposition.of(status: 200, reason: nil) == .delivered)
+    }
+
+    @Test func reasonLabelsAreBoundedAndDescriptionsReadable() {
+        #expect(OutcomeReason.apns(status: 410, .unregistered).label == "Unregistered")
+        #expect(OutcomeReason.apns(status: 418, nil).label == "http_418")
+        #expect(OutcomeReason.fcm(status: 404, .unregistered).description == "FCM 404 UNREGISTERED")
+        #expect(OutcomeReason.network("connection refused to 10.0.0.1").label == "network")
+        #expect(OutcomeReason.invalidPushkey("anything at all").label == "invalid_pushkey")
+    }
+}
+
+@Suite struct ConcurrencyPrimitiveTests {
+    @Test func aCancelledWaiterLeavesTheLimiterQueue() async throws {
+        let limiter = AsyncLimiter(limit: 1)
+        try await limiter.acquire()
+        let waiter = Task { try await limiter.acquire() }
+        for _ in 0..<200 where limiter.waiting == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(limiter.waiting == 1)
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(limiter.waiting == 0)
+        limiter.release()
+        #expect(limiter.inUse == 0)  // the slot was not handed to the cancelled waiter
+    }
+
+    @Test func aReadinessGateReleasesWaitersWithItsValueOrError() async throws {
+        let gate = ReadinessGate<Int>()
+        async let early = gate.wait()
+        gate.open(7)
+        #expect(try await early == 7)
+        #expect(try await gate.wait() == 7)
+        #expect(gate.value == 7)
+
+        struct Broken: Error {}
+        let failing = ReadinessGate<Int>()
+        failing.fail(Broken())
+        await #expect(throws: Broken.self) { try await failing.wait() }
+    }
+
+    @Test func hexMatchesTheFormatterItReplaced() {
+        #expect(Hex.encode([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
+        #expect(Hex.encode([]) == "")
+    }
+}
