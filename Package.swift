@@ -1,5 +1,12 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+/// CI builds Herald's own non-test targets with warnings as errors (`HERALD_WERROR=1`).
+/// Dependencies keep their warnings, and so do test targets: Swift Testing's macro expansions warn
+/// on this toolchain (`@const` / `@section`) in code that is not ours.
+let strict: [SwiftSetting] =
+    ProcessInfo.processInfo.environment["HERALD_WERROR"] == "1" ? [.unsafeFlags(["-warnings-as-errors"])] : []
 
 let package = Package(
     name: "Herald",
@@ -142,3 +149,7 @@ let package = Package(
         ),
     ]
 )
+
+for target in package.targets where target.type != .system && target.type != .test {
+    target.swiftSettings = (target.swiftSettings ?? []) + strict
+}

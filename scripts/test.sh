@@ -5,6 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+
+# Style: the repository's .swift-format, as `swift format --in-place --recursive Sources Tests Package.swift` writes it.
+swift format lint --strict --recursive Sources Tests Package.swift
+
+# Herald's own targets build with warnings as errors (Package.swift reads HERALD_WERROR).
+export HERALD_WERROR=1
 swift build --build-tests
 
 # The shipped config must pass the same validation `herald serve` runs.

@@ -7,7 +7,7 @@ import Testing
 @testable import Gateway
 
 /// APNs through real sockets: Herald → the fake APNs (HTTP/2 over TLS, JWT or client-certificate
-/// checks). sygnal.md §3, §8.4, §11 items 7–14, and the fixes of §9.
+/// checks). docs/compatibility/apns.md.
 @Suite struct APNsEndToEndTests {
     struct Setup {
         let herald: RunningGateway

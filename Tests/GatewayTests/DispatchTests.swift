@@ -4,7 +4,7 @@ import Testing
 
 @testable import Gateway
 
-/// How one request's devices are routed, dispatched and answered (sygnal.md §1.3, §1.4, §8.1–8.3).
+/// How one request's devices are routed, dispatched and answered (docs/compatibility/matrix.md).
 @Suite struct DispatchTests {
     static let probeApps = """
           com.example.probe:

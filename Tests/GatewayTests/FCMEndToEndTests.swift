@@ -6,7 +6,7 @@ import Testing
 @testable import Gateway
 
 /// FCM through real sockets: Herald → the fake FCM (OAuth token endpoint, v1 and legacy).
-/// sygnal.md §4, §8.6, §11 items 15–19, and the fixes of §9.
+/// docs/compatibility/fcm.md.
 @Suite struct FCMEndToEndTests {
     struct Setup {
         let herald: RunningGateway

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Gateway
 
-/// Every validation error of sygnal.md §1.2 (and the shapes of §13 that crash Sygnal): the status,
+/// Every validation error of docs/compatibility/matrix.md, "Validation" (and the shapes of §13 that crash Sygnal): the status,
 /// the Matrix errcode and Sygnal's message, as JSON.
 @Suite struct NotifyValidationTests {
     static let device = #"{"app_id": "com.example.probe", "pushkey": "accept"}"#

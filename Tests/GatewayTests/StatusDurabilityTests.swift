@@ -140,8 +140,10 @@ import Testing
                     "data": ["endpoint": .string(subscription.endpoint), "auth": .string(subscription.auth)],
                 ]
             ])
-        async let response = URLRequestLite(url: "http://127.0.0.1:\(port)/_matrix/push/v1/notify", method: .POST, body: JSONWriter.serialize(body))
-            .send()
+        async let response = URLRequestLite(
+            url: "http://127.0.0.1:\(port)/_matrix/push/v1/notify", method: .POST, body: JSONWriter.serialize(body)
+        )
+        .send()
         for _ in 0..<200 where service.received.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         kill(process.processIdentifier, SIGTERM)
         let answered = try await response

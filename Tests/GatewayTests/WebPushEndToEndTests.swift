@@ -6,7 +6,7 @@ import Testing
 @testable import Gateway
 
 /// Web Push through real sockets: Herald → the fake push service, which decrypts and checks VAPID
-/// (sygnal.md §5 and §11 items 20–24, plus Herald's retries, limits and endpoint policy).
+/// (docs/compatibility/webpush.md, plus Herald's retries, limits and endpoint policy).
 @Suite struct WebPushEndToEndTests {
     struct Setup {
         let herald: RunningGateway

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Pushkins
 
-/// sygnal.md §3.3–3.5 and §8.4–8.5: what Sygnal sends to APNs, and how it is cut to 4096 bytes.
+/// docs/compatibility/apns.md: what Sygnal sends to APNs, and how it is cut to 4096 bytes.
 @Suite struct APNsPayloadTests {
     static let canonical = WebPushPayloadTests.canonical
     static let plain = Device(appId: "com.example.apns", pushkey: "spqr")
@@ -64,7 +64,7 @@ import Testing
         #expect(p?["aps"]?["mutable-content"] == 1)
         #expect(p?["aps"]?["alert"]?["loc-key"] == "MSG_FROM_USER_IN_ROOM_WITH_CONTENT")
         #expect(p?["aps"]?["badge"] == 3)
-        // A member event without an alert still merges it (sygnal.md §13 item 3).
+        // A member event without an alert still merges it (docs/compatibility/apns.md).
         var member = PushNotification(type: "m.room.member", counts: .init(unread: 1))
         member.membership = "join"
         #expect(payload(member, Self.withDefault)?["aps"]?["mutable-content"] == 1)
@@ -217,7 +217,8 @@ import Testing
 
     @Test func invalidBase64IsRefusedAndRawTokensPassWhenNotConverting() {
         #expect(APNsDeviceToken.token(fromPushkey: "abc", convertToHex: true) == nil)
-        #expect(APNsDeviceToken.token(fromPushkey: "main-pushkey", convertToHex: true) == nil)  // "-" is dropped, as Python does: 11 characters
+        // "-" is dropped, as Python does: 11 characters, not base64.
+        #expect(APNsDeviceToken.token(fromPushkey: "main-pushkey", convertToHex: true) == nil)
         #expect(APNsDeviceToken.token(fromPushkey: "main-pushkey-1", convertToHex: true) == "99a8a7a6eb2191ecb5")
         #expect(APNsDeviceToken.token(fromPushkey: "", convertToHex: true) == nil)
         #expect(APNsDeviceToken.token(fromPushkey: "cafe01", convertToHex: false) == "cafe01")

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Pushkins
 
-/// sygnal.md §4.2–4.3 and §8.6: the FCM data map and request bodies.
+/// docs/compatibility/fcm.md: the FCM data map and request bodies.
 @Suite struct FCMDataTests {
     static let canonical = WebPushPayloadTests.canonical
     static let device = Device(appId: "com.example.gcm", pushkey: "spqr")

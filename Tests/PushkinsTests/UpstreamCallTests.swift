@@ -52,14 +52,20 @@ import Testing
 
     @Test func temporaryAnswersAreRetriedUntilOneIsDone() async {
         let transport = ScriptedTransport([Self.answer(503), nil, Self.answer(200)])
-        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { _ in request } classify: { classify($0) }
+        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { _ in
+            request
+        } classify: {
+            classify($0)
+        }
         #expect(outcome == .delivered)
         #expect(transport.requests.count == 3)
     }
 
     @Test func exhaustedAttemptsFailWithTheLastReason() async {
         let transport = ScriptedTransport([Self.answer(503), Self.answer(500)])
-        let outcome = await call(transport, maxAttempts: 2).deliver(logger: Logger(label: "t")) { _ in request } classify: {
+        let outcome = await call(transport, maxAttempts: 2).deliver(logger: Logger(label: "t")) { _ in
+            request
+        } classify: {
             classify($0)
         }
         #expect(outcome == .failed(reason: .pushService(status: 500)))
@@ -69,8 +75,11 @@ import Testing
     @Test func networkErrorsAreTemporaryAndNamedNetwork() async {
         let transport = ScriptedTransport([])
         let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, maxAttempts: 2).run(logger: Logger(label: "t")) {
-            _ in request
-        } classify: { classify($0) }
+            _ in
+            request
+        } classify: {
+            classify($0)
+        }
         guard case .failure(let failure) = result, case .network = failure.reason else {
             Issue.record("expected a network failure, got \(result)")
             return
@@ -83,7 +92,11 @@ import Testing
         let transport = ScriptedTransport([Self.answer(429, retryAfter: "60"), Self.answer(200)])
         let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, budget: .seconds(5)).run(
             logger: Logger(label: "t")
-        ) { _ in request } classify: { classify($0) }
+        ) { _ in
+            request
+        } classify: {
+            classify($0)
+        }
         #expect(result == .failure(UpstreamCallFailure(reason: .pushService(status: 429), attempts: 1, budgetSpent: true)))
         #expect(transport.requests.count == 1)
     }
@@ -92,7 +105,9 @@ import Testing
         let transport = ScriptedTransport([Self.answer(200)])
         let outcome = await call(transport).deliver(logger: Logger(label: "t")) { _ throws(UpstreamPreparationError) in
             throw .permanent(.localError("cannot sign"))
-        } classify: { classify($0) }
+        } classify: {
+            classify($0)
+        }
         #expect(outcome == .failed(reason: .localError("cannot sign")))
         #expect(transport.requests.isEmpty)
     }
@@ -103,7 +118,9 @@ import Testing
         let outcome = await call(transport).deliver(logger: Logger(label: "t")) { attempt in
             prepared.append(attempt)
             return request
-        } classify: { classify($0) }
+        } classify: {
+            classify($0)
+        }
         #expect(outcome == .delivered)
         #expect(prepared == [1, 2])
     }
@@ -111,7 +128,8 @@ import Testing
     @Test func everyDocumentedAPNsReasonIsClassifiedAndOnlySygnalsDeadTokenPairsReject() {
         var dead: [String] = []
         for reason in APNsErrorReason.allCases {
-            for status in [400, 403, 404, 405, 410, 413, 429, 500, 503] where APNsDisposition.of(status: status, reason: reason) == .deadToken {
+            for status in [400, 403, 404, 405, 410, 413, 429, 500, 503]
+            where APNsDisposition.of(status: status, reason: reason) == .deadToken {
                 dead.append("\(status) \(reason.rawValue)")
             }
         }

@@ -2,7 +2,7 @@ import Testing
 
 @testable import StatusAdapter
 
-/// status.md §7.2 primitives, plus Ethereum/NIST values and multi-block inputs checked against
+/// the known-answer primitives, plus Ethereum/NIST values and multi-block inputs checked against
 /// independent implementations (pycryptodome's Keccak, Python's hashlib SHAKE-256).
 @Suite struct PrimitiveTests {
     @Test(arguments: [

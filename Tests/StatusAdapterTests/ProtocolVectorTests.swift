@@ -6,7 +6,7 @@ import Testing
 
 @testable import StatusAdapter
 
-/// The whole exchange of status.md §7.2 through `StatusServer`: every message, byte for byte.
+/// The whole exchange of the known-answer vectors, through `StatusServer`: every message, byte for byte.
 @Suite struct ProtocolVectorTests {
     @Test func registrationPlaintextAndPayload() throws {
         var r = Protobuf_PushNotificationRegistration()

@@ -6,7 +6,7 @@ import Testing
 
 @testable import StatusAdapter
 
-/// Registration, query and push-request rules (status.md §2, §7.2's negative cases, §9).
+/// Registration, query and push-request rules (docs/status-protocol.md, §7.2's negative cases, §9).
 @Suite struct ServerTests {
     typealias RegistrationError = Protobuf_PushNotificationRegistrationResponse.ErrorType
 
@@ -33,7 +33,7 @@ import Testing
         let token = UUID().uuidString.lowercased()
         let first = try bob.registration(server: V.server.publicKey, version: 1, accessToken: token)
         #expect(try await register(server, try bob.registrationMessage(first, server: V.server.publicKey)).success)
-        // The same registration again (a lost response): success, as decided in status.md §9.
+        // The same registration again (a lost response): success, as decided in docs/status-protocol.md, "Herald's decisions".
         #expect(try await register(server, try bob.registrationMessage(first, server: V.server.publicKey)).success)
         // Same version, other content: VERSION_MISMATCH.
         var changed = first

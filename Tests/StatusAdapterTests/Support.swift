@@ -86,7 +86,9 @@ final class TestPostgresStore: StatusStore {
     func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
         try await inner.dropRegistration(publicKey: publicKey, installationId: installationId, version: version)
     }
-    func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? { try await inner.cachedResponse(messageId: messageId, now: now) }
+    func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+        try await inner.cachedResponse(messageId: messageId, now: now)
+    }
     func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
         try await inner.cacheResponse(messageId: messageId, response: response, expires: expires, limit: limit)
     }

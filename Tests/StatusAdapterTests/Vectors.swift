@@ -2,7 +2,7 @@ import Pushkins
 
 @testable import StatusAdapter
 
-/// The fixed-key vectors of status.md §7.2.
+/// The fixed-key vectors of docs/status-protocol.md.
 enum V {
     static func h(_ s: String) -> [UInt8] { [UInt8](hex: s) ?? [] }
     static func key(_ byte: UInt8) -> Secp256k1.PrivateKey {

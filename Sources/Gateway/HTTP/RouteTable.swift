@@ -64,7 +64,8 @@ public struct RouteTable: HTTPHandler {
             return ErrorResponder.response(for: GatewayError.notFound, dialect: defaultPolicy.dialect)
         }
         guard let handler = route.methods[request.method.rawValue] else {
-            return ErrorResponder.response(for: GatewayError.methodNotAllowed(allow: route.methods.keys.sorted()), dialect: route.policy.dialect)
+            return ErrorResponder.response(
+                for: GatewayError.methodNotAllowed(allow: route.methods.keys.sorted()), dialect: route.policy.dialect)
         }
         do {
             return try await handler(request)

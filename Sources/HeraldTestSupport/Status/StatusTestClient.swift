@@ -3,7 +3,7 @@ import Pushkins
 import StatusAdapter
 import SwiftProtobuf
 
-/// A Status client for tests, built from status.md §3: it registers with a server (ECDH +
+/// A Status client for tests, built from docs/status-protocol.md: it registers with a server (ECDH +
 /// AES-GCM payload, grant, identity signature), queries with an ephemeral key and sends push
 /// requests, producing exactly the bytes status-go would.
 public struct StatusTestClient: Sendable {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// The `type: apns` app keys: Sygnal's (sygnal.md §2.3) plus connection and retry limits.
+/// The `type: apns` app keys: Sygnal's (docs/compatibility/apns.md, "Configuration") plus connection and retry limits.
 public struct APNsConfig: Sendable {
     public enum Auth: Sendable {
         /// Token authentication: a `.p8` key signs ES256 provider tokens.

@@ -1,4 +1,4 @@
-/// The JSON body Sygnal sends to APNs for a notification (sygnal.md §3.3 and §3.4), plus the
+/// The JSON body Sygnal sends to APNs for a notification (docs/compatibility/apns.md, "Payload"), plus the
 /// `tweaks.sound` → `aps.sound` fix of Sygnal issue 107.
 public enum APNsPayload {
     public enum Result: Equatable, Sendable {
@@ -49,7 +49,7 @@ public enum APNsPayload {
         return .send(payload)
     }
 
-    /// The loc-key and its arguments (sygnal.md §3.4), or nil for none.
+    /// The loc-key and its arguments (docs/compatibility/apns.md), or nil for none.
     public static func locKey(_ n: PushNotification) -> (String, [String])? {
         guard let type = n.type, !type.isEmpty else { return nil }
         let from: String

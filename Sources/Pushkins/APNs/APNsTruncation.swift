@@ -1,4 +1,4 @@
-/// Fits an APNs payload into `limit` bytes as Sygnal does (sygnal.md §3.5): while the body (JSON
+/// Fits an APNs payload into `limit` bytes as Sygnal does (docs/compatibility/apns.md, "Payload"): while the body (JSON
 /// with Python's separators, raw UTF-8) is too long, remove the last code point of the longest
 /// (by UTF-8 bytes; ties to the first) of `aps.alert` (a string) or `aps.alert.body` and
 /// `aps.alert.loc-args[i]`. Characters are never split; nothing else is touched.

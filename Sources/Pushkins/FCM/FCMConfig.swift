@@ -1,6 +1,6 @@
 import Logging
 
-/// The `type: gcm` app keys: Sygnal's (sygnal.md §2.4) plus Herald's limits.
+/// The `type: gcm` app keys: Sygnal's (docs/compatibility/fcm.md, "Configuration") plus Herald's limits.
 public struct FCMConfig: Sendable {
     public enum Credentials: Sendable {
         case v1(projectId: String, account: GoogleServiceAccount)

@@ -1,4 +1,4 @@
-/// The FCM `data` map as Sygnal builds it (sygnal.md §4.2), for both API versions.
+/// The FCM `data` map as Sygnal builds it (docs/compatibility/fcm.md, "The data map"), for both API versions.
 public enum FCMData {
     public enum APIVersion: String, Sendable { case v1, legacy }
 

@@ -1,4 +1,4 @@
-/// Request bodies for FCM (sygnal.md §4.3).
+/// Request bodies for FCM (docs/compatibility/fcm.md).
 public enum FCMMessage {
     /// `{"message": {…fcm_options, data, android.priority, token}}` for HTTP v1, with data values
     /// made strings and an `aps` object routed to `apns.payload.aps`.

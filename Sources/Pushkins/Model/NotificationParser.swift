@@ -1,5 +1,5 @@
 /// Turns a `/notify` body into a `PushNotification`, with Sygnal's checks, check order and messages
-/// (sygnal.md §1.2). Shapes that crash Sygnal with a 500 are refused here with a 400 instead.
+/// (docs/compatibility/matrix.md, "Validation"). Shapes that crash Sygnal with a 500 are refused here with a 400 instead.
 public enum NotificationParser {
     public enum Failure: Error, Equatable, Sendable {
         /// Not UTF-8, not JSON, NaN/Infinity, or nested too deep: `M_NOT_JSON`.

@@ -17,4 +17,3 @@ public struct PushkinEnvironment: Sendable {
         self.readOnly = readOnly
     }
 }
-

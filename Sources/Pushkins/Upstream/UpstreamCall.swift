@@ -91,7 +91,8 @@ public struct UpstreamCall: Sendable {
         }
         switch result {
         case .success(let value?): return .success(value)
-        case .success(nil): return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
+        case .success(nil):
+            return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
         case .failure(let exhausted):
             return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
         }

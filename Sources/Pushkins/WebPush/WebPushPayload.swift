@@ -1,4 +1,4 @@
-/// The JSON a Web Push subscriber receives (sygnal.md §5.2), kept within the 3993 bytes one
+/// The JSON a Web Push subscriber receives (docs/compatibility/webpush.md), kept within the 3993 bytes one
 /// `aes128gcm` record of a 4096-byte push message can carry.
 public enum WebPushPayload {
     nonisolated(unsafe) static let copiedFields: [(String, KeyPath<PushNotification, String?>)] = [

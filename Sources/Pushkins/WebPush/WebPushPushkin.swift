@@ -79,7 +79,9 @@ public final class WebPushPushkin: Pushkin {
             headers.add(name: "Topic", value: Self.topic(forRoom: roomId))
         }
         let request = UpstreamRequest(url: endpoint.url, headers: headers, body: ByteBuffer(bytes: body))
-        return await upstream.deliver(logger: context.logger) { _ in request } classify: { response in
+        return await upstream.deliver(logger: context.logger) { _ in
+            request
+        } classify: { response in
             let reason = OutcomeReason.pushService(status: response.status)
             switch response.status {
             case 200..<300:

@@ -3,7 +3,7 @@ import Foundation
 
 /// secp256k1 through libsecp256k1, as status-go (go-ethereum) uses it: recoverable signatures
 /// R||S||V with V ∈ {0,1}, recovery, compressed and uncompressed keys, and ECDH whose shared key
-/// is the raw X coordinate (status.md §4.3), not libsecp256k1's default SHA-256 of the point.
+/// is the raw X coordinate (docs/status-protocol.md, "Crypto"), not libsecp256k1's default SHA-256 of the point.
 public enum Secp256k1 {
     public enum Error: Swift.Error, Equatable {
         case invalidPrivateKey

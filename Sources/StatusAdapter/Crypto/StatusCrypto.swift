@@ -1,8 +1,8 @@
 import Crypto
-import Pushkins
 import Foundation
+import Pushkins
 
-/// The derived values and the symmetric encryption of the Status push protocol (status.md §4).
+/// The derived values and the symmetric encryption of the Status push protocol (docs/status-protocol.md, "Crypto").
 public enum StatusCrypto {
     /// `HashPublicKey`: SHAKE-256 (64 bytes) of the compressed key.
     public static func hashPublicKey(_ key: Secp256k1.PublicKey) -> [UInt8] { Keccak.shake256(key.compressed) }

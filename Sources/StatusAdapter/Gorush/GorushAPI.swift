@@ -8,7 +8,7 @@ import Pushkins
 import ServiceLifecycle
 import Synchronization
 
-/// gorush's `POST /api/push` (status.md §5.1), so that an unmodified status-go push server can
+/// gorush's `POST /api/push` (docs/status-protocol.md, "The gorush-compatible API"), so that an unmodified status-go push server can
 /// use Herald as its GorushURL. Requests are validated with gorush's messages and answered at
 /// once (status-go's client has no timeout); notifications are queued for a pool of workers
 /// (or sent before answering in `sync` mode). Rejected tokens go to the logs, the metrics and

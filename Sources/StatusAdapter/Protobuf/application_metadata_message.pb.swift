@@ -10,7 +10,7 @@
 
 /// The envelope of every Status application message (status-go
 /// protocol/protobuf/application_metadata_message.proto), with the Type values the push
-/// protocol uses (status.md §1.2). Other values parse as unrecognised and are refused.
+/// protocol uses (docs/status-protocol.md, "Envelope"). Other values parse as unrecognised and are refused.
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

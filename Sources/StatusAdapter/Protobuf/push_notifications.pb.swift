@@ -9,7 +9,7 @@
 //   https://github.com/apple/swift-protobuf/
 
 /// The Status push-notification messages, as status-go defines them
-/// (protocol/protobuf/push_notifications.proto; field names and numbers per status.md §1.1).
+/// (protocol/protobuf/push_notifications.proto; field names and numbers per docs/status-protocol.md).
 /// ContactCodeAdvertisement's chat_identity (field 2) is left out: Herald does not read it.
 
 #if canImport(FoundationEssentials)

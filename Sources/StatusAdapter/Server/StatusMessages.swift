@@ -12,7 +12,7 @@ typealias PushItem = Protobuf_PushNotification
 typealias PushReport = Protobuf_PushNotificationReport
 typealias PushResponse = Protobuf_PushNotificationResponse
 
-/// The envelope: `WrapMessageV1` and `RecoverKey` of status-go (status.md §1.2).
+/// The envelope: `WrapMessageV1` and `RecoverKey` of status-go (docs/status-protocol.md, "Envelope").
 public enum StatusEnvelope {
     /// Serialises `message` as the payload of an AMM of `type`, signed by `key` over Keccak256(payload).
     static func wrap(_ message: some SwiftProtobuf.Message, type: AMM.TypeEnum, key: Secp256k1.PrivateKey) throws -> [UInt8] {

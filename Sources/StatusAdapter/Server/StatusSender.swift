@@ -52,7 +52,8 @@ public struct PushkinStatusSender: StatusSender {
             guard let fcm else { return .failed(reason: .noPushkin("no FCM app is configured for Status")) }
             var notification: JSONObject = ["body": .string(message)]
             if let title, !title.isEmpty { notification["title"] = .string(title) }
-            return await fcm.send(FCMRawMessage(notification: notification, data: FCMData.stringify(data).data, token: token), context: context)
+            return await fcm.send(
+                FCMRawMessage(notification: notification, data: FCMData.stringify(data).data, token: token), context: context)
         }
     }
 

@@ -5,10 +5,10 @@ import Pushkins
 import SwiftProtobuf
 import Synchronization
 
-/// The Status push-notification server role (status.md §2), over HTTP.
+/// The Status push-notification server role (docs/status-protocol.md), over HTTP.
 ///
 /// Registration (16 → 17), query (18 → 19) and push request (20 → 21) are handled as status-go
-/// does, with Herald's decisions of status.md §9: a re-sent registration is accepted, a
+/// does, with Herald's decisions of docs/status-protocol.md: a re-sent registration is accepted, a
 /// duplicate push request gets its cached response again, device tokens that APNs or FCM reject
 /// come back as NOT_REGISTERED and their registration is dropped, and storage errors are
 /// INTERNAL_ERROR.
@@ -280,7 +280,7 @@ public final class StatusServer: Sendable {
         }
     }
 
-    /// status-go's filters (status.md §2.5): a filtered notification is reported as a success
+    /// status-go's filters (docs/status-protocol.md): a filtered notification is reported as a success
     /// but not sent, so that blocking stays private.
     static func allows(_ item: PushItem, _ registration: Registration) -> Bool {
         let author = item.author
@@ -298,7 +298,7 @@ public final class StatusServer: Sendable {
         }
     }
 
-    /// The text gorush shows for each type (status.md §2.6).
+    /// The text gorush shows for each type (docs/status-protocol.md).
     static func text(for type: PushItem.PushNotificationType) -> String {
         switch type {
         case .message: return "You have a new message"

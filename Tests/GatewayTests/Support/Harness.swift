@@ -202,7 +202,7 @@ extension PushkinRegistry {
     }
 }
 
-/// Loads a sample from the fixtures (copied from shared/samples).
+/// Loads a sample from the fixtures: real Synapse requests and what Sygnal sent upstream.
 func fixture(_ name: String) throws -> JSONValue {
     guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures") else {
         throw FixtureMissing(name: name)
