@@ -9,7 +9,7 @@ actor GoogleAccessTokens {
     private let account: GoogleServiceAccount
     private let client: UpstreamHTTPClient
     private var current: (token: String, expires: Date)?
-    private var inFlight: Task<String, any Error>?
+    private var inFlight: ReadinessGate<String>?
 
     init(account: GoogleServiceAccount, client: UpstreamHTTPClient) {
         self.account = account
@@ -23,11 +23,19 @@ actor GoogleAccessTokens {
     /// A valid token; `replacing` marks one FCM refused, so a fresh one is fetched instead.
     func token(replacing stale: String? = nil) async throws -> String {
         if let current, current.expires.timeIntervalSinceNow > 60, current.token != stale { return current.token }
-        if let inFlight { return try await inFlight.value }
-        let task = Task { try await self.fetch() }
-        inFlight = task
+        // One fetch at a time: the first caller fetches, the others wait for its answer.
+        if let inFlight { return try await inFlight.wait() }
+        let gate = ReadinessGate<String>()
+        inFlight = gate
         defer { inFlight = nil }
-        return try await task.value
+        do {
+            let token = try await fetch()
+            gate.open(token)
+            return token
+        } catch {
+            gate.fail(error)
+            throw error
+        }
     }
 
     private func fetch() async throws -> String {

@@ -19,7 +19,7 @@ public final class StatusServer: Sendable {
     let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
-    private let inFlight = Mutex<[[UInt8]: Task<Result<[UInt8], StatusRequestError>, Never>]>([:])
+    private let inFlight = Mutex<[[UInt8]: ReadinessGate<Result<[UInt8], StatusRequestError>>]>([:])
 
     public init(
         identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
@@ -173,14 +173,23 @@ public final class StatusServer: Sendable {
             metrics.counter("herald_status_push_requests_total", ["result": "replayed"])
             return .success(cached)
         }
-        let (task, owner) = inFlight.withLock { running -> (Task<Result<[UInt8], StatusRequestError>, Never>, Bool) in
+        // The first request does the work in its own task; duplicates wait for its result.
+        let (gate, owner) = inFlight.withLock { running -> (ReadinessGate<Result<[UInt8], StatusRequestError>>, Bool) in
             if let existing = running[messageId] { return (existing, false) }
-            let task = Task { await self.push(request, messageId: messageId) }
-            running[messageId] = task
-            return (task, true)
+            let gate = ReadinessGate<Result<[UInt8], StatusRequestError>>()
+            running[messageId] = gate
+            return (gate, true)
         }
-        let result = await task.value
-        if owner { _ = inFlight.withLock { $0.removeValue(forKey: messageId) } }
+        guard owner else {
+            do {
+                return try await gate.wait()
+            } catch {
+                return .failure(.dispatchUnavailable("the request was cancelled"))
+            }
+        }
+        let result = await push(request, messageId: messageId)
+        gate.open(result)
+        _ = inFlight.withLock { $0.removeValue(forKey: messageId) }
         return result
     }
 
