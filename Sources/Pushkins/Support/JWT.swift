@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 
-/// Compact JWS tokens (RFC 7515) for VAPID and APNs (ES256) and Google OAuth (RS256).
+/// Compact JWS tokens (RFC 7515) signed with ES256, for VAPID and APNs. (Google OAuth's RS256
+/// assertion is made in `GoogleServiceAccount`.)
 public enum JWT {
     /// Signs `header.claims` with ES256; the signature is raw R||S as JOSE requires.
     public static func es256(header: JSONValue, claims: JSONValue, key: P256.Signing.PrivateKey) throws -> String {
