@@ -20,11 +20,27 @@ public protocol FrontEnd: Sendable {
     /// Returns once the front end can answer (its store is open); throws if it never will. The
     /// listeners accept no connection before every front end is ready.
     func waitUntilReady() async throws
+
+    /// Listeners of its own besides the gateway's (the relay's `:42069`), serving only its routes
+    /// and `/health`.
+    var ownListeners: [ListenerAddress] { get }
 }
 
 extension FrontEnd {
     public var services: [any Service] { [] }
     public func waitUntilReady() async throws {}
+    public var ownListeners: [ListenerAddress] { [] }
+}
+
+/// Where a listener binds: each host on one port.
+public struct ListenerAddress: Sendable, Equatable {
+    public var hosts: [String]
+    public var port: Int
+
+    public init(hosts: [String], port: Int) {
+        self.hosts = hosts
+        self.port = port
+    }
 }
 
 /// What a front end is built from.
@@ -51,5 +67,5 @@ public protocol FrontEndFactory: Sendable {
 
 public enum FrontEnds {
     /// The front ends shipped with Herald.
-    public static let standard: [any FrontEndFactory] = [MatrixFrontEndFactory(), StatusFrontEndFactory()]
+    public static let standard: [any FrontEndFactory] = [MatrixFrontEndFactory(), StatusFrontEndFactory(), RelayFrontEndFactory()]
 }

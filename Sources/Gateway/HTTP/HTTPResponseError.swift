@@ -29,6 +29,8 @@ public enum ErrorDialect: Sendable, Equatable {
     case matrix
     /// `{"code": <status>, "message": …}`: gorush's API.
     case gorush
+    /// The message and a newline as `text/plain`: the Web Push relay, as toot-relay answers.
+    case plainText
 }
 
 /// The gateway's own request errors (routing, limits, availability).
@@ -74,15 +76,18 @@ public enum ErrorResponder {
     }
 
     static func render(_ error: any HTTPResponseError, dialect: ErrorDialect) -> ServerResponse {
-        var body: JSONObject
+        var response: ServerResponse
         switch dialect {
         case .matrix:
-            body = ["errcode": .string(error.errcode), "error": .string(error.message)]
+            var body: JSONObject = ["errcode": .string(error.errcode), "error": .string(error.message)]
             for (key, value) in error.extraFields { body[key] = value }
+            response = .json(error.status, .object(body))
         case .gorush:
-            body = ["code": .int(Int64(error.status.code)), "message": .string(error.message)]
+            response = .json(error.status, ["code": .int(Int64(error.status.code)), "message": .string(error.message)])
+        case .plainText:
+            response = ServerResponse(status: error.status, body: ByteBuffer(string: error.message + "\n"))
+            response.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         }
-        var response = ServerResponse.json(error.status, .object(body))
         for (name, value) in error.headers { response.headers.add(name: name, value: value) }
         return response
     }

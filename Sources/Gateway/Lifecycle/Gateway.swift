@@ -61,6 +61,20 @@ public final class Gateway: Sendable {
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             listeners.append(server)
         }
+        for frontEnd in frontEnds {
+            for address in frontEnd.ownListeners {
+                var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
+                routes.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
+                frontEnd.addRoutes(to: &routes)
+                for host in address.hosts {
+                    let server = try await HTTPServer.bind(
+                        host: host, port: address.port, handler: routes,
+                        idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger)
+                    logger.notice("Listening", metadata: ["front_end": "\(frontEnd.name)", "address": "\(server.localAddress)"])
+                    listeners.append(server)
+                }
+            }
+        }
         var metricsServer: HTTPServer?
         if config.prometheus.enabled {
             let server = try await HTTPServer.bind(
@@ -85,7 +99,7 @@ public final class Gateway: Sendable {
         group.withLock { $0 = (ServiceGroup(configuration: configuration), listeners, metricsServer) }
     }
 
-    /// The bound notify ports, in `bind_addresses` order.
+    /// The bound ports: `bind_addresses` in order, then the front ends' own listeners.
     public var ports: [Int] { group.withLock { $0?.listeners.map(\.port) ?? [] } }
     public var metricsPort: Int? { group.withLock { $0?.metrics?.port } }
 

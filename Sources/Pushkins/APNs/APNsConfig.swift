@@ -33,11 +33,11 @@ public struct APNsConfig: Sendable {
         let platform = config.string("platform") ?? "production"
         var baseURL: String
         switch platform {
-        case "production", "prod": baseURL = "https://api.push.apple.com"
-        case "sandbox": baseURL = "https://api.sandbox.push.apple.com"
+        case "production", "prod": baseURL = APNsHosts.production
+        case "sandbox": baseURL = APNsHosts.development
         default:
             diagnostics.error(config.keyPath("platform"), "must be production or sandbox, got '\(platform)'")
-            baseURL = "https://api.push.apple.com"
+            baseURL = APNsHosts.production
         }
         if let override = config.string("base_url"), !override.isEmpty {
             baseURL = override.hasSuffix("/") ? String(override.dropLast()) : override

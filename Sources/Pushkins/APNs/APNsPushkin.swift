@@ -14,10 +14,12 @@ public final class APNsPushkin: APNsSending {
     private let pool: APNsConnectionPool
     private let providerToken: APNsProviderToken?
     private let upstream: UpstreamCall
+    private let environment: PushkinEnvironment
 
     public init(name: String, config: APNsConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
+        self.environment = environment
         let pool = try APNsConnectionPool(config: config)
         self.pool = pool
         self.upstream = UpstreamCall(
@@ -37,6 +39,14 @@ public final class APNsPushkin: APNsSending {
     }
 
     public func shutdown() async { await pool.shutdown() }
+
+    public var baseURL: String { config.baseURL }
+
+    public func sibling(baseURL: String, name: String) throws -> any APNsSending {
+        var config = self.config
+        config.baseURL = baseURL
+        return try APNsPushkin(name: name, config: config, environment: environment)
+    }
 
     public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         if let value = device.data?["default_payload"], value.objectValue == nil {
@@ -71,14 +81,22 @@ public final class APNsPushkin: APNsSending {
     /// One message to one device: its headers, then the one upstream-call path with Apple's answer
     /// classified and the provider token refreshed once when Apple says it expired.
     private func send(_ message: APNsMessage, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
-        guard let body = APNsTruncation.fit(message.payload) else { return .dropped(reason: .payloadTooLarge) }
+        let body: [UInt8]
+        switch message.body {
+        case .payload(let payload):
+            guard let fitted = APNsTruncation.fit(payload) else { return .dropped(reason: .payloadTooLarge) }
+            body = fitted
+        case .raw(let bytes):
+            guard bytes.count <= APNsHosts.maxPayloadBytes else { return .dropped(reason: .payloadTooLarge) }
+            body = bytes
+        }
         var headers = HTTPHeaders()
         headers.add(name: "apns-topic", value: message.topic ?? config.topic)
         if let priority = message.priority { headers.add(name: "apns-priority", value: String(priority)) }
         if let pushType = message.pushType ?? config.pushType { headers.add(name: "apns-push-type", value: pushType) }
         if let expiration = message.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
         if let collapseId = message.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-        headers.add(name: "apns-id", value: UUID().uuidString.lowercased())
+        headers.add(name: "apns-id", value: message.id ?? UUID().uuidString.lowercased())
         headers.add(name: "content-type", value: "application/json")
         let url = "\(config.baseURL)/3/device/\(message.deviceToken)"
         let buffer = ByteBuffer(bytes: body)
@@ -125,9 +143,9 @@ public final class APNsPushkin: APNsSending {
         }
     }
 
-    /// `apns-collapse-id` is at most 64 bytes: the event id, or a digest of a longer one.
-    static func collapseId(_ eventId: String) -> String {
-        if eventId.utf8.count <= 64 { return eventId }
-        return Base64URL.encode(SHA256.hash(data: Data(eventId.utf8)))
+    /// `apns-collapse-id` is at most 64 bytes: the value, or a digest of a longer one.
+    public static func collapseId(_ value: String) -> String {
+        if value.utf8.count <= APNsHosts.maxCollapseIdBytes { return value }
+        return Base64URL.encode(SHA256.hash(data: Data(value.utf8)))
     }
 }

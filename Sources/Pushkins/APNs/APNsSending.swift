@@ -2,7 +2,19 @@
 /// come): the payload and the headers the caller decides. Nil headers are not sent, except the
 /// topic and push type, which then come from the app's config.
 public struct APNsMessage: Sendable {
-    public var payload: JSONObject
+    public enum Body: Sendable {
+        /// A payload shortened to fit APNs' 4096 bytes as Sygnal does.
+        case payload(JSONObject)
+        /// Bytes sent as they are; over 4096 bytes the message is dropped as too large.
+        case raw([UInt8])
+    }
+
+    public var body: Body
+    /// The payload, when the body is one.
+    public var payload: JSONObject? {
+        if case .payload(let payload) = body { return payload }
+        return nil
+    }
     /// The device token as hex.
     public var deviceToken: String
     public var topic: String?
@@ -11,12 +23,24 @@ public struct APNsMessage: Sendable {
     /// `apns-expiration` as seconds since 1970.
     public var expiration: Int?
     public var collapseId: String?
+    /// `apns-id`; a new UUID when nil.
+    public var id: String?
 
     public init(
         payload: JSONObject, deviceToken: String, topic: String? = nil, priority: Int? = nil, pushType: String? = nil,
-        expiration: Int? = nil, collapseId: String? = nil
+        expiration: Int? = nil, collapseId: String? = nil, id: String? = nil
     ) {
-        self.payload = payload
+        self.init(
+            body: .payload(payload), deviceToken: deviceToken, topic: topic, priority: priority, pushType: pushType,
+            expiration: expiration, collapseId: collapseId, id: id)
+    }
+
+    public init(
+        body: Body, deviceToken: String, topic: String? = nil, priority: Int? = nil, pushType: String? = nil, expiration: Int? = nil,
+        collapseId: String? = nil, id: String? = nil
+    ) {
+        self.body = body
+        self.id = id
         self.deviceToken = deviceToken
         self.topic = topic
         self.priority = priority
@@ -29,4 +53,22 @@ public struct APNsMessage: Sendable {
 /// A pushkin that sends ready-made APNs messages through its connections and credentials.
 public protocol APNsSending: Pushkin {
     func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome
+
+    /// The APNs host it sends to.
+    var baseURL: String { get }
+
+    /// The same credentials and settings against another APNs host (Apple's development host for a
+    /// production app: a token key, or a production certificate, serves both). The caller shuts it
+    /// down.
+    func sibling(baseURL: String, name: String) throws -> any APNsSending
+}
+
+/// APNs hosts and limits.
+public enum APNsHosts {
+    public static let production = "https://api.push.apple.com"
+    public static let development = "https://api.sandbox.push.apple.com"
+    /// `apns-collapse-id` is at most 64 bytes.
+    public static let maxCollapseIdBytes = 64
+    /// The largest payload APNs takes for a notification.
+    public static let maxPayloadBytes = 4096
 }

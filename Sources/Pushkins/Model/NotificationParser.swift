@@ -41,7 +41,9 @@ public enum NotificationParser {
         guard !devices.isEmpty else { throw .invalid("No devices in notification") }
 
         func string(_ key: String) -> String? { notification[key]?.stringValue }
-        return PushNotification(
+        var fields = notification
+        fields.removeValue(forKey: "devices")
+        var parsed = PushNotification(
             eventId: string("event_id"),
             roomId: string("room_id"),
             type: string("type"),
@@ -56,6 +58,8 @@ public enum NotificationParser {
             counts: counts,
             devices: devices
         )
+        parsed.fields = fields
+        return parsed
     }
 
     private static func parseCounts(_ value: JSONValue?) throws(Failure) -> PushNotification.Counts {

@@ -16,6 +16,9 @@ public struct PushNotification: Sendable {
     public var content: JSONValue?
     public var counts: Counts
     public var devices: [Device]
+    /// Every field of the notification object as received, in order, without `devices`: what a
+    /// gateway that forwards the notification itself (UnifiedPush) sends on.
+    public var fields: JSONObject = [:]
 
     public struct Counts: Sendable, Equatable {
         public var unread: Int64?

@@ -29,6 +29,10 @@ public struct PushkinRegistry: Sendable {
             guard let settings = APNsConfig.read(config, environment: environment) else { return nil }
             return try APNsPushkin(name: name, config: settings, environment: environment)
         }
+        registry.register("unifiedpush") { name, config, environment in
+            guard let settings = UnifiedPushConfig.read(config, environment: environment) else { return nil }
+            return try UnifiedPushPushkin(name: name, config: settings, environment: environment)
+        }
         registry.register("gcm") { name, config, environment in
             guard let settings = FCMConfig.read(config, environment: environment) else { return nil }
             return try FCMPushkin(name: name, config: settings, environment: environment)

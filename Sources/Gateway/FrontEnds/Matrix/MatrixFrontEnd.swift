@@ -5,11 +5,18 @@ import Pushkins
 struct MatrixFrontEnd: FrontEnd {
     let name = "matrix"
     let notify: NotifyHandler
+    /// Whether a `type: unifiedpush` app is configured: only then does `GET` answer UnifiedPush's
+    /// discovery, so that UnifiedPush clients do not pick a gateway that would reject their pushers.
+    let unifiedPush: Bool
 
     func addRoutes(to routes: inout RouteTable) {
         let notify = self.notify
+        let unifiedPush = self.unifiedPush
         routes.add(.subtree("/_matrix/push/v1/notify"), [.POST]) { try await notify.handle($0) }
-        routes.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in .json(.ok, ["unifiedpush": ["gateway": "matrix"]]) }
+        routes.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in
+            guard unifiedPush else { throw GatewayError.notFound }
+            return .json(.ok, ["unifiedpush": ["gateway": "matrix"]])
+        }
     }
 }
 
@@ -23,6 +30,6 @@ struct MatrixFrontEndFactory: FrontEndFactory {
         }
         let notify = NotifyHandler(
             router: AppIdRouter(pushkins: context.pushkins), limits: limits, metrics: context.metrics, logger: context.logger)
-        return [MatrixFrontEnd(notify: notify)]
+        return [MatrixFrontEnd(notify: notify, unifiedPush: context.pushkins.contains { $0.type == "unifiedpush" })]
     }
 }

@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+import Metrics
+import NIOHTTP1
+import Pushkins
+import ServiceLifecycle
+
+/// The Web Push → APNs relay, a drop-in for toot-relay (docs/webpush-relay.md): an iOS app
+/// subscribes with `https://<herald>/relay-to/<environment>/<device-token>[/<extra>]`, and each
+/// message pushed there goes to the device through APNs still encrypted, for the app's
+/// notification extension to decrypt.
+struct RelayFrontEnd: FrontEnd {
+    let name = "relay"
+    let config: RelayConfig
+    let production: any APNsSending
+    let development: any APNsSending
+    /// Senders made for the relay alone (not apps of `apps:`), closed when it stops.
+    let ownSenders: [any APNsSending]
+    let limiter: TokenRateLimiter
+    let metrics: GatewayMetrics
+    let logger: Logger
+    let listeners: [ListenerAddress]
+
+    func addRoutes(to routes: inout RouteTable) {
+        let relay = self
+        routes.add(.exact("/relay-to/_health"), [.GET, .HEAD], dialect: .plainText) { _ in .empty(.ok) }
+        routes.add(.subtree("/relay-to"), [.POST], maxBodyBytes: config.maxBodyBytes, dialect: .plainText) { request in
+            do throws(RelayError) {
+                let response = try await relay.relay(request)
+                relay.metrics.counter("herald_relay_requests_total", [("result", "accepted")]).increment()
+                return response
+            } catch {
+                relay.metrics.counter("herald_relay_requests_total", [("result", error.label)]).increment()
+                throw error
+            }
+        }
+    }
+
+    var services: [any Service] { [SenderShutdown(senders: ownSenders)] }
+
+    var ownListeners: [ListenerAddress] { listeners }
+
+    /// Parses, checks and sends one message; 201 with `Location` once APNs accepted it.
+    func relay(_ request: ServerRequest) async throws(RelayError) -> ServerResponse {
+        let message = try RelayRequest.parse(request)
+        guard limiter.allow(message.deviceToken) else { throw .rateLimited(retryAfter: config.retryAfter) }
+        let payload = RelayPayload.encode(body: message.body, senderKey: message.senderKey, salt: message.salt, extra: message.extra)
+        guard payload.count <= APNsHosts.maxPayloadBytes else { throw .tooLarge(APNsHosts.maxPayloadBytes) }
+        let sender = message.environment == .production ? production : development
+        let id = UUID().uuidString.lowercased()
+        var requestLogger = logger
+        requestLogger[metadataKey: "apns_id"] = "\(id)"
+        let apnsMessage = APNsMessage(
+            body: .raw(payload), deviceToken: message.deviceToken, topic: config.topic, priority: message.priority, pushType: "alert",
+            expiration: message.expiration, collapseId: message.collapseId, id: id)
+        let outcome = await sender.send(apnsMessage, context: DispatchContext(requestId: id, logger: requestLogger))
+        metrics.count(outcome, pushkin: sender.name)
+        if let error = Self.error(for: outcome, retryAfter: config.retryAfter) {
+            requestLogger.info(
+                "Relayed message not delivered",
+                metadata: [
+                    "token": "\(Redaction.pushkey(message.deviceToken))", "outcome": "\(outcome.label)",
+                    "reason": "\(outcome.reason?.label ?? "")",
+                ])
+            throw error
+        }
+        var response = ServerResponse(status: .created)
+        response.headers.add(name: "Location", value: "https://not-supported/\(id)")
+        return response
+    }
+
+    /// What the sender is told of an APNs outcome: a dead token is 410 (the sender deletes the
+    /// subscription); Herald's own or Apple's problems are 5xx, never a 4xx that would make a
+    /// sender delete its users' subscriptions.
+    static func error(for outcome: DeviceOutcome, retryAfter: Int) -> RelayError? {
+        switch outcome {
+        case .delivered:
+            return nil
+        case .rejected(.apns(status: 410, _)), .rejected(.apns(status: 400, .badDeviceToken?)),
+            .rejected(.apns(status: 400, .deviceTokenNotForTopic?)):
+            return .gone
+        case .rejected(.invalidPushkey):
+            return .badDeviceToken
+        case .dropped(.payloadTooLarge), .failed(.apns(status: 413, _)):
+            return .tooLarge(APNsHosts.maxPayloadBytes)
+        case .failed(.apns(status: 429, _)):
+            return .rateLimited(retryAfter: retryAfter)
+        case .failed(.apns(let status, _)) where status >= 500:
+            return .upstreamUnavailable(retryAfter: retryAfter)
+        case .failed(.network):
+            return .upstreamUnavailable(retryAfter: retryAfter)
+        case .rejected(let reason), .failed(let reason), .dropped(let reason), .skipped(let reason):
+            return .upstreamRefused(reason.description)
+        }
+    }
+}
+
+/// Closes the APNs connections the relay opened for itself.
+struct SenderShutdown: Service {
+    let senders: [any APNsSending]
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        for sender in senders { await sender.shutdown() }
+    }
+}
+
+/// Builds the relay from the `relay:` section.
+struct RelayFrontEndFactory: FrontEndFactory {
+    let sections = ["relay"]
+
+    func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
+        guard case .map(let values)? = context.config.extraSections["relay"] else { return [] }
+        let config = RelayConfig.read(ConfigSection(path: "relay", values: values, diagnostics: diagnostics))
+        guard config.enabled, !config.apnsApp.isEmpty else { return [] }
+        guard let app = context.pushkin(named: config.apnsApp) else {
+            if !context.config.apps.contains(where: { $0.key == config.apnsApp }) {
+                diagnostics.error("relay.apns_app", "no app '\(config.apnsApp)' in apps")
+            }
+            return []
+        }
+        guard let apns = app as? any APNsSending else {
+            diagnostics.error("relay.apns_app", "app '\(config.apnsApp)' is of type \(app.type), not apns")
+            return []
+        }
+        guard !context.readOnly else { return [] }
+        var own: [any APNsSending] = []
+        func sender(_ baseURL: String, _ suffix: String) -> (any APNsSending)? {
+            if apns.baseURL == baseURL { return apns }
+            do {
+                let made = try apns.sibling(baseURL: baseURL, name: "\(apns.name) (relay \(suffix))")
+                own.append(made)
+                return made
+            } catch {
+                diagnostics.error("relay.\(suffix)_base_url", "cannot open APNs connections: \(error)")
+                return nil
+            }
+        }
+        guard let production = sender(config.productionBaseURL, "production"),
+            let development = sender(config.developmentBaseURL, "development")
+        else { return [] }
+        for result in [
+            "accepted", "bad_request", "unsupported_encoding", "too_large", "gone", "rate_limited", "upstream_refused",
+            "upstream_unavailable",
+        ] {
+            _ = context.metrics.counter("herald_relay_requests_total", [("result", result)])
+        }
+        var logger = context.logger
+        logger[metadataKey: "component"] = "relay"
+        let listeners =
+            config.port.map { [ListenerAddress(hosts: config.bindAddresses ?? context.config.http.bindAddresses, port: $0)] } ?? []
+        return [
+            RelayFrontEnd(
+                config: config, production: production, development: development, ownSenders: own,
+                limiter: TokenRateLimiter(perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst), metrics: context.metrics,
+                logger: logger, listeners: listeners)
+        ]
+    }
+}

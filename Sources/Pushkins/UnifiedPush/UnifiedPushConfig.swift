@@ -1,0 +1,21 @@
+/// The `type: unifiedpush` app keys (docs/compatibility/unifiedpush.md): the same endpoint policy,
+/// timeouts and retries as Web Push, and no credentials (a UnifiedPush endpoint is a capability URL).
+public struct UnifiedPushConfig: Sendable {
+    public var allowedEndpoints: [String]?
+    public var allowInsecureEndpoints: Bool
+    public var allowPrivateEndpoints: Bool
+    /// The largest body a distributor is sent; UnifiedPush guarantees 4096 bytes.
+    public var maxMessageBytes: Int
+    public var upstream: UpstreamSettings
+    public var retry: RetryPolicy
+
+    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> UnifiedPushConfig? {
+        UnifiedPushConfig(
+            allowedEndpoints: config.stringList("allowed_endpoints"),
+            allowInsecureEndpoints: config.bool("allow_insecure_endpoints", default: false),
+            allowPrivateEndpoints: config.bool("allow_private_endpoints", default: false),
+            maxMessageBytes: config.int("max_message_bytes", default: 4096, range: 1024...(64 * 1024)),
+            upstream: UpstreamSettings.read(from: config, proxy: environment.proxy),
+            retry: RetryPolicy.read(from: config))
+    }
+}

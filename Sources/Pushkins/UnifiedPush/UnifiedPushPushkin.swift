@@ -1,0 +1,67 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// `type: unifiedpush`: the Matrix → UnifiedPush gateway. The device's pushkey is its UnifiedPush
+/// endpoint URL; the notification is POSTed to it as `{"notification": {…}}` without the
+/// `devices` list (other devices' pushkeys never leave Herald), as UnifiedPush's Matrix gateway
+/// does (docs/compatibility/unifiedpush.md).
+public final class UnifiedPushPushkin: Pushkin {
+    public let name: String
+    public let type = "unifiedpush"
+    public let config: UnifiedPushConfig
+    private let policy: EndpointPolicy
+    private let client: UpstreamHTTPClient
+    private let upstream: UpstreamCall
+
+    public init(name: String, config: UnifiedPushConfig, environment: PushkinEnvironment) throws {
+        self.name = name
+        self.config = config
+        self.policy = EndpointPolicy(
+            allowedEndpoints: config.allowedEndpoints, allowInsecure: config.allowInsecureEndpoints,
+            allowPrivate: config.allowPrivateEndpoints)
+        let client = try UpstreamHTTPClient(settings: config.upstream)
+        self.client = client
+        self.upstream = UpstreamCall(
+            transport: client, policy: config.retry,
+            metrics: UpstreamMetrics(type: "unifiedpush", pushkin: name, factory: environment.metrics))
+    }
+
+    public func shutdown() async { await client.shutdown() }
+
+    public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        let endpoint: EndpointPolicy.Endpoint
+        switch await policy.check(device.pushkey) {
+        case .allowed(let allowed): endpoint = allowed
+        case .malformed(let reason): return .rejected(reason: .invalidPushkey(reason))
+        case .refused(let reason):
+            context.logger.warning(
+                "UnifiedPush endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+            return .skipped(reason: .endpointRefused(reason))
+        }
+        guard let body = UnifiedPushPayload.encode(notification, limit: config.maxMessageBytes) else {
+            return .dropped(reason: .payloadTooLarge)
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        let request = UpstreamRequest(url: endpoint.url, headers: headers, body: ByteBuffer(bytes: body))
+        return await upstream.deliver(logger: context.logger) { _ in
+            request
+        } classify: { response in
+            let reason = OutcomeReason.pushService(status: response.status)
+            switch response.status {
+            case 200..<300:
+                return .done(.delivered)
+            case 404, 410:
+                return .done(.rejected(reason: reason))
+            case 429, 500..<600:
+                return .retry(reason)
+            default:
+                context.logger.warning(
+                    "UnifiedPush message refused",
+                    metadata: ["status": "\(response.status)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+                return .done(.dropped(reason: reason))
+            }
+        }
+    }
+}

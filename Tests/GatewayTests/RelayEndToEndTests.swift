@@ -1,0 +1,227 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HeraldTestSupport
+import NIOCore
+import NIOHTTP1
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// The Web Push → APNs relay through real sockets: a sender → Herald → the fake APNs of each
+/// environment; the test then decodes and decrypts what the device would get
+/// (docs/webpush-relay.md).
+@Suite struct RelayEndToEndTests {
+    static let topic = "cx.c3.toot"
+    /// RFC 8291 Appendix A: the subscriber's key and auth secret, which the vectors were made for.
+    static let receiver = "q1dXpw3UpT5VOmu_cf_v6ih07Aems3njxI-JWgLcM94"
+    static let auth = "BTBZMqHH6r4Tts7J_aSIgg"
+
+    struct Setup {
+        let herald: RunningGateway
+        let production: FakeAPNs
+        let development: FakeAPNs
+        var relayPort: Int { herald.gateway.ports[1] }
+
+        func stop() async {
+            await herald.stop()
+            await production.stop()
+            await development.stop()
+        }
+
+        func send(
+            _ path: String, headers: [String: String] = [:], body: [UInt8] = [], method: HTTPMethod = .POST, port: Int? = nil
+        ) async throws -> TestResponse {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port ?? herald.gateway.ports[0])\(path)")
+            request.method = method
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            if !body.isEmpty { request.body = .bytes(ByteBuffer(bytes: body)) }
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+            let collected = try await response.body.collect(upTo: 1 << 20)
+            return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(collected.readableBytesView))
+        }
+    }
+
+    func start(relayExtra: String = "") async throws -> Setup {
+        let dir = temporaryDirectory()
+        let pki = try TestPKI(directory: dir)
+        let key = P256.Signing.PrivateKey()
+        try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
+        let auth = FakeAPNs.Auth.token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey)
+        let production = try await FakeAPNs.start(pki: pki, topic: Self.topic, auth: auth)
+        let development = try await FakeAPNs.start(pki: pki, topic: Self.topic, auth: auth)
+        let apps = """
+              com.example.ios:
+                type: apns
+                keyfile: \(dir)/AuthKey.p8
+                key_id: ABC123DEFG
+                team_id: TEAM123456
+                topic: com.example.ios
+                base_url: \(production.baseURL)
+                tls_ca_file: \(pki.caFile)
+                max_attempts: 2
+                retry_initial_backoff: 0.01
+                retry_max_backoff: 0.02
+
+            """
+        let relay = """
+            relay:
+              apns_app: com.example.ios
+              topic: \(Self.topic)
+              production_base_url: \(production.baseURL)
+              development_base_url: \(development.baseURL)
+              port: 0
+            \(relayExtra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: relay))
+        return Setup(herald: herald, production: production, development: development)
+    }
+
+    static func vector(_ name: String) throws -> (headers: [String: String], body: [UInt8], plaintext: String, apnsBody: String) {
+        let vectors = try fixture("relay/toot_relay_vectors")
+        let vector = try #require(vectors[name])
+        var headers: [String: String] = [:]
+        for (key, value) in vector["request_headers"]?.objectValue ?? [:] { headers[key] = value.stringValue }
+        let encoded = try #require(vector["body_b64url"]?.stringValue)
+        return (
+            headers, try #require(Base64URL.decode(encoded)), try #require(vector["plaintext"]?.stringValue),
+            try #require(vector["apns_body"]?.stringValue)
+        )
+    }
+
+    static let token = "c0ffee" + String(repeating: "0", count: 58)
+
+    @Test func aMastodonAesgcmMessageReachesTheDeviceAndDecrypts() async throws {
+        let setup = try await start()
+        let (headers, body, plaintext, apnsBody) = try Self.vector("aesgcm")
+        let sent = Date()
+        let response = try await setup.send("/relay-to/production/\(Self.token)/acct-42", headers: headers, body: body)
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+
+        #expect(response.status == 201)
+        #expect(response.headers.first(name: "Location")?.hasPrefix("https://not-supported/") == true)
+        let received = try #require(setup.production.received.first)
+        #expect(setup.production.received.count == 1)
+        #expect(setup.development.received.isEmpty)
+        #expect(received.token == Self.token)
+        #expect(String(decoding: received.body, as: UTF8.self) == apnsBody)  // toot-relay's bytes
+        #expect(received.headers["apns-topic"] == Self.topic)
+        #expect(received.headers["apns-push-type"] == "alert")
+        #expect(received.headers["apns-priority"] == "10")
+        #expect(received.headers["apns-collapse-id"] == nil)
+        #expect(received.headers["apns-id"] == response.headers.first(name: "Location")?.components(separatedBy: "/").last)
+        let expiration = try #require(received.headers["apns-expiration"].flatMap(Int.init))
+        #expect(abs(expiration - (Int(sent.timeIntervalSince1970) + 172_800)) <= 5)
+
+        // What the app's notification extension does: decode p, k, s and decrypt.
+        let payload = try #require(received.payload)
+        #expect(payload["aps"] == ["alert": "🎺", "content-available": 1, "mutable-content": 1])
+        #expect(payload["x"] == "acct-42")
+        let p = try #require(payload["p"]?.stringValue.flatMap(ExtendedZ85.decode))
+        let k = try #require(payload["k"]?.stringValue.flatMap(ExtendedZ85.decode))
+        let s = try #require(payload["s"]?.stringValue.flatMap(ExtendedZ85.decode))
+        let receiver = try P256.KeyAgreement.PrivateKey(rawRepresentation: try #require(Base64URL.decode(Self.receiver)))
+        let decrypted = try LegacyWebPushDecryption.decrypt(
+            p, senderKey: k, salt: s, receiver: receiver, authSecret: try #require(Base64URL.decode(Self.auth)))
+        #expect(String(decoding: decrypted, as: UTF8.self) == plaintext)
+        #expect(metrics.contains(#"herald_relay_requests_total{result="accepted"} 1"#))
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.ios",outcome="delivered",reason=""} 1"#))
+    }
+
+    @Test func anAes128gcmMessageForADevelopmentBuildGoesToTheDevelopmentHostOnTheRelaysOwnPort() async throws {
+        let setup = try await start()
+        let (headers, body, plaintext, apnsBody) = try Self.vector("aes128gcm")
+        let response = try await setup.send(
+            "/relay-to/development/\(Self.token)/acct-42", headers: headers.merging(["Urgency": "low", "Topic": "thread-7"]) { $1 },
+            body: body, port: setup.relayPort)
+        let notifyOnRelayPort = try await setup.send("/_matrix/push/v1/notify", body: Array("{}".utf8), port: setup.relayPort)
+        await setup.stop()
+
+        #expect(response.status == 201)
+        #expect(setup.production.received.isEmpty)
+        let received = try #require(setup.development.received.first)
+        #expect(received.headers["apns-priority"] == "5")
+        #expect(received.headers["apns-collapse-id"] == "thread-7")
+        var expected = try #require(try JSONParser.parse(Array(apnsBody.utf8)).objectValue)
+        expected["x"] = "acct-42"
+        #expect(try #require(received.payload).semanticallyEquals(.object(expected)))
+        let p = try #require(received.payload?["p"]?.stringValue.flatMap(ExtendedZ85.decode))
+        let receiver = try P256.KeyAgreement.PrivateKey(rawRepresentation: try #require(Base64URL.decode(Self.receiver)))
+        let decrypted = try WebPushEncryption.decrypt(p, uaPrivate: receiver, authSecret: try #require(Base64URL.decode(Self.auth)))
+        #expect(String(decoding: decrypted, as: UTF8.self) == plaintext)
+        #expect(notifyOnRelayPort.status == 404)  // the relay's own port serves only the relay
+    }
+
+    @Test(arguments: [
+        (410, "Unregistered", 410), (400, "BadDeviceToken", 410), (400, "DeviceTokenNotForTopic", 410), (400, "TopicDisallowed", 502),
+        (400, "BadTopic", 502), (403, "InvalidProviderToken", 502), (503, "ServiceUnavailable", 503), (429, "TooManyRequests", 429),
+        (413, "PayloadTooLarge", 413),
+    ])
+    func apnsAnswersBecomeWhatASenderShouldDo(_ apnsStatus: Int, _ reason: String, _ expected: Int) async throws {
+        let setup = try await start()
+        setup.production.script(Self.token, .fail(apnsStatus, reason))
+        let (headers, body, _, _) = try Self.vector("aesgcm")
+        let response = try await setup.send("/relay-to/production/\(Self.token)", headers: headers, body: body)
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+        #expect(response.status == expected)
+        #expect(response.headers.first(name: "Content-Type") == "text/plain; charset=utf-8")
+        #expect(response.text.hasSuffix("\n"))
+        if expected == 429 || expected == 503 { #expect(response.headers.first(name: "Retry-After") == "30") }
+        let label = ["410": "gone", "502": "upstream_refused", "503": "upstream_unavailable", "429": "rate_limited", "413": "too_large"]
+        #expect(metrics.contains(#"herald_relay_requests_total{result="\#(label["\(expected)"] ?? "")"} 1"#))
+    }
+
+    @Test func malformedRequestsGetTheirErrorAndNoUpstreamCall() async throws {
+        let setup = try await start()
+        let (headers, body, _, _) = try Self.vector("aesgcm")
+        let path = "/relay-to/production/\(Self.token)"
+        var noSalt = headers
+        noSalt["Encryption"] = nil
+        let unsupported = try await setup.send(path, headers: headers.merging(["Content-Encoding": "gzip"]) { $1 }, body: body)
+        let missingSalt = try await setup.send(path, headers: noSalt, body: body)
+        let broken = try await setup.send(path, headers: headers.merging(["Crypto-Key": "dh;p256ecdsa"]) { $1 }, body: body)
+        let badToken = try await setup.send("/relay-to/production/not-hex", headers: headers, body: body)
+        let badEnvironment = try await setup.send("/relay-to/staging/\(Self.token)", headers: headers, body: body)
+        let get = try await setup.send(path, method: .GET)
+        let huge = try await setup.send(path, headers: headers, body: [UInt8](repeating: 1, count: 5000))
+        let tooLargeForAPNs = try await setup.send(path, headers: headers, body: [UInt8](repeating: 1, count: 3500))
+        let health = try await setup.send("/relay-to/_health", method: .GET)
+        await setup.stop()
+
+        #expect(unsupported.status == 415)
+        #expect(unsupported.text == "Unsupported Content-Encoding: gzip (aesgcm or aes128gcm)\n")
+        #expect(missingSalt.status == 400)
+        #expect(missingSalt.text == "Encryption has no salt parameter\n")
+        #expect(broken.status == 400)
+        #expect(badToken.status == 400)
+        #expect(badEnvironment.status == 404)
+        #expect(get.status == 405)
+        #expect(huge.status == 413)
+        #expect(tooLargeForAPNs.status == 413)
+        #expect(tooLargeForAPNs.text == "The message does not fit in an APNs payload of 4096 bytes\n")
+        #expect(health.status == 200)
+        #expect(setup.production.received.isEmpty)
+    }
+
+    @Test func eachDeviceTokenIsRateLimitedAndUnsubscribeURLsAreNeverFetched() async throws {
+        let setup = try await start(relayExtra: "rate_limit_per_minute: 1\nrate_limit_burst: 2")
+        let watcher = try await FakeUnifiedPushDistributor.start()
+        let (headers, body, _, _) = try Self.vector("aesgcm")
+        var withUnsubscribe = headers
+        withUnsubscribe["Unsubscribe-URL"] = watcher.endpoint("unsubscribe")
+        setup.production.script(Self.token, .fail(410, "Unregistered"))
+        var statuses: [Int] = []
+        for _ in 0..<3 {
+            statuses.append(try await setup.send("/relay-to/production/\(Self.token)", headers: withUnsubscribe, body: body).status)
+        }
+        let other = try await setup.send("/relay-to/production/\(String(repeating: "e", count: 64))", headers: headers, body: body)
+        await setup.stop()
+        await watcher.stop()
+        #expect(statuses == [410, 410, 429])
+        #expect(other.status == 201)
+        #expect(watcher.received.isEmpty)
+    }
+}
