@@ -21,7 +21,9 @@ import Testing
     }
 
     @Test func getOnNotifyAnswersUnifiedPushDiscovery() async throws {
-        let herald = try await start()
+        // Discovery is answered when a UnifiedPush app is configured (UnifiedPushEndToEndTests has the other case).
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: "  com.example.probe:\n    type: probe\n  \"up.*\":\n    type: unifiedpush\n"), registry: .withProbe(Probe()))
         let response = try await herald.request(.GET, "/_matrix/push/v1/notify")
         await herald.stop()
         #expect(response.status == 200)
