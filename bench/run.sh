@@ -76,6 +76,12 @@ status:
   store: $work/status.sqlite
   apns_app: com.example.apns
   response_cache_lifetime: 60
+relay:
+  apns_app: com.example.apns
+  topic: $(fake "['apns']['topic']")
+  production_base_url: $(fake "['apns']['base_url']")
+  development_base_url: $(fake "['apns']['base_url']")
+  rate_limit_per_minute: 0
 YAML
 "$BIN/herald" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
 HERALD_PID=$!
@@ -168,6 +174,21 @@ function request()
 end
 LUA
 run "herald status push" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status.lua"
+# The Web Push → APNs relay: Mastodon's aesgcm message (toot-relay's vector) relayed to the fake APNs.
+python3 - "$work" <<'PY'
+import base64, json, sys
+v = json.load(open("Tests/GatewayTests/Fixtures/relay/toot_relay_vectors.json"))["aesgcm"]
+body = base64.urlsafe_b64decode(v["body_b64url"] + "=" * (-len(v["body_b64url"]) % 4))
+open(f"{sys.argv[1]}/relay.bin", "wb").write(body)
+with open(f"{sys.argv[1]}/relay.lua", "w") as lua:
+    lua.write('wrk.method = "POST"\n')
+    for name, value in v["request_headers"].items():
+        lua.write(f'wrk.headers["{name}"] = "{value}"\n')
+    lua.write(f'local f = io.open("{sys.argv[1]}/relay.bin", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
+PY
+RELAY_TOKEN=c0ffee0000000000000000000000000000000000000000000000000000000000
+wrk -t1 -c8 -d2s -s "$work/relay.lua" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" >/dev/null
+run "herald relay" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" "" "$work/relay.lua"
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 
 echo
