@@ -77,11 +77,33 @@ let package = Package(
             ],
             exclude: ["Protobuf/proto"]
         ),
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .target(
+            name: "AdamantAdapter",
+            dependencies: [
+                "Pushkins",
+                "CSodium",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "Gateway",
             dependencies: [
                 "Pushkins",
                 "StatusAdapter",
+                "AdamantAdapter",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -107,6 +129,7 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "Pushkins",
+                "AdamantAdapter",
                 "Gateway",
                 "StatusAdapter",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -119,6 +142,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -140,6 +165,13 @@ let package = Package(
             dependencies: [
                 "StatusAdapter", "Pushkins", "HeraldTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .testTarget(
+            name: "AdamantAdapterTests",
+            dependencies: [
+                "AdamantAdapter", "Pushkins", "HeraldTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .testTarget(

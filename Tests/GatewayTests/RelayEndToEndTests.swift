@@ -43,7 +43,7 @@ import Testing
         }
     }
 
-    func start(relayExtra: String = "") async throws -> Setup {
+    func start(relayExtra: String = "", developmentURL: String? = nil) async throws -> Setup {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
         let key = P256.Signing.PrivateKey()
@@ -70,7 +70,7 @@ import Testing
               apns_app: com.example.ios
               topic: \(Self.topic)
               production_base_url: \(production.baseURL)
-              development_base_url: \(development.baseURL)
+              development_base_url: \(developmentURL ?? development.baseURL)
               port: 0
             \(relayExtra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
             """
@@ -172,6 +172,18 @@ import Testing
         if expected == 429 || expected == 503 { #expect(response.headers.first(name: "Retry-After") == "30") }
         let label = ["410": "gone", "502": "upstream_refused", "503": "upstream_unavailable", "429": "rate_limited", "413": "too_large"]
         #expect(metrics.contains(#"herald_relay_requests_total{result="\#(label["\(expected)"] ?? "")"} 1"#))
+    }
+
+    @Test func anUnreachableAPNsIs503WithRetryAfterNotA4xx() async throws {
+        let setup = try await start(developmentURL: "https://127.0.0.1:1")
+        let (headers, body, _, _) = try Self.vector("aesgcm")
+        let response = try await setup.send("/relay-to/development/\(Self.token)", headers: headers, body: body)
+        let health = try await setup.send("/relay-to/_health", method: .GET)
+        await setup.stop()
+        #expect(response.status == 503)
+        #expect(response.headers.first(name: "Retry-After") == "30")
+        #expect(response.text == "APNs is unavailable; retry later\n")  // no address or port detail for the sender
+        #expect(health.status == 200)
     }
 
     @Test func malformedRequestsGetTheirErrorAndNoUpstreamCall() async throws {

@@ -67,5 +67,7 @@ public protocol FrontEndFactory: Sendable {
 
 public enum FrontEnds {
     /// The front ends shipped with Herald.
-    public static let standard: [any FrontEndFactory] = [MatrixFrontEndFactory(), StatusFrontEndFactory(), RelayFrontEndFactory()]
+    public static let standard: [any FrontEndFactory] = [
+        MatrixFrontEndFactory(), StatusFrontEndFactory(), RelayFrontEndFactory(), AdamantFrontEndFactory(),
+    ]
 }

@@ -1,0 +1,134 @@
+import Foundation
+import Pushkins
+
+/// The `adamant:` section (docs/adamant.md, "Configuration").
+public struct AdamantConfig: Sendable {
+    public enum Startup: Sendable, Equatable {
+        /// The stored cursors; where there are none, the chain's current height.
+        case database
+        /// The chain's current height: nothing older is pushed.
+        case network
+        /// An explicit height (replays everything after it).
+        case initial(height: Int64)
+    }
+
+    public enum Store: Sendable, Equatable {
+        case sqlite(path: String)
+        case postgres(url: String)
+    }
+
+    /// What a push says for one kind of transaction: localisation keys the app resolves, a sound.
+    public struct Payload: Sendable, Equatable {
+        public var locKey: String
+        public var titleLocKey: String?
+        public var sound: String?
+    }
+
+    public var enabled = true
+    public var nodes: [String] = []
+    /// The service account's keys, from `passphrase_file` or `private_key_file`.
+    public var keys: AdamantKeys?
+    public var apnsApp = ""
+    public var apnsSandboxApp: String?
+    public var developmentBaseURL = APNsHosts.development
+    public var topic: String?
+    public var pollInterval: Duration = .seconds(3)
+    public var signalPollInterval: Duration = .seconds(10)
+    public var maxBackoff: Duration = .seconds(60)
+    public var startup = Startup.database
+    public var store = Store.sqlite(path: "./data/adamant.sqlite")
+    public var chatPayload = Payload(locKey: "NotificationsService.NewMessage.BodySingle", titleLocKey: nil, sound: "notification.mp3")
+    public var transferPayload = Payload(locKey: "NotificationsService.NewTransfer.BodySingle", titleLocKey: nil, sound: "notification.mp3")
+    public var recentPushes = 100_000
+    public var leaseRetry: Duration = .seconds(2)
+    /// Polls a batch with temporary APNs failures is tried again before its failed pushes are given up.
+    public var maxBatchAttempts = 5
+    public var maxConcurrentPushes = 64
+    public var node = UpstreamSettings(maxConnections: 8, connectTimeout: .seconds(5), requestTimeout: .seconds(10))
+
+    public init() {}
+
+    public static func read(_ section: ConfigSection, proxy: ProxySettings?) -> AdamantConfig {
+        var config = AdamantConfig()
+        let diagnostics = section.diagnostics
+        config.enabled = section.bool("enabled", default: true)
+        config.nodes = (section.stringList("nodes") ?? []).filter { !$0.isEmpty }
+        if config.nodes.isEmpty { diagnostics.error(section.keyPath("nodes"), "name at least one ADAMANT node URL") }
+        for node in config.nodes where !(node.hasPrefix("https://") || node.hasPrefix("http://")) {
+            diagnostics.error(section.keyPath("nodes"), "'\(node)' is not an http(s) URL")
+        }
+        let passphraseFile = section.readableFile("passphrase_file", required: false)
+        let keyFile = section.readableFile("private_key_file", required: false)
+        switch (passphraseFile, keyFile) {
+        case (nil, nil):
+            if !section.has("passphrase_file") && !section.has("private_key_file") {
+                diagnostics.error(section.keyPath("passphrase_file"), "set passphrase_file or private_key_file (the service account)")
+            }
+        case (.some, .some):
+            diagnostics.error(section.keyPath("private_key_file"), "set only one of passphrase_file and private_key_file")
+        case (let path?, nil):
+            do {
+                config.keys = try AdamantKeys(passphrase: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                diagnostics.error(section.keyPath("passphrase_file"), "cannot make keys from it: \(error)")
+            }
+        case (nil, let path?):
+            do {
+                config.keys = try AdamantKeys(privateKeyHex: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                diagnostics.error(section.keyPath("private_key_file"), "\(error)")
+            }
+        }
+        if let address = section.string("address"), let keys = config.keys, keys.address != address {
+            diagnostics.error(section.keyPath("address"), "the keys are those of \(keys.address), not \(address)")
+        }
+        config.apnsApp = section.string("apns_app", required: true) ?? ""
+        config.apnsSandboxApp = section.string("apns_sandbox_app").flatMap { $0.isEmpty ? nil : $0 }
+        if let url = section.string("development_base_url"), !url.isEmpty {
+            config.developmentBaseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
+        config.topic = section.string("topic").flatMap { $0.isEmpty ? nil : $0 }
+        config.pollInterval = section.seconds("poll_interval", default: 3, range: 0.05...3600)
+        config.signalPollInterval = section.seconds("signal_poll_interval", default: 10, range: 0.05...3600)
+        config.maxBackoff = section.seconds("max_backoff", default: 60, range: 0.1...3600)
+        config.leaseRetry = section.seconds("lease_retry", default: 2, range: 0.05...600)
+        config.recentPushes = section.int("recent_pushes", default: 100_000, range: 100...10_000_000)
+        config.maxBatchAttempts = section.int("max_batch_attempts", default: 5, range: 1...1000)
+        config.maxConcurrentPushes = section.int("max_concurrent_pushes", default: 64, range: 1...10_000)
+        switch section.string("startup") ?? "database" {
+        case "database": config.startup = .database
+        case "network": config.startup = .network
+        case "initial":
+            if section.has("start_height") {
+                config.startup = .initial(height: Int64(section.int("start_height", default: 0, range: 0...Int(Int32.max))))
+            } else {
+                diagnostics.error(section.keyPath("start_height"), "startup: initial needs an explicit start_height")
+            }
+        case let other:
+            diagnostics.error(section.keyPath("startup"), "must be database, network or initial, got '\(other)'")
+        }
+        if let store = section.string("store"), !store.isEmpty {
+            if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") {
+                config.store = .postgres(url: store)
+            } else if store.contains("://") {
+                diagnostics.error(section.keyPath("store"), "must be a file path or a postgres:// URL")
+            } else {
+                config.store = .sqlite(path: store.hasPrefix("sqlite:") ? String(store.dropFirst(7)) : store)
+            }
+        }
+        if let payloads = section.map("payloads") {
+            for (key, defaultPayload) in [("chat", config.chatPayload), ("transfer", config.transferPayload)] {
+                guard let entry = payloads.map(key) else { continue }
+                let payload = Payload(
+                    locKey: entry.string("loc_key") ?? defaultPayload.locKey, titleLocKey: entry.string("title_loc_key"),
+                    sound: entry.has("sound") ? entry.string("sound") : defaultPayload.sound)
+                if key == "chat" { config.chatPayload = payload } else { config.transferPayload = payload }
+                entry.warnUnknownKeys()
+            }
+            payloads.warnUnknownKeys()
+        }
+        config.node = UpstreamSettings.read(from: section, proxy: proxy, defaults: config.node)
+        section.warnUnknownKeys()
+        return config
+    }
+}

@@ -1,0 +1,219 @@
+import Logging
+import Metrics
+import Pushkins
+import ServiceLifecycle
+import Synchronization
+
+/// The ADAMANT notification service as a `Service` (docs/adamant.md): while this instance holds
+/// the polling lease, three pollers run side by side: registration signals to the service's
+/// address, chat transactions and transfers. Each keeps a height cursor in the store; a batch's
+/// pushes and its cursor are committed together, and the recently pushed (transaction, device)
+/// keys make a replayed batch push nothing twice. A failing node is backed off and the next one
+/// asked; nothing here ends the process.
+public final class AdamantService: Service {
+    let config: AdamantConfig
+    let keys: AdamantKeys
+    let nodes: AdamantNodeClient
+    let store: any AdamantStore
+    let pusher: AdamantPusher
+    let logger: Logger
+    let metrics: any MetricsFactory
+    private let batchAttempts = Mutex<[String: Int]>([:])
+
+    public init(
+        config: AdamantConfig, keys: AdamantKeys, nodes: AdamantNodeClient, store: any AdamantStore, pusher: AdamantPusher,
+        logger: Logger, metrics: any MetricsFactory
+    ) {
+        self.config = config
+        self.keys = keys
+        self.nodes = nodes
+        self.store = store
+        self.pusher = pusher
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// The store's services, then this one.
+    public var services: [any Service] { store.services + [self] }
+
+    public func run() async throws {
+        defer { logger.notice("ADAMANT pollers stopped") }
+        try await store.migrate()
+        logger.notice("ADAMANT notification service ready", metadata: ["address": "\(keys.address)", "nodes": "\(nodes.nodes.count)"])
+        try await store.whileLeader(retry: config.leaseRetry) { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.loop(worker: "signals", interval: self.config.signalPollInterval, step: self.pollSignals) }
+                group.addTask { await self.loop(worker: "chats", interval: self.config.pollInterval, step: self.pollChats) }
+                group.addTask { await self.loop(worker: "transfers", interval: self.config.pollInterval, step: self.pollTransfers) }
+            }
+        }
+        await store.close()
+        await nodes.shutdown()
+    }
+
+    // MARK: the loop
+
+    /// Runs `step` every `interval` until graceful shutdown (a step in progress finishes first);
+    /// a failed step backs off, doubling up to `max_backoff`.
+    func loop(worker: String, interval: Duration, step: @escaping @Sendable (Int64) async throws -> Int64) async {
+        let failures = Counter(label: "herald_adamant_poll_failures_total", dimensions: [("worker", worker)], factory: metrics)
+        let cursorGauge = Gauge(label: "herald_adamant_cursor_height", dimensions: [("worker", worker)], factory: metrics)
+        var cursor: Int64?
+        var pause = interval
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                let start: Int64
+                if let cursor { start = cursor } else { start = try await startHeight(worker) }
+                cursor = try await step(start)
+                cursorGauge.record(cursor ?? start)
+                pause = interval
+            } catch {
+                failures.increment()
+                logger.warning("ADAMANT poll failed", metadata: ["worker": "\(worker)", "error": "\(error)"])
+                pause = min(pause * 2, config.maxBackoff)
+            }
+            let wait = pause
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+        }
+    }
+
+    /// Where a poller starts: its stored cursor, else (or with `network`) the chain's current
+    /// height, or the configured height for `initial`.
+    func startHeight(_ worker: String) async throws -> Int64 {
+        switch config.startup {
+        case .initial(let height):
+            return try await store.cursor(worker) ?? height
+        case .database:
+            if let stored = try await store.cursor(worker) { return stored }
+            return try await networkHeight()
+        case .network:
+            return try await networkHeight()
+        }
+    }
+
+    func networkHeight() async throws -> Int64 {
+        let latest = try await nodes.get("/api/transactions", query: [("orderBy", "timestamp:desc"), ("limit", "1")])
+        return latest["transactions"]?.arrayValue?.first?["height"]?.pythonInt ?? 0
+    }
+
+    // MARK: the three pollers
+
+    /// Signals to the service's address above `cursor`, applied in chain order.
+    func pollSignals(_ cursor: Int64) async throws -> Int64 {
+        var query = [("orderBy", "timestamp:desc"), ("isIn", keys.address), ("type", "3")]
+        if cursor > 0 { query.append(("fromHeight", String(cursor))) }
+        let batch = try await nodes.transactions("/api/chats/get", query: query).filter { $0.recipientId == keys.address }
+        guard let top = batch.map(\.height).max() else { return cursor }
+        var changes: [DeviceChange] = []
+        for transaction in batch.sorted(by: AdamantTransaction.chainOrder) {
+            do {
+                changes.append(try SignalDecoder.decode(transaction, service: keys))
+            } catch {
+                count("herald_adamant_signals_total", ("result", "invalid"))
+                logger.info(
+                    "ADAMANT signal skipped",
+                    metadata: ["transaction": "\(transaction.id)", "sender": "\(transaction.senderId)", "why": "\(error)"])
+            }
+        }
+        try await store.apply(changes, worker: "signals", cursor: top)
+        for change in changes {
+            switch change.action {
+            case .add: count("herald_adamant_signals_total", ("result", "add"))
+            case .remove: count("herald_adamant_signals_total", ("result", "remove"))
+            }
+        }
+        return top
+    }
+
+    /// Chat transactions (every chat type but signals) above `cursor`; the node's height filter on
+    /// chats is strict.
+    func pollChats(_ cursor: Int64) async throws -> Int64 {
+        var query = [("orderBy", "timestamp:desc")]
+        if cursor > 0 { query.append(("fromHeight", String(cursor))) }
+        let batch = try await nodes.transactions("/api/chats/get", query: query).filter { $0.chat != nil && $0.chat?.type != 3 }
+        return try await push(batch, kind: .chat, worker: "chats", cursor: cursor)
+    }
+
+    /// Transfers above `cursor`; the node's height filter on transactions is inclusive.
+    func pollTransfers(_ cursor: Int64) async throws -> Int64 {
+        var query = [("orderBy", "timestamp:desc"), ("type", "0")]
+        if cursor > 0 { query.append(("and:fromHeight", String(cursor + 1))) }
+        let batch = try await nodes.transactions("/api/transactions", query: query).filter { $0.type == 0 }
+        return try await push(batch, kind: .transfer, worker: "transfers", cursor: cursor)
+    }
+
+    // MARK: pushing a batch
+
+    func push(_ batch: [AdamantTransaction], kind: AdamantPusher.Kind, worker: String, cursor: Int64) async throws -> Int64 {
+        guard let top = batch.map(\.height).max(), top > cursor else { return cursor }
+        let devices = try await store.devices(addresses: Array(Set(batch.map(\.recipientId))))
+        var byAddress: [String: [RegisteredDevice]] = [:]
+        for device in devices { byAddress[device.address, default: []].append(device) }
+        var jobs: [(key: String, transaction: AdamantTransaction, device: RegisteredDevice)] = []
+        for transaction in batch.sorted(by: AdamantTransaction.chainOrder) {
+            for device in byAddress[transaction.recipientId] ?? [] {
+                jobs.append(("\(transaction.id):\(device.provider.rawValue):\(device.token)", transaction, device))
+            }
+        }
+        let done = try await store.pushed(among: jobs.map(\.key))
+        jobs.removeAll { done.contains($0.key) }
+
+        var finished: [String] = []
+        var temporary = 0
+        for start in stride(from: 0, to: jobs.count, by: config.maxConcurrentPushes) {
+            let slice = jobs[start..<min(start + config.maxConcurrentPushes, jobs.count)]
+            let results = await withTaskGroup(of: (String, RegisteredDevice, DeviceOutcome).self) { group in
+                for job in slice {
+                    group.addTask {
+                        (job.key, job.device, await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger))
+                    }
+                }
+                var all: [(String, RegisteredDevice, DeviceOutcome)] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            for (key, device, outcome) in results {
+                count("herald_adamant_pushes_total", ("kind", kind.rawValue), ("outcome", outcome.label))
+                switch outcome {
+                case .failed:
+                    temporary += 1
+                case .rejected where AdamantPusher.meansDeadToken(outcome):
+                    finished.append(key)
+                    let removed = try await store.remove(token: device.token, provider: device.provider)
+                    Counter(label: "herald_adamant_tokens_removed_total", dimensions: [], factory: metrics).increment(by: Int64(removed))
+                    logger.info(
+                        "ADAMANT device token removed",
+                        metadata: ["token": "\(Redaction.pushkey(device.token))", "reason": "\(outcome.reason?.label ?? "")"])
+                case .delivered, .rejected, .dropped, .skipped:
+                    finished.append(key)
+                }
+            }
+        }
+
+        let attempts = batchAttempts.withLock { table -> Int in
+            table[worker, default: 0] += temporary > 0 ? 1 : 0
+            return table[worker, default: 0]
+        }
+        if temporary > 0 && attempts < config.maxBatchAttempts {
+            // Keep the cursor: the next poll sends what failed (and only that) again.
+            try await store.commit(pushed: finished, worker: worker, cursor: cursor, keep: config.recentPushes)
+            throw PushesPending(count: temporary)
+        }
+        if temporary > 0 {
+            logger.error("ADAMANT pushes given up after retries", metadata: ["worker": "\(worker)", "count": "\(temporary)"])
+            Counter(label: "herald_adamant_pushes_given_up_total", dimensions: [], factory: metrics).increment(by: Int64(temporary))
+        }
+        batchAttempts.withLock { $0[worker] = 0 }
+        try await store.commit(pushed: finished, worker: worker, cursor: top, keep: config.recentPushes)
+        return top
+    }
+
+    struct PushesPending: Error, CustomStringConvertible {
+        let count: Int
+        var description: String { "\(count) push(es) failed for now; retried on the next poll" }
+    }
+
+    private func count(_ label: String, _ dimensions: (String, String)...) {
+        Counter(label: label, dimensions: dimensions, factory: metrics).increment()
+    }
+}

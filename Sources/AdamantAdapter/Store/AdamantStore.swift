@@ -1,0 +1,80 @@
+import Foundation
+import ServiceLifecycle
+
+/// Where a device registered: `apns` (Apple's production host) or `apns-sandbox` (development).
+public enum AdamantProvider: String, Sendable, CaseIterable {
+    case apns
+    case apnsSandbox = "apns-sandbox"
+}
+
+/// A device registered for an address.
+public struct RegisteredDevice: Sendable, Equatable, Hashable {
+    public var address: String
+    /// Lowercase hex.
+    public var token: String
+    public var provider: AdamantProvider
+
+    public init(address: String, token: String, provider: AdamantProvider) {
+        self.address = address
+        self.token = token
+        self.provider = provider
+    }
+}
+
+/// One registration signal, decoded: add (or update the provider of) or remove (address, token).
+public struct DeviceChange: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
+        case add(AdamantProvider)
+        case remove
+    }
+
+    public var address: String
+    public var token: String
+    public var action: Action
+
+    public init(address: String, token: String, action: Action) {
+        self.address = address
+        self.token = token
+        self.action = action
+    }
+}
+
+/// The ADAMANT service's state: devices by address, a height cursor per poller, and the recently
+/// pushed (transaction, device) keys that make a replayed batch push nothing twice. SQLite (one
+/// instance) and PostgreSQL (several instances, one of which polls) implement it.
+public protocol AdamantStore: Sendable {
+    func migrate() async throws
+
+    /// The height up to which `worker` has handled the chain; nil when it never ran.
+    func cursor(_ worker: String) async throws -> Int64?
+
+    /// Applies changes in the order given (the last one for an (address, token) wins) and moves
+    /// `worker`'s cursor, in one transaction.
+    func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws
+
+    func devices(addresses: [String]) async throws -> [RegisteredDevice]
+
+    /// Removes every registration of `token` with `provider`; returns how many.
+    func remove(token: String, provider: AdamantProvider) async throws -> Int
+
+    /// Which of `keys` were already pushed.
+    func pushed(among keys: [String]) async throws -> Set<String>
+
+    /// Records `keys` as pushed and moves `worker`'s cursor, in one transaction, keeping at most
+    /// `keep` recent keys.
+    func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws
+
+    /// Runs `body` while this instance holds the polling lease, and again each time it regains
+    /// it, until `body` returns normally; waits `retry` between attempts to take it.
+    func whileLeader(retry: Duration, _ body: @Sendable () async throws -> Void) async throws
+
+    var services: [any Service] { get }
+    func close() async
+}
+
+extension AdamantStore {
+    public var services: [any Service] { [] }
+
+    /// One instance alone: always the leader.
+    public func whileLeader(retry: Duration, _ body: @Sendable () async throws -> Void) async throws { try await body() }
+}

@@ -1,0 +1,80 @@
+import AdamantAdapter
+import Logging
+import Pushkins
+import ServiceLifecycle
+
+/// The ADAMANT notification service (docs/adamant.md): no HTTP routes; its pollers read token
+/// registrations and new transactions from the chain and wake devices through the APNs apps named
+/// in `adamant:`.
+struct AdamantFrontEnd: FrontEnd {
+    let name = "adamant"
+    let service: AdamantService
+    /// APNs connections made for ADAMANT alone (the development host of a production app).
+    let ownSenders: [any Pushkin]
+
+    func addRoutes(to routes: inout RouteTable) {}
+
+    var services: [any Service] { [PushkinsService(pushkins: ownSenders)] + service.services }
+}
+
+/// Builds the ADAMANT front end from the `adamant:` section.
+struct AdamantFrontEndFactory: FrontEndFactory {
+    let sections = ["adamant"]
+
+    func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
+        guard case .map(let values)? = context.config.extraSections["adamant"] else { return [] }
+        let config = AdamantConfig.read(
+            ConfigSection(path: "adamant", values: values, diagnostics: diagnostics), proxy: context.config.proxy)
+        guard config.enabled else { return [] }
+        func apns(_ key: String, _ name: String) -> (any APNsSending)? {
+            guard let pushkin = context.pushkin(named: name) else {
+                if !context.config.apps.contains(where: { $0.key == name }) {
+                    diagnostics.error("adamant.\(key)", "no app '\(name)' in apps")
+                }
+                return nil
+            }
+            guard let sender = pushkin as? any APNsSending else {
+                diagnostics.error("adamant.\(key)", "app '\(name)' is of type \(pushkin.type), not apns")
+                return nil
+            }
+            return sender
+        }
+        guard !config.apnsApp.isEmpty, let production = apns("apns_app", config.apnsApp), let keys = config.keys else { return [] }
+        var own: [any Pushkin] = []
+        let sandbox: any APNsSending
+        if let name = config.apnsSandboxApp {
+            guard let named = apns("apns_sandbox_app", name) else { return [] }
+            sandbox = named
+        } else if context.readOnly {
+            sandbox = production
+        } else {
+            do {
+                let made = try production.sibling(baseURL: config.developmentBaseURL, name: "\(production.name) (adamant development)")
+                own.append(made)
+                sandbox = made
+            } catch {
+                diagnostics.error("adamant.development_base_url", "cannot open APNs connections: \(error)")
+                return []
+            }
+        }
+        guard !context.readOnly else { return [] }
+        var logger = context.logger
+        logger[metadataKey: "component"] = "adamant"
+        do {
+            let store: any AdamantStore
+            switch config.store {
+            case .sqlite(let path): store = try SQLiteAdamantStore(path: path)
+            case .postgres(let url): store = try PostgresAdamantStore(url: url, logger: logger)
+            }
+            let nodes = try AdamantNodeClient(nodes: config.nodes, settings: config.node, metrics: context.metrics.factory)
+            let pusher = AdamantPusher(
+                production: production, sandbox: sandbox, topic: config.topic, chat: config.chatPayload, transfer: config.transferPayload)
+            let service = AdamantService(
+                config: config, keys: keys, nodes: nodes, store: store, pusher: pusher, logger: logger, metrics: context.metrics.factory)
+            return [AdamantFrontEnd(service: service, ownSenders: own)]
+        } catch {
+            diagnostics.error("adamant.store", "\(error)")
+            return []
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import AdamantAdapter
+import Crypto
+import Foundation
+import HeraldTestSupport
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// The ADAMANT notification service through real sockets: a device's signal and its messages
+/// appear on a fake node, Herald polls it and wakes the device through the fake APNs of its
+/// environment (docs/adamant.md).
+@Suite struct AdamantEndToEndTests {
+    static let topic = "im.adamant.adamant-messenger"
+    static let servicePassphrase = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
+
+    struct Setup {
+        let herald: RunningGateway
+        let nodes: [FakeAdamantNode]
+        let production: FakeAPNs
+        let development: FakeAPNs
+        let service: AdamantKeys
+        let directory: String
+
+        var node: FakeAdamantNode { nodes[nodes.count - 1] }
+
+        func stop() async {
+            await herald.stop()
+            for node in nodes { await node.stop() }
+            await production.stop()
+            await development.stop()
+        }
+    }
+
+    static func config(
+        directory: String, nodes: [String], production: FakeAPNs, development: FakeAPNs, store: String? = nil, extra: String = ""
+    ) -> String {
+        let apps = """
+              com.example.adamant:
+                type: apns
+                keyfile: \(directory)/AuthKey.p8
+                key_id: ABC123DEFG
+                team_id: TEAM123456
+                topic: \(topic)
+                base_url: \(production.baseURL)
+                tls_ca_file: \(directory)/ca.pem
+                max_attempts: 2
+                retry_initial_backoff: 0.01
+
+            """
+        let adamant = """
+            adamant:
+              nodes: [\(nodes.map { "'\($0)'" }.joined(separator: ", "))]
+              passphrase_file: \(directory)/passphrase
+              apns_app: com.example.adamant
+              development_base_url: \(development.baseURL)
+              poll_interval: 0.05
+              signal_poll_interval: 0.05
+              max_backoff: 0.2
+              startup: initial
+              start_height: 0
+              store: \(store ?? "\(directory)/adamant.sqlite")
+            \(extra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            """
+        return gatewayYAML(apps: apps, extra: adamant)
+    }
+
+    static func fakes(directory: String) async throws -> (FakeAPNs, FakeAPNs) {
+        let pki = try TestPKI(directory: directory)
+        #expect(pki.caFile == "\(directory)/ca.pem")
+        let key = P256.Signing.PrivateKey()
+        try key.pemRepresentation.write(toFile: "\(directory)/AuthKey.p8", atomically: true, encoding: .utf8)
+        try servicePassphrase.write(toFile: "\(directory)/passphrase", atomically: true, encoding: .utf8)
+        let auth = FakeAPNs.Auth.token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey)
+        return (try await FakeAPNs.start(pki: pki, topic: topic, auth: auth), try await FakeAPNs.start(pki: pki, topic: topic, auth: auth))
+    }
+
+    func start(nodeCount: Int = 1, extra: String = "") async throws -> Setup {
+        let dir = temporaryDirectory()
+        let (production, development) = try await Self.fakes(directory: dir)
+        var nodes: [FakeAdamantNode] = []
+        for _ in 0..<nodeCount { nodes.append(try await FakeAdamantNode.start()) }
+        let herald = try await RunningGateway.start(
+            Self.config(directory: dir, nodes: nodes.map(\.baseURL), production: production, development: development, extra: extra))
+        return Setup(
+            herald: herald, nodes: nodes, production: production, development: development,
+            service: try AdamantKeys(passphrase: Self.servicePassphrase), directory: dir)
+    }
+
+    static func user() throws -> AdamantKeys { try AdamantKeys(seed: (0..<32).map { _ in UInt8.random(in: 0...255) }) }
+    static func token() -> String { Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) }) }
+
+    /// Waits (at most 10 s) for `condition`.
+    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<400 {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        return false
+    }
+
+    static func signals(_ herald: RunningGateway, _ result: String) async throws -> Int {
+        let text = try await herald.metricsText()
+        let prefix = #"herald_adamant_signals_total{result="\#(result)"} "#
+        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+    }
+
+    @Test func aRegisteredDeviceIsWokenForMessagesAndTransfersUntilItUnregisters() async throws {
+        let setup = try await start()
+        let user = try Self.user()
+        let sender = try Self.user()
+        let token = Self.token()
+        try setup.node.addSignal(from: user, to: setup.service, token: token)
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "add") == 1 })
+
+        let chat = try setup.node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { setup.production.received.count == 1 })
+        let transfer = setup.node.addTransfer(from: sender, to: user.address)
+        #expect(try await Self.eventually { setup.production.received.count == 2 })
+        try setup.node.addChat(from: user, to: sender)  // the sender is never notified of its own messages
+        try setup.node.addSignal(from: user, to: setup.service, token: token, action: "remove")
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "remove") == 1 })
+        try setup.node.addChat(from: sender, to: user)
+        try await Task.sleep(for: .milliseconds(300))
+        await setup.stop()
+
+        let received = setup.production.received
+        #expect(received.count == 2)
+        #expect(setup.development.received.isEmpty)
+        let first = try #require(received.first)
+        #expect(first.token == token)
+        #expect(
+            first.payload
+                == [
+                    "aps": [
+                        "alert": ["loc-key": "NotificationsService.NewMessage.BodySingle"], "badge": 1, "sound": "notification.mp3",
+                        "mutable-content": 1,
+                    ],
+                    "txn-id": .string(chat.id), "push-recipient": .string(user.address),
+                ])
+        #expect(first.headers["apns-topic"] == Self.topic)
+        #expect(first.headers["apns-push-type"] == "alert")
+        #expect(first.headers["apns-priority"] == "10")
+        #expect(first.headers["apns-expiration"] == "0")
+        #expect(first.headers["apns-collapse-id"] == nil)
+        #expect(received.last?.payload?["aps"]?["alert"]?["loc-key"] == "NotificationsService.NewTransfer.BodySingle")
+        #expect(received.last?.payload?["txn-id"] == .string(transfer.id))
+    }
+
+    @Test func sandboxRegistrationsGoToTheDevelopmentHostAndDeadTokensAreRemoved() async throws {
+        let setup = try await start()
+        let user = try Self.user()
+        let sender = try Self.user()
+        let token = Self.token()
+        try setup.node.addSignal(from: user, to: setup.service, token: token, provider: "apns-sandbox")
+        try setup.node.addSignal(from: user, to: setup.service, token: "zz-not-hex")  // skipped, never stops the poller
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "add") == 1 })
+        setup.development.script(token, .sequence([.accept, .fail(410, "Unregistered")]))
+        try setup.node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { setup.development.received.count == 1 })
+        try setup.node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { setup.development.received.count == 2 })
+        try setup.node.addChat(from: sender, to: user)
+        try await Task.sleep(for: .milliseconds(300))
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+        #expect(setup.development.received.count == 2)  // removed after the 410: the third is not sent
+        #expect(setup.production.received.isEmpty)
+        #expect(metrics.contains("herald_adamant_tokens_removed_total 1"))
+        #expect(metrics.contains(#"herald_adamant_signals_total{result="invalid"} 1"#))
+    }
+
+    @Test func failingNodesAreRotatedAndBackedOffWithoutStoppingThePollers() async throws {
+        let setup = try await start(nodeCount: 2)
+        setup.nodes[0].setHealth(.garbage)
+        let user = try Self.user()
+        let sender = try Self.user()
+        let token = Self.token()
+        // Both nodes hold the same chain: the healthy one answers for the broken one.
+        for node in setup.nodes { try node.addSignal(from: user, to: setup.service, token: token) }
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "add") == 1 })
+        for health in [FakeAdamantNode.Health.successFalse, .http500] {
+            setup.nodes[1].setHealth(health)
+            setup.nodes[0].setHealth(health)
+            try await Task.sleep(for: .milliseconds(300))
+            setup.nodes[1].setHealth(.healthy)
+        }
+        let chat = try setup.nodes[1].addChat(from: sender, to: user)
+        #expect(try await Self.eventually { setup.production.received.count == 1 })
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+        #expect(setup.production.received.first?.payload?["txn-id"] == .string(chat.id))
+        let failures = metrics.split(separator: "\n").first { $0.hasPrefix("herald_adamant_node_failures_total ") }
+        #expect((failures.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0) >= 3)
+    }
+
+    @Test func aRestartOnTheSameStoreNeitherMissesNorRepeatsAPush() async throws {
+        let dir = temporaryDirectory()
+        let (production, development) = try await Self.fakes(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        let service = try AdamantKeys(passphrase: Self.servicePassphrase)
+        let yaml = Self.config(directory: dir, nodes: [node.baseURL], production: production, development: development)
+        let user = try Self.user()
+        let sender = try Self.user()
+        let first = try await RunningGateway.start(yaml)
+        try node.addSignal(from: user, to: service, token: Self.token())
+        #expect(try await Self.eventually { try await Self.signals(first, "add") == 1 })
+        try node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { production.received.count == 1 })
+        await first.stop()
+
+        let missed = try node.addChat(from: sender, to: user)  // while Herald is down
+        let second = try await RunningGateway.start(yaml)
+        #expect(try await Self.eventually { production.received.count >= 2 })
+        let later = try node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { production.received.count >= 3 })
+        try await Task.sleep(for: .milliseconds(300))
+        await second.stop()
+        await node.stop()
+        await production.stop()
+        await development.stop()
+        #expect(production.received.count == 3)
+        #expect(production.received.dropFirst().compactMap { $0.payload?["txn-id"]?.stringValue } == [missed.id, later.id])
+    }
+
+    @Test func unavailableAPNsKeepsTheCursorUntilThePushGoesThrough() async throws {
+        let setup = try await start()
+        let user = try Self.user()
+        let sender = try Self.user()
+        let token = Self.token()
+        let other = Self.token()
+        try setup.node.addSignal(from: user, to: setup.service, token: token)
+        try setup.node.addSignal(from: user, to: setup.service, token: other)
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "add") == 2 })
+        // One device's APNs answers 503 for a while: the other is pushed once, the failing one
+        // again on later polls until it goes through.
+        setup.production.script(
+            token,
+            .sequence([.fail(503, "ServiceUnavailable"), .fail(503, "ServiceUnavailable"), .fail(503, "ServiceUnavailable"), .accept]))
+        let chat = try setup.node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { setup.production.received(token: token).contains { $0.status == 200 } })
+        try await Task.sleep(for: .milliseconds(300))
+        await setup.stop()
+        #expect(setup.production.received(token: other).count == 1)
+        #expect(setup.production.received(token: token).filter { $0.status == 200 }.count == 1)
+        #expect(setup.production.received(token: token).allSatisfy { $0.payload?["txn-id"] == .string(chat.id) })
+    }
+}
