@@ -149,7 +149,8 @@ let package = Package(
         .executableTarget(
             name: "herald-fakes",
             dependencies: [
-                "HeraldTestSupport", "Pushkins", "StatusAdapter", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HeraldTestSupport", "Pushkins", "StatusAdapter", "AdamantAdapter",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

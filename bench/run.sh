@@ -31,7 +31,7 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 
 # Fake upstreams: Web Push, APNs (HTTP/2 + TLS, JWT checks), FCM (OAuth + v1).
-"$BIN/herald-fakes" --directory "$work/fakes" 2>"$work/fakes.log" &
+"$BIN/herald-fakes" --directory "$work/fakes" --adamant-devices "${ADAMANT_DEVICES:-10000}" 2>"$work/fakes.log" &
 pids+=($!)
 for _ in $(seq 1 400); do [ -s "$work/fakes/fakes.json" ] && break; sleep 0.05; done
 fake() { python3 -c "import json,sys; d=json.load(open('$work/fakes/fakes.json')); print(eval('d'+sys.argv[1]))" "$1"; }
@@ -189,10 +189,64 @@ PY
 RELAY_TOKEN=c0ffee0000000000000000000000000000000000000000000000000000000000
 wrk -t1 -c8 -d2s -s "$work/relay.lua" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" >/dev/null
 run "herald relay" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" "" "$work/relay.lua"
+# ADAMANT: a second Herald polls the fake node, where 10 000 users registered by signal, and
+# pushes each new chat transaction to the fake APNs. Throughput is transactions pushed per second
+# from the moment they are on the chain; CPU is that Herald's per transaction.
+ADAMANT_TX=${ADAMANT_TX:-20000}
+NODE=$(fake "['adamant']['node']")
+ADAMANT_PORT=$(free_port)
+cat > "$work/adamant.yaml" <<YAML
+http:
+  bind_addresses: ['127.0.0.1']
+  port: $ADAMANT_PORT
+log:
+  level: warning
+apps:
+  com.example.apns:
+    type: apns
+    keyfile: $(fake "['apns']['keyfile']")
+    key_id: $(fake "['apns']['key_id']")
+    team_id: $(fake "['apns']['team_id']")
+    topic: $(fake "['apns']['topic']")
+    base_url: $(fake "['apns']['base_url']")
+    tls_ca_file: $(fake "['apns']['ca_file']")
+adamant:
+  nodes: ['$NODE']
+  passphrase_file: $(fake "['adamant']['passphrase_file']")
+  apns_app: com.example.apns
+  development_base_url: $(fake "['apns']['base_url']")
+  startup: initial
+  start_height: 0
+  poll_interval: 0.1
+  signal_poll_interval: 0.1
+  store: $work/adamant.sqlite
+YAML
+"$BIN/herald" serve --config "$work/adamant.yaml" 2>"$work/adamant.log" &
+ADAMANT_PID=$!
+pids+=($ADAMANT_PID)
+wait_http "http://127.0.0.1:$ADAMANT_PORT/health"
+node_state() { curl -s "$NODE/_fake/state" | python3 -c "import json,sys; print(json.load(sys.stdin)[sys.argv[1]])" "$1"; }
+for _ in $(seq 1 600); do [ "$(node_state signals_caught_up)" = "True" ] && break; sleep 0.1; done
+sleep 1
+base=$(node_state apns_answered)
+before=$(cpu_ticks "$ADAMANT_PID")
+t0=$(date +%s.%N)
+curl -s -X POST "$NODE/_fake/load?count=$ADAMANT_TX&per_block=100" >/dev/null
+for _ in $(seq 1 1200); do [ "$(node_state apns_answered)" -ge $((base + ADAMANT_TX)) ] && break; sleep 0.1; done
+t1=$(date +%s.%N)
+after=$(cpu_ticks "$ADAMANT_PID")
+pushed=$(( $(node_state apns_answered) - base ))
+results+=("$(python3 -c "
+import os
+t = os.sysconf('SC_CLK_TCK'); secs = $t1 - $t0; n = max($pushed, 1)
+print(f\"{'adamant (10k users)':<22} {n/secs:10.0f} {'-':>9} {'-':>9} {($after-$before)/t/n*1e6:10.0f}µs {'$(peak_rss_mib "$ADAMANT_PID")':>9} {($ADAMANT_TX-$pushed):>8}\")
+")")
+
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
-echo "(peakMiB is the process's high-water mark so far: Herald's grows across its three runs)"
+echo "(peakMiB is the process's high-water mark so far: Herald's grows across its runs; the adamant row is a"
+echo " second Herald: req/s there is transactions pushed per second, non-2xx the transactions not pushed)"
 for r in "${results[@]}"; do echo "$r"; done

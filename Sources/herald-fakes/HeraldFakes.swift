@@ -1,3 +1,4 @@
+import AdamantAdapter
 import ArgumentParser
 import Crypto
 import Foundation
@@ -26,6 +27,9 @@ struct HeraldFakes: AsyncParsableCommand {
     @Option(help: "With --status-load: how many distinct push requests to write to <directory>/status-requests.bin.")
     var count = 50_000
 
+    @Option(help: "Also run a fake ADAMANT node with this many users registered (signals to the service account).")
+    var adamantDevices = 0
+
     func run() async throws {
         if let url = statusLoad {
             try await StatusLoad.prepare(url: url, clients: 20, count: count, output: directory + "/status-requests.bin")
@@ -49,7 +53,25 @@ struct HeraldFakes: AsyncParsableCommand {
 
         let fcm = try await FakeFCM.start(directory: directory, recordRequests: record)
 
+        var adamant: JSONValue = .null
+        if adamantDevices > 0 {
+            let node = try await FakeAdamantNode.start()
+            node.setRecordRequests(record)
+            let passphrase = "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
+            let passphraseFile = directory + "/adamant-passphrase"
+            try passphrase.write(toFile: passphraseFile, atomically: true, encoding: .utf8)
+            let service = try AdamantKeys(passphrase: passphrase)
+            for _ in 0..<adamantDevices {
+                let user = try AdamantKeys(seed: (0..<32).map { _ in UInt8.random(in: 0...255) })
+                try node.addSignal(
+                    from: user, to: service, token: Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) }), newBlock: false)
+            }
+            node.extraState.withLock { $0 = { ["apns_answered": .int(Int64(apns.answered))] } }
+            adamant = ["node": .string(node.baseURL), "passphrase_file": .string(passphraseFile), "devices": .int(Int64(adamantDevices))]
+        }
+
         let document: JSONValue = [
+            "adamant": adamant,
             "webpush": ["base_url": .string(webpush.baseURL), "subscriptions": .array(list)],
             "apns": [
                 "base_url": .string(apns.baseURL), "ca_file": .string(pki.caFile), "keyfile": .string(keyFile), "key_id": "FAKEKEY123",

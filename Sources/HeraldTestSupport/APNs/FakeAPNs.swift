@@ -46,6 +46,7 @@ public final class FakeAPNs: Sendable {
         var served: [String: Int] = [:]
         var received: [Received] = []
         var connections = 0
+        var answered = 0
         var open = 0
         var maxOpen = 0
         var streamsInFlight = 0
@@ -130,6 +131,8 @@ public final class FakeAPNs: Sendable {
     public func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
     /// TCP connections accepted so far.
     public var connectionsAccepted: Int { state.withLock { $0.connections } }
+    /// Requests answered, recorded or not.
+    public var answered: Int { state.withLock { $0.answered } }
     /// The most connections open at once.
     public var maxOpenConnections: Int { state.withLock { $0.maxOpen } }
     /// The most requests in progress at once, over all connections.
@@ -174,6 +177,7 @@ public final class FakeAPNs: Sendable {
             reply = await perform(behavior, index: index)
         }
         let final = reply ?? Reply(status: 200)
+        state.withLock { $0.answered += 1 }
         guard recordRequests else { return final }
         state.withLock {
             $0.received.append(

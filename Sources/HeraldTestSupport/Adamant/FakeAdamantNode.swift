@@ -32,6 +32,12 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
         var nextId: UInt64 = 1_000_000_000_000_000_001
         var health = Health.healthy
         var requests: [String] = []
+        var recordRequests = true
+        /// Users whose signals were added, for the benchmark's load.
+        var users: [AdamantKeys] = []
+        var service: AdamantKeys?
+        var lastSignalHeight: Int64 = 0
+        var signalsReadUpTo: Int64 = 0
     }
     private let state = Mutex(State())
     /// The ADAMANT epoch is 2017-09-02T17:00:00Z; timestamps count seconds from it.
@@ -54,6 +60,12 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
     }
 
     public func setHealth(_ health: Health) { state.withLock { $0.health = health } }
+    /// Off keeps memory flat under a benchmark's load.
+    public func setRecordRequests(_ record: Bool) { state.withLock { $0.recordRequests = record } }
+    /// Whether a poll for signals has asked for everything above the last signal added.
+    public var signalsCaughtUp: Bool { state.withLock { $0.signalsReadUpTo >= $0.lastSignalHeight } }
+    /// Extra fields of `GET /_fake/state` (the benchmark adds the fake APNs's count).
+    public let extraState = Mutex<(@Sendable () -> JSONObject)?>(nil)
     public var requests: [String] { state.withLock { $0.requests } }
     public var height: Int64 { state.withLock { $0.height } }
 
@@ -81,7 +93,13 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
         newBlock: Bool = true
     ) throws -> AdamantTransaction {
         let plaintext = JSONWriter.serialize(["token": .string(token), "provider": .string(provider), "action": .string(action)])
-        return try addChat(from: user, to: service, bytes: plaintext, chatType: 3, newBlock: newBlock)
+        let transaction = try addChat(from: user, to: service, bytes: plaintext, chatType: 3, newBlock: newBlock)
+        state.withLock {
+            $0.users.append(user)
+            $0.service = service
+            $0.lastSignalHeight = transaction.height
+        }
+        return transaction
     }
 
     /// A chat message (type 1 by default) from `sender` to `recipient`, really encrypted.
@@ -110,9 +128,10 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
 
     public func handle(_ request: ServerRequest) async -> ServerResponse {
         let health = state.withLock { s -> Health in
-            s.requests.append(request.uri)
+            if s.recordRequests { s.requests.append(request.uri) }
             return s.health
         }
+        if request.path.hasPrefix("/_fake/") { return control(request) }
         switch health {
         case .healthy: break
         case .successFalse: return reply(["success": false, "error": "Blockchain is loading"])
@@ -125,6 +144,9 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
         case "/api/blocks/getHeight":
             return reply(["success": true, "height": .int(height)])
         case "/api/chats/get":
+            if query["type"] == "3" {
+                state.withLock { $0.signalsReadUpTo = max($0.signalsReadUpTo, query["fromHeight"].flatMap(Int64.init) ?? 0) }
+            }
             return list(query, chats: true)
         case "/api/transactions":
             return list(query, chats: false)
@@ -135,6 +157,32 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
             return reply(["success": true, "transaction": found.json])
         default:
             return ServerResponse.json(.internalServerError, ["success": false, "error": "API endpoint not found"])
+        }
+    }
+
+    /// The benchmark's controls: `POST /_fake/load?count=N&per_block=M` adds N chat messages to the
+    /// users that registered, M to a block; `GET /_fake/state` tells where things are.
+    private func control(_ request: ServerRequest) -> ServerResponse {
+        let query = Self.query(request.uri)
+        switch request.path {
+        case "/_fake/load":
+            let count = Int(query["count"] ?? "1000") ?? 1000
+            let perBlock = max(1, Int(query["per_block"] ?? "100") ?? 100)
+            let (users, service) = state.withLock { ($0.users, $0.service) }
+            guard let service, !users.isEmpty else { return .json(.badRequest, ["error": "no registered users"]) }
+            // Herald never decrypts chat messages (the app does), so the load carries stand-in bytes.
+            let stand = AdamantTransaction.Chat(
+                type: 1, message: String(repeating: "ab", count: 40), ownMessage: String(repeating: "cd", count: 24))
+            for n in 0..<count {
+                add(type: 8, from: service, to: users[n % users.count].address, chat: stand, newBlock: n % perBlock == 0)
+            }
+            return .json(.ok, ["added": .int(Int64(count)), "height": .int(height)])
+        case "/_fake/state":
+            var body: JSONObject = ["height": .int(height), "signals_caught_up": .bool(signalsCaughtUp)]
+            if let extra = extraState.withLock({ $0 }) { for (key, value) in extra() { body[key] = value } }
+            return .json(.ok, .object(body))
+        default:
+            return .json(.notFound, ["error": "unknown control"])
         }
     }
 
