@@ -7,8 +7,9 @@ import Pushkins
 struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
-        abstract: "A push gateway for Matrix homeservers (Sygnal-compatible) and Status clients.",
-        subcommands: [Serve.self, CheckConfig.self, VapidKey.self],
+        abstract: "A push gateway for Matrix homeservers (Sygnal-compatible), Status, Mastodon (a Web Push relay) and ADAMANT.",
+        version: HeraldVersion.description,
+        subcommands: [Serve.self, CheckConfig.self, VapidKey.self, SendTest.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -39,7 +40,7 @@ struct Serve: AsyncParsableCommand {
             fail(error.lines)
         }
         do {
-            try await Bootstrap.serve(gateway)
+            try await Bootstrap.serve(gateway, configPath: options.path)
         } catch {
             FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
             Foundation.exit(1)
@@ -80,5 +81,56 @@ struct VapidKey: AsyncParsableCommand {
             if let key = pushkin.startupDetails["application_server_key"] { print("\(pushkin.name): \(key)") }
         }
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
+    }
+}
+
+struct SendTest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send-test",
+        abstract: "Send one test notification through an app's pushkin, as /notify would, and print what the upstream answered.",
+        discussion: """
+            Exits 0 when the upstream accepted it, 1 otherwise. For a Web Push app, give the browser's subscription \
+            JSON with --subscription instead of --pushkey.
+            """)
+    @OptionGroup var options: ConfigOption
+
+    @Option(name: .long, help: "The app id, as a pusher's app_id.")
+    var appId: String
+
+    @Option(name: .long, help: "The device's pushkey (APNs: base64 token; FCM: registration token; UnifiedPush: endpoint URL).")
+    var pushkey: String?
+
+    @Option(name: .long, help: "The pusher's data, as JSON (e.g. '{\"endpoint\": …, \"auth\": …}').")
+    var data: String?
+
+    @Option(name: .long, help: "A Web Push subscription as a browser gives it: {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}.")
+    var subscription: String?
+
+    func run() async throws {
+        var pushkey = self.pushkey
+        var data: JSONObject = [:]
+        if let text = self.data {
+            guard let parsed = (try? JSONParser.parse(Array(text.utf8)))?.objectValue else { fail(["--data is not a JSON object"]) }
+            data = parsed
+        }
+        if let text = subscription {
+            guard let parsed = try? JSONParser.parse(Array(text.utf8)), let endpoint = parsed["endpoint"]?.stringValue,
+                let p256dh = parsed["keys"]?["p256dh"]?.stringValue, let auth = parsed["keys"]?["auth"]?.stringValue
+            else { fail(["--subscription needs endpoint, keys.p256dh and keys.auth"]) }
+            pushkey = p256dh
+            data["endpoint"] = .string(endpoint)
+            data["auth"] = .string(auth)
+        }
+        guard let pushkey else { fail(["give --pushkey or --subscription"]) }
+        let gateway: Gateway
+        do {
+            gateway = try await Bootstrap.makeGateway(configPath: options.path, readOnly: true)
+        } catch {
+            fail(error.lines)
+        }
+        let result = await gateway.sendTest(appId: appId, pushkey: pushkey, data: data)
+        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        print(result.report)
+        if !result.succeeded { Foundation.exit(1) }
     }
 }

@@ -1,6 +1,7 @@
 import AdamantAdapter
 import Foundation
 import HeraldTestSupport
+import Logging
 import Pushkins
 import Testing
 
@@ -51,6 +52,21 @@ import Testing
 
     func ids(_ apns: FakeAPNs) -> [String] { apns.received.compactMap { $0.payload?["txn-id"]?.stringValue } }
 
+    /// Waits until `worker`'s cursor in the PostgreSQL store has reached `height` (the batch is committed).
+    func committed(store url: String, worker: String, height: Int64) async throws -> Bool {
+        let store = try PostgresAdamantStore(url: url, logger: Logger(label: "test"))
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            for service in store.services {
+                group.addTask {
+                    try await service.run(); return false
+                }
+            }
+            let reached = try await AdamantEndToEndTests.eventually { (try await store.cursor(worker) ?? 0) >= height }
+            group.cancelAll()
+            return reached
+        }
+    }
+
     @Test(.enabled(if: binary != nil, "needs the herald executable (swift build --build-tests)"))
     func aSIGKILLBetweenPollsNeitherMissesNorRepeatsAPush() async throws {
         let binary = try #require(Self.binary)
@@ -67,7 +83,10 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         let one = try node.addChat(from: sender, to: user)
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 1 })
-        try await Task.sleep(for: .milliseconds(300))  // between polls: the batch is committed
+        // Between polls: the batch and its cursor are committed (read from the store itself).
+        let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite")
+        #expect(try await AdamantEndToEndTests.eventually { (try await store.cursor("chats") ?? 0) >= one.height })
+        await store.close()
         first.kill(SIGKILL)
 
         let two = try node.addChat(from: sender, to: user)  // while no Herald runs
@@ -105,7 +124,7 @@ import Testing
         let one = try node.addChat(from: sender, to: user)
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 1 })
         #expect(!follower.output.contains("ADAMANT polling lease taken"))  // one instance polls
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await committed(store: store, worker: "chats", height: one.height))
         leader.kill(SIGKILL)
 
         let two = try node.addChat(from: sender, to: user)

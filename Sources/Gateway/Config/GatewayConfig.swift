@@ -18,6 +18,8 @@ public struct GatewayConfig: Sendable {
         public enum Format: String, Sendable { case plain, json }
         public var format: Format = .plain
         public var level: Logger.Level = .info
+        /// `log.access.enabled`: a line per HTTP request under `herald.access`.
+        public var accessLog = false
     }
 
     public struct Prometheus: Sendable {
@@ -46,7 +48,7 @@ public struct GatewayConfig: Sendable {
 }
 
 extension GatewayConfig {
-    static let coreSections: Set<String> = ["http", "log", "metrics", "proxy", "apps", "database", "db"]
+    static let coreSections: Set<String> = ["http", "log", "metrics", "proxy", "no_proxy", "apps", "database", "db"]
 
     /// Parses the config's generic sections. Pushkin keys are validated separately, by the pushkins.
     public static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
@@ -90,8 +92,9 @@ extension GatewayConfig {
                 config.log.level = parsed
             }
             if let access = log.map("access") {
-                // Sygnal's access-log keys: accepted, not used (Sygnal ignores most of them too).
-                access.accept("enabled", "x_forwarded_for", "file")
+                config.log.accessLog = access.bool("enabled", default: false)
+                // Sygnal's other access-log keys: accepted, not used (Sygnal ignores them too).
+                access.accept("x_forwarded_for", "file")
                 access.warnUnknownKeys()
             }
             log.warnUnknownKeys()
@@ -115,10 +118,13 @@ extension GatewayConfig {
             metrics.warnUnknownKeys()
         }
 
-        let proxyURL = reader.string("proxy") ?? environment["HTTPS_PROXY"]
+        let proxyURL = reader.string("proxy") ?? environment["HTTPS_PROXY"] ?? environment["https_proxy"]
+        let noProxy = reader.stringList("no_proxy") ?? ProxySettings.noProxyList(environment["NO_PROXY"] ?? environment["no_proxy"])
         if let proxyURL, !proxyURL.isEmpty {
             switch ProxySettings.parse(proxyURL) {
-            case .success(let proxy): config.proxy = proxy
+            case .success(var proxy):
+                proxy.noProxy = noProxy
+                config.proxy = proxy
             case .failure(let error): diagnostics.error(reader.has("proxy") ? "proxy" : "HTTPS_PROXY", "invalid proxy URL: \(error.reason)")
             }
         }

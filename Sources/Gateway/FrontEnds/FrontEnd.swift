@@ -24,12 +24,21 @@ public protocol FrontEnd: Sendable {
     /// Listeners of its own besides the gateway's (the relay's `:42069`), serving only its routes
     /// and `/health`.
     var ownListeners: [ListenerAddress] { get }
+
+    /// The apps (keys of `apps:`) whose pushkins it holds: a reload keeps those pushkins open.
+    var appsInUse: Set<String> { get }
+
+    /// Returns once no request it started is still in progress (a reload waits for this before
+    /// closing the pushkins it replaced).
+    func drained() async
 }
 
 extension FrontEnd {
     public var services: [any Service] { [] }
     public func waitUntilReady() async throws {}
     public var ownListeners: [ListenerAddress] { [] }
+    public var appsInUse: Set<String> { [] }
+    public func drained() async {}
 }
 
 /// Where a listener binds: each host on one port.
@@ -63,6 +72,14 @@ public protocol FrontEndFactory: Sendable {
     /// The front ends this config asks for (none when disabled). Config problems go to
     /// `diagnostics`, named by key path.
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd]
+
+    /// Whether a reload (SIGHUP) rebuilds its front ends from the new config; the others keep
+    /// their start-up settings.
+    var reloadable: Bool { get }
+}
+
+extension FrontEndFactory {
+    public var reloadable: Bool { false }
 }
 
 public enum FrontEnds {

@@ -3,6 +3,7 @@ import NIOCore
 import NIOExtras
 import NIOHTTP1
 import NIOPosix
+import Pushkins
 
 /// An HTTP/1.1 server on SwiftNIO.
 ///
@@ -17,9 +18,11 @@ public final class HTTPServer: Sendable {
     private let quiesce: ServerQuiescingHelper
     private let handler: any HTTPHandler
     private let logger: Logger
+    private let accessLog: AccessLog?
 
     public static func bind(
-        host: String, port: Int, handler: any HTTPHandler, idleTimeout: TimeAmount = .seconds(75), logger: Logger
+        host: String, port: Int, handler: any HTTPHandler, idleTimeout: TimeAmount = .seconds(75), logger: Logger,
+        accessLog: AccessLog? = nil
     ) async throws -> HTTPServer {
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
@@ -44,13 +47,14 @@ public final class HTTPServer: Sendable {
             }
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
-            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger)
+            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger, accessLog: accessLog)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, logger: Logger
+        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?
     ) {
+        self.accessLog = accessLog
         self.localAddress = localAddress
         self.channel = channel
         self.quiesce = quiesce
@@ -115,8 +119,13 @@ public final class HTTPServer: Sendable {
                         try await refuse(limit: limit, dialect: policy.dialect, version: version, outbound: outbound, channel: channel)
                     case .dispatch(let head, let body):
                         let request = ServerRequest(method: head.method, uri: head.uri, headers: head.headers, body: body)
-                        let response = await handler.handle(request)
+                        let started = ContinuousClock.now
+                        var response = await RequestContext.$requestId.withValue(request.requestId) { await handler.handle(request) }
+                        response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
                         try await write(response, version: head.version, keepAlive: head.isKeepAlive, to: outbound)
+                        accessLog?.record(
+                            request, status: response.status, responseBytes: response.body.readableBytes,
+                            duration: ContinuousClock.now - started)
                         if machine.responded(keepAlive: head.isKeepAlive) == .close { return }
                     }
                 }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import Pushkins
@@ -8,12 +9,18 @@ public struct ServerRequest: Sendable {
     public var uri: String
     public var headers: HTTPHeaders
     public var body: ByteBuffer
+    /// The request's id: its `X-Request-Id` when acceptable, else a new one; echoed in the
+    /// response and in every log line written while it is served.
+    public var requestId: String
 
-    public init(method: HTTPMethod, uri: String, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer()) {
+    public init(
+        method: HTTPMethod, uri: String, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer(), requestId: String? = nil
+    ) {
         self.method = method
         self.uri = uri
         self.headers = headers
         self.body = body
+        self.requestId = requestId ?? RequestContext.accept(headers.first(name: "x-request-id")) ?? UUID().uuidString.lowercased()
     }
 
     /// The path without the query string.

@@ -37,14 +37,16 @@ public enum Bootstrap {
     }
 
     public static func bootstrapLogger(_ log: GatewayConfig.Log) {
-        LoggingSystem.bootstrap { label in
-            HeraldLogHandler(label: label, format: log.format == .json ? .json : .plain, level: log.level)
-        }
+        LogLevelControl.set(log.level)
+        LoggingSystem.bootstrap(
+            { label, provider in
+                HeraldLogHandler(label: label, format: log.format == .json ? .json : .plain, level: log.level, metadataProvider: provider)
+            }, metadataProvider: RequestContext.metadataProvider)
     }
 
-    /// Binds, then runs until SIGTERM or SIGINT has drained everything.
-    public static func serve(_ gateway: Gateway) async throws {
-        try await gateway.start(signals: [.sigterm, .sigint])
+    /// Binds, then runs until SIGTERM or SIGINT has drained everything; SIGHUP reloads `configPath`.
+    public static func serve(_ gateway: Gateway, configPath: String? = nil) async throws {
+        try await gateway.start(signals: [.sigterm, .sigint], reloadPath: configPath)
         try await gateway.run()
     }
 }

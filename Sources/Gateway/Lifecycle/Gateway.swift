@@ -13,13 +13,28 @@ import UnixSignals
 /// `http.shutdown_grace_period`), then front ends finish their work, then pushkins close their
 /// upstream connections (docs/architecture.md, "Lifecycle").
 public final class Gateway: Sendable {
+    /// The config the gateway started with (listeners and front-end sections are not reloaded).
     public let config: GatewayConfig
-    public let pushkins: [any Pushkin]
-    public let frontEnds: [any FrontEnd]
     public let metrics: GatewayMetrics
-    public let routes: RouteTable
     let logger: Logger
+    let registry: PushkinRegistry
+    let factories: [any FrontEndFactory]
+    /// What the listeners serve; a reload swaps it.
+    let handler: SwappableRoutes
+    let live: Mutex<Live>
     private let group = Mutex<(group: ServiceGroup, listeners: [HTTPServer], metrics: HTTPServer?)?>(nil)
+
+    struct Live {
+        var pushkins: [any Pushkin]
+        var frontEnds: [any FrontEnd]
+        /// Pushkins replaced by a reload that another front end still uses: closed at shutdown.
+        var retained: [any Pushkin] = []
+    }
+
+    /// The pushkins of `apps:` as last loaded.
+    public var pushkins: [any Pushkin] { live.withLock { $0.pushkins } }
+    public var frontEnds: [any FrontEnd] { live.withLock { $0.frontEnds } }
+    public var routes: RouteTable { handler.current }
 
     /// Builds pushkins and front ends. Problems are added to `diagnostics` (naming key paths); the
     /// caller stops when it has errors.
@@ -29,35 +44,53 @@ public final class Gateway: Sendable {
     ) {
         self.config = config
         self.logger = logger
+        self.registry = registry
+        self.factories = factories
         let metrics = GatewayMetrics()
         self.metrics = metrics
-        let environment = PushkinEnvironment(logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
-        let pushkins = registry.build(
-            apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
-        for pushkin in pushkins { metrics.prepare(pushkin: pushkin.name) }
-        self.pushkins = pushkins
-
+        let pushkins = Self.buildPushkins(
+            config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, diagnostics: diagnostics)
         let context = FrontEndContext(config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly)
-        self.frontEnds = factories.flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
+        let frontEnds = factories.flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         let claimed = Set(factories.flatMap(\.sections))
         for section in config.extraSections.keys where !claimed.contains(section) {
             diagnostics.warning(section, "unknown section, ignored")
         }
+        live = Mutex(Live(pushkins: pushkins, frontEnds: frontEnds))
+        handler = SwappableRoutes(Self.routes(config, frontEnds, logger: logger))
+    }
 
+    static func buildPushkins(
+        _ config: GatewayConfig, registry: PushkinRegistry, metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
+        diagnostics: ConfigDiagnostics
+    ) -> [any Pushkin] {
+        let environment = PushkinEnvironment(logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
+        let pushkins = registry.build(
+            apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
+        for pushkin in pushkins { metrics.prepare(pushkin: pushkin.name) }
+        return pushkins
+    }
+
+    static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], logger: Logger) -> RouteTable {
         var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
         routes.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
         for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
-        self.routes = routes
+        return routes
     }
+
+    /// Every pushkin to close at shutdown: the current ones and those a reload kept for other
+    /// front ends.
+    var allPushkins: [any Pushkin] { live.withLock { $0.pushkins + $0.retained } }
 
     /// Binds the listeners (one per `http.bind_addresses` entry, and the metrics listener) and
     /// makes the service group; `signals` trigger its graceful shutdown.
-    public func start(signals: [UnixSignal] = []) async throws {
+    public func start(signals: [UnixSignal] = [], reloadPath: String? = nil) async throws {
         var listeners: [HTTPServer] = []
+        let accessLog = config.log.accessLog ? AccessLog() : nil
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
-                host: address, port: config.http.port, handler: routes,
-                idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger)
+                host: address, port: config.http.port, handler: handler,
+                idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             listeners.append(server)
         }
@@ -69,7 +102,7 @@ public final class Gateway: Sendable {
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(
                         host: host, port: address.port, handler: routes,
-                        idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger)
+                        idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog)
                     logger.notice("Listening", metadata: ["front_end": "\(frontEnd.name)", "address": "\(server.localAddress)"])
                     listeners.append(server)
                 }
@@ -87,8 +120,9 @@ public final class Gateway: Sendable {
             for frontEnd in frontEnds { try await frontEnd.waitUntilReady() }
         }
         // Dependency order: what is used comes before what uses it, and stops after it.
-        var services: [any Service] = [PushkinsService(pushkins: pushkins)]
+        var services: [any Service] = [PushkinsService { [self] in allPushkins }]
         for frontEnd in frontEnds { services += frontEnd.services }
+        if let reloadPath { services.append(ReloadService(gateway: self, configPath: reloadPath)) }
         services += listeners.map { ListenerService(server: $0, ready: ready) }
         if let metricsServer { services.append(ListenerService(server: metricsServer, ready: {})) }
 
@@ -113,7 +147,7 @@ public final class Gateway: Sendable {
     /// Starts the graceful shutdown; `run()` returns when it is complete.
     public func shutdown() async {
         guard let serviceGroup = group.withLock({ $0?.group }) else {
-            for pushkin in pushkins { await pushkin.shutdown() }
+            for pushkin in allPushkins { await pushkin.shutdown() }
             return
         }
         logger.notice("Shutting down: draining requests in progress")

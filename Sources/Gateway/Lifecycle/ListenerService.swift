@@ -23,12 +23,13 @@ struct ListenerService: Service {
     }
 }
 
-/// Holds the pushkins for the group's lifetime and closes their upstream connections last.
+/// Holds pushkins for the group's lifetime and closes their upstream connections when the group
+/// stops; `pushkins` is asked then, so that pushkins a reload made are closed too.
 struct PushkinsService: Service {
-    let pushkins: [any Pushkin]
+    let pushkins: @Sendable () -> [any Pushkin]
 
     func run() async throws {
         try? await gracefulShutdown()
-        for pushkin in pushkins { await pushkin.shutdown() }
+        for pushkin in pushkins() { await pushkin.shutdown() }
     }
 }

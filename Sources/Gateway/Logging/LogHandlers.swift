@@ -7,15 +7,21 @@ import Synchronization
 public struct HeraldLogHandler: LogHandler {
     public enum Format: Sendable { case plain, json }
 
-    public var logLevel: Logger.Level
+    public var logLevel: Logger.Level {
+        get { LogLevelControl.current ?? level }
+        set { level = newValue }
+    }
+    private var level: Logger.Level
     public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
     let label: String
     let format: Format
 
-    public init(label: String, format: Format, level: Logger.Level) {
+    public init(label: String, format: Format, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
         self.format = format
-        self.logLevel = level
+        self.level = level
+        self.metadataProvider = metadataProvider
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -24,7 +30,9 @@ public struct HeraldLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let line = format(level: event.level, message: "\(event.message)", metadata: event.metadata, timestamp: Self.timestamp())
+        var extra = metadataProvider?.get() ?? [:]
+        if let metadata = event.metadata { extra.merge(metadata) { $1 } }
+        let line = format(level: event.level, message: "\(event.message)", metadata: extra, timestamp: Self.timestamp())
         Self.output.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
         }

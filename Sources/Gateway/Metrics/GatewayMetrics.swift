@@ -30,6 +30,10 @@ public final class GatewayMetrics: Sendable {
         devicesReceived = Metrics.Counter(label: "sygnal_notifications_devices_received_total", dimensions: [], factory: factory)
         requestsInFlight = Metrics.Gauge(
             label: "sygnal_requests_in_flight", dimensions: [("resource", "V1NotifyHandler")], factory: factory)
+        Metrics.Gauge(
+            label: "herald_build_info", dimensions: [("version", HeraldVersion.string), ("commit", HeraldVersion.commit)], factory: factory
+        )
+        .record(1)
     }
 
     /// The counter `label{dimensions}`, made on first use.

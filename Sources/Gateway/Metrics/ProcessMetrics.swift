@@ -29,6 +29,11 @@ enum ProcessMetrics {
             lines.append("# TYPE process_open_fds gauge")
             lines.append("process_open_fds \(fds.count)")
         }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+            lines.append("# TYPE process_max_fds gauge")
+            lines.append("process_max_fds \(limit.rlim_cur)")
+        }
         lines.append("# TYPE process_start_time_seconds gauge")
         lines.append("process_start_time_seconds \(startTime)")
         buffer.append(contentsOf: (lines.joined(separator: "\n") + "\n").utf8)

@@ -1,16 +1,23 @@
 import AsyncHTTPClient
+import Metrics
 import NIOSSL
 
 /// A small pool of long-lived HTTP/2 connections to APNs. Each member is a client holding one
 /// connection; requests are multiplexed as streams on it, at most `max_concurrent_streams` at a
 /// time and never more than the server's `MAX_CONCURRENT_STREAMS` (further ones wait), and a
 /// connection lost or closed by GOAWAY is replaced on the next request. Requests go to the least
-/// busy member.
+/// busy member. The wait for a stream is Sygnal's `sygnal_apns_queue_time`, and the requests
+/// waiting `sygnal_pending_apns_requests`.
 final class APNsConnectionPool: UpstreamTransport {
     private let members: [UpstreamHTTPClient]
     private let load: [AsyncLimiter]
+    private let queueTime: Metrics.Timer
+    private let pending: Gauge
+    private let pendingCount = AtomicCounter()
 
-    init(config: APNsConfig) throws {
+    init(config: APNsConfig, metrics: any MetricsFactory) throws {
+        queueTime = Metrics.Timer(label: "sygnal_apns_queue_time", dimensions: [], factory: metrics)
+        pending = Gauge(label: "sygnal_pending_apns_requests", dimensions: [], factory: metrics)
         var members: [UpstreamHTTPClient] = []
         for _ in 0..<config.connections {
             var tls = TLSConfiguration.makeClientConfiguration()
@@ -29,7 +36,18 @@ final class APNsConnectionPool: UpstreamTransport {
     func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         var index = 0
         for i in 1..<members.count where load[i].inUse < load[index].inUse { index = i }
-        return try await load[index].withPermit { try await members[index].send(request) }
+        let start = ContinuousClock.now
+        pending.record(pendingCount.add(1))
+        do {
+            try await load[index].acquire()
+        } catch {
+            pending.record(pendingCount.add(-1))
+            throw error
+        }
+        pending.record(pendingCount.add(-1))
+        queueTime.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+        defer { load[index].release() }
+        return try await members[index].send(request)
     }
 
     func shutdown() async {

@@ -20,7 +20,7 @@ public final class APNsPushkin: APNsSending {
         self.name = name
         self.config = config
         self.environment = environment
-        let pool = try APNsConnectionPool(config: config)
+        let pool = try APNsConnectionPool(config: config, metrics: environment.metrics)
         self.pool = pool
         self.upstream = UpstreamCall(
             transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: "apns", pushkin: name, factory: environment.metrics))

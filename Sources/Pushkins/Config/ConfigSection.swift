@@ -4,6 +4,10 @@ import OrderedCollections
 public final class ConfigDiagnostics {
     public private(set) var errors: [String] = []
     public private(set) var warnings: [String] = []
+    /// Every key path any reader asked for, present or not: what docs/configuration.md must list.
+    public private(set) var keysRead: Set<String> = []
+
+    public func noteRead(_ path: String) { keysRead.insert(path) }
 
     public init() {}
 
@@ -39,13 +43,17 @@ public final class ConfigSection {
     /// The raw value, marked as read.
     public func raw(_ key: String) -> ConfigValue? {
         consumed.insert(key)
+        diagnostics.noteRead(keyPath(key))
         guard let value = values[key], value != .null else { return nil }
         return value
     }
 
     /// Marks keys as known without reading them (accepted for compatibility, not used).
-    public func accept(_ keys: String...) { consumed.formUnion(keys) }
-    public func accept(_ keys: [String]) { consumed.formUnion(keys) }
+    public func accept(_ keys: String...) { accept(keys) }
+    public func accept(_ keys: [String]) {
+        consumed.formUnion(keys)
+        for key in keys { diagnostics.noteRead(keyPath(key)) }
+    }
 
     private func typeError(_ key: String, _ expected: String, _ got: ConfigValue) {
         diagnostics.error(keyPath(key), "expected \(expected), got \(got.typeName)")

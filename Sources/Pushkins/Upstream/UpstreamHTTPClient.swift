@@ -47,12 +47,32 @@ public struct ProxySettings: Sendable, Equatable {
     public var port: Int
     public var username: String?
     public var password: String?
+    /// Hosts reached directly (`NO_PROXY` / `no_proxy`): a name matches itself and its subdomains
+    /// (a leading `.` is allowed), `*` matches every host.
+    public var noProxy: [String]
 
-    public init(host: String, port: Int, username: String? = nil, password: String? = nil) {
+    public init(host: String, port: Int, username: String? = nil, password: String? = nil, noProxy: [String] = []) {
         self.host = host
         self.port = port
         self.username = username
         self.password = password
+        self.noProxy = noProxy
+    }
+
+    /// Whether `host` is reached without the proxy.
+    public func bypasses(_ host: String) -> Bool {
+        let host = host.lowercased()
+        return noProxy.contains { entry in
+            let entry = entry.lowercased().trimmingCharacters(in: .whitespaces)
+            if entry == "*" { return true }
+            let bare = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
+            return !bare.isEmpty && (host == bare || host.hasSuffix("." + bare))
+        }
+    }
+
+    /// `NO_PROXY` / `no_proxy` as a list.
+    public static func noProxyList(_ value: String?) -> [String] {
+        (value ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     /// Parses `http://[user:pass@]host[:port]`; the port defaults to 80 as in Sygnal.
@@ -89,6 +109,8 @@ public struct UpstreamResponse: Sendable {
 public final class UpstreamHTTPClient: UpstreamTransport {
     public let settings: UpstreamSettings
     private let client: HTTPClient
+    /// Without the proxy, for the hosts of `NO_PROXY` (only when both are set).
+    private let direct: HTTPClient?
 
     public init(
         settings: UpstreamSettings, tls: TLSConfiguration = .makeClientConfiguration(),
@@ -114,6 +136,12 @@ public final class UpstreamHTTPClient: UpstreamTransport {
         )
         configuration.httpVersion = httpVersion
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        if let proxy = settings.proxy, !proxy.noProxy.isEmpty {
+            configuration.proxy = nil
+            self.direct = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        } else {
+            self.direct = nil
+        }
     }
 
     /// Sends one request and reads at most `maxResponseBytes` of the answer. Throws on network
@@ -128,6 +156,10 @@ public final class UpstreamHTTPClient: UpstreamTransport {
         request.headers = upstream.headers
         if !request.headers.contains(name: "user-agent") { request.headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }
         if let body = upstream.body { request.body = .bytes(body) }
+        var client = self.client
+        if let direct, let proxy = settings.proxy, let host = URLComponents(string: upstream.url)?.host, proxy.bypasses(host) {
+            client = direct
+        }
         let response = try await client.execute(request, timeout: .init(settings.requestTimeout))
         var collected = ByteBuffer()
         for try await var chunk in response.body {
@@ -142,6 +174,7 @@ public final class UpstreamHTTPClient: UpstreamTransport {
 
     public func shutdown() async {
         try? await client.shutdown()
+        try? await direct?.shutdown()
     }
 }
 

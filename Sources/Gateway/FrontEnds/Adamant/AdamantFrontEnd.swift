@@ -14,7 +14,11 @@ struct AdamantFrontEnd: FrontEnd {
 
     func addRoutes(to routes: inout RouteTable) {}
 
-    var services: [any Service] { [PushkinsService(pushkins: ownSenders)] + service.services }
+    let apps: Set<String>
+
+    var services: [any Service] { [PushkinsService { [ownSenders] in ownSenders }] + service.services }
+
+    var appsInUse: Set<String> { apps }
 }
 
 /// Builds the ADAMANT front end from the `adamant:` section.
@@ -71,7 +75,9 @@ struct AdamantFrontEndFactory: FrontEndFactory {
                 production: production, sandbox: sandbox, topic: config.topic, chat: config.chatPayload, transfer: config.transferPayload)
             let service = AdamantService(
                 config: config, keys: keys, nodes: nodes, store: store, pusher: pusher, logger: logger, metrics: context.metrics.factory)
-            return [AdamantFrontEnd(service: service, ownSenders: own)]
+            return [
+                AdamantFrontEnd(service: service, ownSenders: own, apps: Set([config.apnsApp, config.apnsSandboxApp].compactMap { $0 }))
+            ]
         } catch {
             diagnostics.error("adamant.store", "\(error)")
             return []

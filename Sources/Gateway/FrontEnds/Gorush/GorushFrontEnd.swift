@@ -9,6 +9,9 @@ struct GorushFrontEnd: FrontEnd {
     let name = "gorush"
     let api: GorushAPI
     let maxBodyBytes: Int
+    let apps: Set<String>
+
+    var appsInUse: Set<String> { apps }
 
     func addRoutes(to routes: inout RouteTable) {
         let api = self.api

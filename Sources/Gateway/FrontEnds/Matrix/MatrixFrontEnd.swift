@@ -9,6 +9,10 @@ struct MatrixFrontEnd: FrontEnd {
     /// discovery, so that UnifiedPush clients do not pick a gateway that would reject their pushers.
     let unifiedPush: Bool
 
+    func drained() async {
+        while notify.inFlight.current > 0 { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
     func addRoutes(to routes: inout RouteTable) {
         let notify = self.notify
         let unifiedPush = self.unifiedPush
@@ -22,6 +26,7 @@ struct MatrixFrontEnd: FrontEnd {
 
 struct MatrixFrontEndFactory: FrontEndFactory {
     let sections: [String] = []
+    let reloadable = true
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
         var limits: [String: InflightLimit] = [:]

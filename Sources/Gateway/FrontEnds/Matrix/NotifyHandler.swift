@@ -18,6 +18,8 @@ public struct NotifyHandler: Sendable {
     let limits: [String: InflightLimit]
     let metrics: GatewayMetrics
     let logger: Logger
+    /// Requests in progress on this handler (a reload waits for them before closing old pushkins).
+    let inFlight = AtomicCounter()
 
     init(router: AppIdRouter, limits: [String: InflightLimit], metrics: GatewayMetrics, logger: Logger) {
         self.router = router
@@ -29,8 +31,12 @@ public struct NotifyHandler: Sendable {
     /// The `{"rejected": […]}` answer, or the `NotifyError` to answer instead.
     func handle(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let start = ContinuousClock.now
+        inFlight.add(1)
         metrics.requestsInFlight.record(metrics.inFlightCount.add(1))
-        defer { metrics.requestsInFlight.record(metrics.inFlightCount.add(-1)) }
+        defer {
+            metrics.requestsInFlight.record(metrics.inFlightCount.add(-1))
+            inFlight.add(-1)
+        }
         do {
             let response = try await process(request)
             metrics.notifyFinished(code: Int(response.status.code), duration: ContinuousClock.now - start)
@@ -42,7 +48,7 @@ public struct NotifyHandler: Sendable {
     }
 
     private func process(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
-        let requestId = UUID().uuidString.lowercased()
+        let requestId = request.requestId
         var logger = self.logger
         logger[metadataKey: "request_id"] = "\(requestId)"
 

@@ -36,7 +36,9 @@ struct RelayFrontEnd: FrontEnd {
         }
     }
 
-    var services: [any Service] { [SenderShutdown(senders: ownSenders)] }
+    var services: [any Service] { [PushkinsService { [ownSenders] in ownSenders }] }
+
+    var appsInUse: Set<String> { [config.apnsApp] }
 
     var ownListeners: [ListenerAddress] { listeners }
 
@@ -92,16 +94,6 @@ struct RelayFrontEnd: FrontEnd {
         case .rejected(let reason), .failed(let reason), .dropped(let reason), .skipped(let reason):
             return .upstreamRefused(reason.description)
         }
-    }
-}
-
-/// Closes the APNs connections the relay opened for itself.
-struct SenderShutdown: Service {
-    let senders: [any APNsSending]
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        for sender in senders { await sender.shutdown() }
     }
 }
 

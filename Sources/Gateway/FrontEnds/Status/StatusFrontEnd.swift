@@ -10,6 +10,8 @@ struct StatusFrontEnd: FrontEnd {
     let name = "status"
     let service: StatusService
 
+    var appsInUse: Set<String> { Set([service.config.apnsApp, service.config.fcmApp].compactMap { $0 }) }
+
     func addRoutes(to routes: inout RouteTable) {
         let service = self.service
         routes.add(.exact("/_status/v1/identity"), [.GET]) { _ in
@@ -75,7 +77,9 @@ struct StatusFrontEndFactory: FrontEndFactory {
         var frontEnds: [any FrontEnd] = [StatusFrontEnd(service: service)]
         if config.gorush.enabled {
             let api = GorushAPI(config: config.gorush, delivery: sender, logger: logger, metrics: context.metrics.factory)
-            frontEnds.append(GorushFrontEnd(api: api, maxBodyBytes: config.maxMessageBytes))
+            frontEnds.append(
+                GorushFrontEnd(
+                    api: api, maxBodyBytes: config.maxMessageBytes, apps: Set([config.apnsApp, config.fcmApp].compactMap { $0 })))
         }
         return frontEnds
     }

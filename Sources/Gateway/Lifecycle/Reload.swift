@@ -1,0 +1,99 @@
+import Logging
+import Pushkins
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// The routes the listeners serve, replaced whole by a reload: a request is served entirely by the
+/// routes it started with.
+final class SwappableRoutes: HTTPHandler {
+    private let routes: Mutex<RouteTable>
+
+    init(_ routes: RouteTable) { self.routes = Mutex(routes) }
+
+    var current: RouteTable { routes.withLock { $0 } }
+    func set(_ value: RouteTable) { routes.withLock { $0 = value } }
+
+    func handle(_ request: ServerRequest) async -> ServerResponse { await current.handle(request) }
+    func policy(forPath path: String) -> RequestPolicy { current.policy(forPath: path) }
+}
+
+/// Reloads the config on SIGHUP (docs/operations.md, "Reloading").
+struct ReloadService: Service {
+    let gateway: Gateway
+    let configPath: String
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            _ = await gateway.reload(configPath: configPath)
+        }
+    }
+}
+
+extension Gateway {
+    /// Reloads `apps:` and the log level from `configPath` without dropping a request: the new
+    /// pushkins and Matrix routes serve new requests at once; requests in progress finish on the old
+    /// ones, which are then closed (unless another front end still uses them). The listeners, and the
+    /// Status, relay and ADAMANT sections, keep their start-up settings. An invalid file changes
+    /// nothing; every problem is logged and returned.
+    @discardableResult
+    public func reload(configPath: String) async -> [String] {
+        let loaded: (GatewayConfig, ConfigDiagnostics)
+        do {
+            loaded = try ConfigLoading.load(path: configPath)
+        } catch {
+            for line in error.errors { logger.error("Reload refused; the running config stays", metadata: ["problem": "\(line)"]) }
+            return error.errors
+        }
+        return await reload(loaded.0, diagnostics: loaded.1)
+    }
+
+    func reload(_ newConfig: GatewayConfig, diagnostics: ConfigDiagnostics) async -> [String] {
+        let pushkins = Self.buildPushkins(
+            newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, diagnostics: diagnostics)
+        let context = FrontEndContext(config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false)
+        let reloaded = factories.filter(\.reloadable).flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
+        guard diagnostics.errors.isEmpty else {
+            for line in diagnostics.errors { logger.error("Reload refused; the running config stays", metadata: ["problem": "\(line)"]) }
+            for pushkin in pushkins { await pushkin.shutdown() }
+            return diagnostics.errors
+        }
+        for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
+
+        let reloadableNames = Set(reloaded.map(\.name))
+        let (previous, retired) = live.withLock { state -> ([any FrontEnd], [any Pushkin]) in
+            let fixed = state.frontEnds.filter { !reloadableNames.contains($0.name) }
+            let inUse = fixed.reduce(into: Set<String>()) { $0.formUnion($1.appsInUse) }
+            let previous = state.frontEnds.filter { reloadableNames.contains($0.name) }
+            var retired: [any Pushkin] = []
+            for old in state.pushkins {
+                if inUse.contains(old.name) { state.retained.append(old) } else { retired.append(old) }
+            }
+            state.pushkins = pushkins
+            state.frontEnds = fixed + reloaded
+            return (previous, retired)
+        }
+        handler.set(Self.routes(config, frontEnds, logger: logger))
+        LogLevelControl.set(newConfig.log.level)
+        logger.notice(
+            "Config reloaded", metadata: ["apps": "\(pushkins.map(\.name).joined(separator: ", "))", "log_level": "\(newConfig.log.level)"])
+
+        // Requests that started on the old routes finish on the old pushkins, then those close.
+        let grace = config.http.shutdownGracePeriod
+        _ = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for frontEnd in previous { await frontEnd.drained() }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        for pushkin in retired { await pushkin.shutdown() }
+        return []
+    }
+}
