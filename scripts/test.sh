@@ -30,3 +30,6 @@ if [ -z "${HERALD_TEST_POSTGRES_URL:-}" ] && [ "$(id -u)" -eq 0 ]; then
 fi
 [ -n "${HERALD_TEST_POSTGRES_URL:-}" ] || echo "note: no PostgreSQL; the PostgreSQL store tests are skipped" >&2
 swift test --skip-build
+
+# The package unpacks into an empty directory and runs there.
+scripts/test-package.sh

@@ -39,6 +39,12 @@ public final class AdamantService: Service {
     public func run() async throws {
         defer { logger.notice("ADAMANT pollers stopped") }
         try await store.migrate()
+        // The series dashboards chart exist from the start, at 0.
+        for kind in ["chat", "transfer"] {
+            for outcome in ["delivered", "rejected", "failed"] {
+                _ = Counter(label: "herald_adamant_pushes_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: metrics)
+            }
+        }
         logger.notice("ADAMANT notification service ready", metadata: ["address": "\(keys.address)", "nodes": "\(nodes.nodes.count)"])
         try await store.whileLeader(retry: config.leaseRetry) { [self] in
             await withTaskGroup(of: Void.self) { group in

@@ -22,6 +22,17 @@ public struct GatewayConfig: Sendable {
         public var accessLog = false
     }
 
+    /// `tracing:`: OpenTelemetry spans exported over OTLP/HTTP.
+    public struct Tracing: Sendable {
+        public var enabled = false
+        public var endpoint = "http://127.0.0.1:4318/v1/traces"
+        public var serviceName = "herald"
+        public var sampleRatio = 1.0
+        public var exportInterval: Duration = .seconds(5)
+        /// OTLP/HTTP with JSON bodies instead of protobuf.
+        public var json = false
+    }
+
     public struct Prometheus: Sendable {
         public var enabled = false
         public var address = "127.0.0.1"
@@ -37,6 +48,7 @@ public struct GatewayConfig: Sendable {
     public var http = HTTP()
     public var log = Log()
     public var prometheus = Prometheus()
+    public var tracing = Tracing()
     public var proxy: ProxySettings?
     /// Each app's type and limit; the pushkin-specific keys are read when pushkins are built.
     public var apps: [App] = []
@@ -48,7 +60,7 @@ public struct GatewayConfig: Sendable {
 }
 
 extension GatewayConfig {
-    static let coreSections: Set<String> = ["http", "log", "metrics", "proxy", "no_proxy", "apps", "database", "db"]
+    static let coreSections: Set<String> = ["http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db"]
 
     /// Parses the config's generic sections. Pushkin keys are validated separately, by the pushkins.
     public static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
@@ -116,6 +128,20 @@ extension GatewayConfig {
                 }
             }
             metrics.warnUnknownKeys()
+        }
+
+        if let tracing = reader.map("tracing") {
+            config.tracing.enabled = tracing.bool("enabled", default: false)
+            if let endpoint = tracing.string("endpoint"), !endpoint.isEmpty { config.tracing.endpoint = endpoint }
+            config.tracing.serviceName = tracing.string("service_name") ?? "herald"
+            config.tracing.sampleRatio = Double(tracing.int("sample_percent", default: 100, range: 0...100)) / 100
+            config.tracing.exportInterval = tracing.seconds("export_interval", default: 5, range: 0.01...600)
+            switch tracing.string("protocol") ?? "http/protobuf" {
+            case "http/protobuf": config.tracing.json = false
+            case "http/json": config.tracing.json = true
+            case let other: diagnostics.error(tracing.keyPath("protocol"), "must be http/protobuf or http/json, got '\(other)'")
+            }
+            tracing.warnUnknownKeys()
         }
 
         let proxyURL = reader.string("proxy") ?? environment["HTTPS_PROXY"] ?? environment["https_proxy"]

@@ -4,6 +4,7 @@ import NIOExtras
 import NIOHTTP1
 import NIOPosix
 import Pushkins
+import Tracing
 
 /// An HTTP/1.1 server on SwiftNIO.
 ///
@@ -120,7 +121,9 @@ public final class HTTPServer: Sendable {
                     case .dispatch(let head, let body):
                         let request = ServerRequest(method: head.method, uri: head.uri, headers: head.headers, body: body)
                         let started = ContinuousClock.now
-                        var response = await RequestContext.$requestId.withValue(request.requestId) { await handler.handle(request) }
+                        var response = await RequestContext.$requestId.withValue(request.requestId) {
+                            await self.traced(request)
+                        }
                         response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
                         try await write(response, version: head.version, keepAlive: head.isKeepAlive, to: outbound)
                         accessLog?.record(
@@ -132,6 +135,20 @@ public final class HTTPServer: Sendable {
             }
         } catch {
             logger.debug("Connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Handles `request` inside a server span (a no-op unless tracing is enabled).
+    private func traced(_ request: ServerRequest) async -> ServerResponse {
+        let route = handler.routeName(forPath: request.path)
+        return await withSpan("\(request.method.rawValue) \(route ?? "(unmatched)")", ofKind: .server) { span in
+            span.attributes["http.request.method"] = request.method.rawValue
+            if let route { span.attributes["http.route"] = route }
+            span.attributes["herald.request_id"] = request.requestId
+            let response = await handler.handle(request)
+            span.attributes["http.response.status_code"] = Int(response.status.code)
+            if response.status.code >= 500 { span.setStatus(.init(code: .error)) }
+            return response
         }
     }
 

@@ -54,6 +54,13 @@ public struct RouteTable: HTTPHandler {
         }
     }
 
+    public func routeName(forPath path: String) -> String? {
+        switch routes.first(where: { $0.match.matches(path) })?.match {
+        case .exact(let route)?, .subtree(let route)?: return route
+        case nil: return nil
+        }
+    }
+
     public func policy(forPath path: String) -> RequestPolicy {
         routes.first { $0.match.matches(path) }?.policy ?? defaultPolicy
     }

@@ -70,8 +70,12 @@ public protocol HTTPHandler: Sendable {
     func handle(_ request: ServerRequest) async -> ServerResponse
     /// The policy for a path; by default 512 KiB and Matrix errors.
     func policy(forPath path: String) -> RequestPolicy
+    /// The route a path falls under (`/relay-to`), for span names: never the path itself, which
+    /// may hold a device token.
+    func routeName(forPath path: String) -> String?
 }
 
 extension HTTPHandler {
     public func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, dialect: .matrix) }
+    public func routeName(forPath path: String) -> String? { nil }
 }

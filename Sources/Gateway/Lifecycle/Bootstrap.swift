@@ -23,7 +23,17 @@ public enum Bootstrap {
         }
         if bootstrapLogging { bootstrapLogger(config.log) }
         let logger = Logger(label: "herald")
+        // Before any pushkin exists: HTTP clients take the tracer when they are made.
+        var observability: (any Service)?
+        if bootstrapLogging && diagnostics.errors.isEmpty {
+            do {
+                observability = try TracingSetup.bootstrap(config.tracing)
+            } catch {
+                diagnostics.error("tracing", "cannot start the exporter: \(error)")
+            }
+        }
         let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger, readOnly: readOnly)
+        gateway.observability.withLock { $0 = observability }
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
         if !diagnostics.errors.isEmpty {
             for pushkin in gateway.pushkins { await pushkin.shutdown() }

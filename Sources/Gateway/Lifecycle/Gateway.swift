@@ -22,6 +22,8 @@ public final class Gateway: Sendable {
     /// What the listeners serve; a reload swaps it.
     let handler: SwappableRoutes
     let live: Mutex<Live>
+    /// The tracing exporter, when `tracing:` is enabled: first in the group, so it flushes last.
+    let observability = Mutex<(any Service)?>(nil)
     private let group = Mutex<(group: ServiceGroup, listeners: [HTTPServer], metrics: HTTPServer?)?>(nil)
 
     struct Live {
@@ -120,7 +122,8 @@ public final class Gateway: Sendable {
             for frontEnd in frontEnds { try await frontEnd.waitUntilReady() }
         }
         // Dependency order: what is used comes before what uses it, and stops after it.
-        var services: [any Service] = [PushkinsService { [self] in allPushkins }]
+        var services: [any Service] = observability.withLock { $0.map { [$0] } ?? [] }
+        services.append(PushkinsService { [self] in allPushkins })
         for frontEnd in frontEnds { services += frontEnd.services }
         if let reloadPath { services.append(ReloadService(gateway: self, configPath: reloadPath)) }
         services += listeners.map { ListenerService(server: $0, ready: ready) }

@@ -16,6 +16,7 @@ final class SwappableRoutes: HTTPHandler {
 
     func handle(_ request: ServerRequest) async -> ServerResponse { await current.handle(request) }
     func policy(forPath path: String) -> RequestPolicy { current.policy(forPath: path) }
+    func routeName(forPath path: String) -> String? { current.routeName(forPath: path) }
 }
 
 /// Reloads the config on SIGHUP (docs/operations.md, "Reloading").

@@ -10,6 +10,11 @@ public final class FakeConnectProxy: Sendable {
     public struct Connect: Sendable, Equatable {
         public let target: String
         public let authorized: Bool
+
+        public init(target: String, authorized: Bool) {
+            self.target = target
+            self.authorized = authorized
+        }
     }
 
     public let port: Int

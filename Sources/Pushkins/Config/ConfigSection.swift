@@ -38,7 +38,10 @@ public final class ConfigSection {
         return simple ? "\(path).\(part)" : "\(path)[\(part)]"
     }
 
-    public func has(_ key: String) -> Bool { values[key] != nil && values[key] != .null }
+    public func has(_ key: String) -> Bool {
+        diagnostics.noteRead(keyPath(key))
+        return values[key] != nil && values[key] != .null
+    }
 
     /// The raw value, marked as read.
     public func raw(_ key: String) -> ConfigValue? {

@@ -1,4 +1,5 @@
 import Logging
+import Tracing
 
 /// A push provider for one configured app (one key of `apps:`).
 ///
@@ -30,14 +31,15 @@ extension Pushkin {
         await dispatchEach(notification, devices: devices, context: context)
     }
 
-    /// One `dispatch(_:device:context:)` per device, concurrently; outcomes in device order.
+    /// One `dispatch(_:device:context:)` per device, concurrently, each in a span; outcomes in
+    /// device order.
     public func dispatchEach(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         if devices.count == 1 {
-            return [await dispatch(notification, device: devices[0], context: context)]
+            return [await tracedDispatch(notification, device: devices[0], context: context)]
         }
         return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
             for (index, device) in devices.enumerated() {
-                group.addTask { (index, await self.dispatch(notification, device: device, context: context)) }
+                group.addTask { (index, await self.tracedDispatch(notification, device: device, context: context)) }
             }
             var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
             for await (index, outcome) in group { outcomes[index] = outcome }
@@ -48,6 +50,18 @@ extension Pushkin {
     public func shutdown() async {}
 
     public var startupDetails: [String: String] { [:] }
+
+    /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason.
+    func tracedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        await withSpan("dispatch \(name)", ofKind: .internal) { span in
+            span.attributes["herald.pushkin"] = name
+            span.attributes["herald.pushkin.type"] = type
+            let outcome = await dispatch(notification, device: device, context: context)
+            span.attributes["herald.outcome"] = outcome.label
+            if let reason = outcome.reason { span.attributes["herald.reason"] = reason.label }
+            return outcome
+        }
+    }
 }
 
 /// What a dispatch needs besides the notification: the request's id and logger.

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// One request to an upstream, as a pushkin builds it.
 public struct UpstreamRequest: Sendable {
@@ -78,7 +79,12 @@ public struct UpstreamCall: Sendable {
             }
             let response: UpstreamResponse
             do {
-                response = try await metrics.measure { try await transport.send(request) }
+                response = try await withSpan("\(metrics.type) upstream", ofKind: .client) { span in
+                    span.attributes["herald.attempt"] = attempt
+                    let response = try await metrics.measure { try await transport.send(request) }
+                    span.attributes["http.response.status_code"] = response.status
+                    return response
+                }
             } catch {
                 logger.warning("Upstream request failed", metadata: ["upstream": "\(metrics.type)", "error": "\(error)"])
                 return .retry(reason: .network("\(error)"), after: nil)

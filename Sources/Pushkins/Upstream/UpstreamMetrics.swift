@@ -20,6 +20,10 @@ public struct UpstreamMetrics: Sendable {
         self.factory = factory
         self.requestTime = Metrics.Timer(label: "sygnal_\(type)_request_time", dimensions: [], factory: factory)
         self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
+        // The status-code series exists from the start (at 0), so that dashboards see it.
+        _ = statusCounters.counter("200") {
+            Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)
+        }
     }
 
     /// Times one upstream request and counts its status (or `error` when none came back).

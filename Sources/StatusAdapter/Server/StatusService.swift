@@ -57,6 +57,9 @@ public final class StatusService: Service {
             await store.close()
             throw error
         }
+        // The series dashboards chart exist from the start, at 0.
+        _ = Counter(label: "herald_status_registrations_total", dimensions: [("result", "ok")], factory: metrics)
+        _ = Counter(label: "herald_status_push_requests_total", dimensions: [("result", "answered")], factory: metrics)
         logger.notice("Status push-notification server ready", metadata: ["public_key": "0x\(server.publicKey.compressed.hex)"])
         ready.open(server)
         try? await gracefulShutdown()

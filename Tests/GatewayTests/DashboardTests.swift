@@ -1,0 +1,101 @@
+import AdamantAdapter
+import Crypto
+import Foundation
+import HeraldTestSupport
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// `contrib/grafana/herald.json` queries only series Herald exports: a gateway with every kind of
+/// app and front end is started, serves one notify, and its exposition must name every metric the
+/// dashboard's expressions use.
+@Suite struct DashboardTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The metric names in the dashboard's PromQL expressions.
+    static func queriedSeries() throws -> Set<String> {
+        let json = try JSONParser.parse(Array(try Data(contentsOf: root.appendingPathComponent("contrib/grafana/herald.json"))))
+        var names: Set<String> = []
+        for panel in json["panels"]?.arrayValue ?? [] {
+            for target in panel["targets"]?.arrayValue ?? [] {
+                let expr = target["expr"]?.stringValue ?? ""
+                let pattern = try Regex(#"\b(sygnal|herald|process)_[a-z0-9_]+"#)
+                for match in expr.matches(of: pattern) { names.insert(String(expr[match.range])) }
+            }
+        }
+        return names
+    }
+
+    @Test func everySeriesTheDashboardQueriesIsExported() async throws {
+        let queried = try Self.queriedSeries()
+        #expect(queried.count > 20)
+        let dir = temporaryDirectory()
+        let pki = try TestPKI(directory: dir)
+        let key = P256.Signing.PrivateKey()
+        try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
+        let apns = try await FakeAPNs.start(
+            pki: pki, topic: "com.example.app", auth: .token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey))
+        let fcm = try await FakeFCM.start(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        try "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
+            .write(toFile: "\(dir)/passphrase", atomically: true, encoding: .utf8)
+        let apps = """
+              com.example.apns:
+                type: apns
+                keyfile: \(dir)/AuthKey.p8
+                key_id: ABC123DEFG
+                team_id: TEAM123456
+                topic: com.example.app
+                base_url: \(apns.baseURL)
+                tls_ca_file: \(pki.caFile)
+              com.example.cert:
+                type: apns
+                certfile: \(try pki.issueClientCertificate(topic: "com.example.app"))
+                base_url: \(apns.baseURL)
+                tls_ca_file: \(pki.caFile)
+              com.example.fcm:
+                type: gcm
+                project_id: \(fcm.projectId)
+                service_account_file: \(fcm.serviceAccountFile)
+                base_url: \(fcm.baseURL)
+            \(webpushApp("com.example.webpush", directory: dir))
+            """
+        let sections = """
+            status:
+              store: \(dir)/status.sqlite
+              apns_app: com.example.apns
+            relay:
+              apns_app: com.example.apns
+            adamant:
+              nodes: ['\(node.baseURL)']
+              passphrase_file: \(dir)/passphrase
+              apns_app: com.example.apns
+              store: \(dir)/adamant.sqlite
+              poll_interval: 0.05
+              signal_poll_interval: 0.05
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: sections))
+        let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        _ = try await herald.notify(
+            notifyBody(
+                ["event_id": "$e", "type": "m.room.message", "content": ["body": "hi"]],
+                devices: [["app_id": "com.example.apns", "pushkey": .string(pushkey)]]))
+        try await Task.sleep(for: .milliseconds(300))
+        let exposition = try await herald.metricsText()
+        await herald.stop()
+        await apns.stop()
+        await fcm.stop()
+        await node.stop()
+
+        let exported = Set(
+            exposition.split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("# TYPE ") else { return nil }
+                return line.split(separator: " ").dropFirst(2).first.map(String.init)
+            })
+        for name in queried.sorted() {
+            let base = ["_bucket", "_sum", "_count"].reduce(name) { $0.hasSuffix($1) ? String($0.dropLast($1.count)) : $0 }
+            #expect(exported.contains(name) || exported.contains(base), "the dashboard queries \(name), which is not exported")
+        }
+    }
+}
