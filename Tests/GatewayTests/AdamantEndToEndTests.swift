@@ -223,6 +223,24 @@ import Testing
         #expect(production.received.dropFirst().compactMap { $0.payload?["txn-id"]?.stringValue } == [missed.id, later.id])
     }
 
+    @Test func aBacklogOfManyFullPagesIsPushedExactlyOnce() async throws {
+        let setup = try await start()
+        let user = try Self.user()
+        let sender = try Self.user()
+        try setup.node.addSignal(from: user, to: setup.service, token: Self.token())
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "add") == 1 })
+        var ids: Set<String> = []
+        for n in 0..<250 {
+            ids.insert(try setup.node.addChat(from: sender, to: user, text: String(repeating: "x", count: 200), newBlock: n % 10 == 0).id)
+        }
+        #expect(try await Self.eventually { setup.production.received.count >= 250 })
+        try await Task.sleep(for: .milliseconds(300))
+        await setup.stop()
+        let pushed = setup.production.received.compactMap { $0.payload?["txn-id"]?.stringValue }
+        #expect(pushed.count == 250)
+        #expect(Set(pushed) == ids)
+    }
+
     @Test func unavailableAPNsKeepsTheCursorUntilThePushGoesThrough() async throws {
         let setup = try await start()
         let user = try Self.user()

@@ -44,7 +44,9 @@ public struct AdamantConfig: Sendable {
     /// Polls a batch with temporary APNs failures is tried again before its failed pushes are given up.
     public var maxBatchAttempts = 5
     public var maxConcurrentPushes = 64
-    public var node = UpstreamSettings(maxConnections: 8, connectTimeout: .seconds(5), requestTimeout: .seconds(10))
+    /// Towards the nodes. A page of 100 chat transactions is about 70 KB: answers up to 16 MiB are read.
+    public var node = UpstreamSettings(
+        maxConnections: 8, connectTimeout: .seconds(5), requestTimeout: .seconds(10), maxResponseBytes: 16 << 20)
 
     public init() {}
 

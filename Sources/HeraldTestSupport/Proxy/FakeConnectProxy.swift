@@ -128,7 +128,8 @@ private final class ConnectHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func reply(_ context: ChannelHandlerContext, _ text: String, close: Bool) {
         let write = context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: text)))
-        if close { write.whenComplete { _ in context.close(promise: nil) } }
+        let channel = context.channel
+        if close { write.whenComplete { _ in channel.close(promise: nil) } }
     }
 }
 
