@@ -52,8 +52,8 @@ import Testing
 
     func ids(_ apns: FakeAPNs) -> [String] { apns.received.compactMap { $0.payload?["txn-id"]?.stringValue } }
 
-    /// Waits until `worker`'s cursor in the PostgreSQL store has reached `height` (the batch is committed).
-    func committed(store url: String, worker: String, height: Int64) async throws -> Bool {
+    /// Waits until the PostgreSQL store holds the pushed key (the push is committed).
+    func committed(store url: String, key: String) async throws -> Bool {
         let store = try PostgresAdamantStore(url: url, logger: Logger(label: "test"))
         return try await withThrowingTaskGroup(of: Bool.self) { group in
             for service in store.services {
@@ -61,7 +61,7 @@ import Testing
                     try await service.run(); return false
                 }
             }
-            let reached = try await AdamantEndToEndTests.eventually { (try await store.cursor(worker) ?? 0) >= height }
+            let reached = try await AdamantEndToEndTests.eventually { try await !store.pushed(among: [key]).isEmpty }
             group.cancelAll()
             return reached
         }
@@ -79,13 +79,14 @@ import Testing
         let path = try config(dir, node: node, apns: apns, dev: dev, store: "\(dir)/adamant.sqlite")
 
         let first = try Herald.launch(binary, config: path, log: "\(dir)/first.log")
-        try node.addSignal(from: user, to: service, token: AdamantEndToEndTests.token())
+        let token = AdamantEndToEndTests.token()
+        try node.addSignal(from: user, to: service, token: token)
         try await Task.sleep(for: .milliseconds(300))
         let one = try node.addChat(from: sender, to: user)
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 1 })
-        // Between polls: the batch and its cursor are committed (read from the store itself).
+        // Between polls: the push is committed (read from the store itself).
         let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite")
-        #expect(try await AdamantEndToEndTests.eventually { (try await store.cursor("chats") ?? 0) >= one.height })
+        #expect(try await AdamantEndToEndTests.eventually { try await !store.pushed(among: ["\(one.id):apns:\(token)"]).isEmpty })
         await store.close()
         first.kill(SIGKILL)
 
@@ -119,12 +120,13 @@ import Testing
         let follower = try Herald.launch(
             binary, config: try config(dir, node: node, apns: apns, dev: dev, store: store), log: "\(dir)/b.log")
         try await Task.sleep(for: .milliseconds(500))
-        try node.addSignal(from: user, to: service, token: AdamantEndToEndTests.token())
+        let token = AdamantEndToEndTests.token()
+        try node.addSignal(from: user, to: service, token: token)
         try await Task.sleep(for: .milliseconds(300))
         let one = try node.addChat(from: sender, to: user)
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 1 })
         #expect(!follower.output.contains("ADAMANT polling lease taken"))  // one instance polls
-        #expect(try await committed(store: store, worker: "chats", height: one.height))
+        #expect(try await committed(store: store, key: "\(one.id):apns:\(token)"))
         leader.kill(SIGKILL)
 
         let two = try node.addChat(from: sender, to: user)

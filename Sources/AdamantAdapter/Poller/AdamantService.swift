@@ -18,6 +18,7 @@ public final class AdamantService: Service {
     let pusher: AdamantPusher
     let logger: Logger
     let metrics: any MetricsFactory
+    let counters: CounterCache
     private let batchAttempts = Mutex<[String: Int]>([:])
 
     public init(
@@ -31,6 +32,7 @@ public final class AdamantService: Service {
         self.pusher = pusher
         self.logger = logger
         self.metrics = metrics
+        self.counters = CounterCache(factory: metrics)
     }
 
     /// The store's services, then this one.
@@ -42,7 +44,7 @@ public final class AdamantService: Service {
         // The series dashboards chart exist from the start, at 0.
         for kind in ["chat", "transfer"] {
             for outcome in ["delivered", "rejected", "failed"] {
-                _ = Counter(label: "herald_adamant_pushes_total", dimensions: [("kind", kind), ("outcome", outcome)], factory: metrics)
+                _ = counters.counter("herald_adamant_pushes_total", [("kind", kind), ("outcome", outcome)])
             }
         }
         logger.notice("ADAMANT notification service ready", metadata: ["address": "\(keys.address)", "nodes": "\(nodes.nodes.count)"])
@@ -62,7 +64,7 @@ public final class AdamantService: Service {
     /// Runs `step` every `interval` until graceful shutdown (a step in progress finishes first);
     /// a failed step backs off, doubling up to `max_backoff`.
     func loop(worker: String, interval: Duration, step: @escaping @Sendable (Int64) async throws -> Int64) async {
-        let failures = Counter(label: "herald_adamant_poll_failures_total", dimensions: [("worker", worker)], factory: metrics)
+        let failures = counters.counter("herald_adamant_poll_failures_total", [("worker", worker)])
         let cursorGauge = Gauge(label: "herald_adamant_cursor_height", dimensions: [("worker", worker)], factory: metrics)
         var cursor: Int64?
         var pause = interval
@@ -150,8 +152,15 @@ public final class AdamantService: Service {
 
     // MARK: pushing a batch
 
-    func push(_ batch: [AdamantTransaction], kind: AdamantPusher.Kind, worker: String, cursor: Int64) async throws -> Int64 {
-        guard let top = batch.map(\.height).max(), top > cursor else { return cursor }
+    /// Pushes a batch and moves the cursor to just below its top block: the top block is read again
+    /// by the next poll, so that one seen while its transactions were still arriving is completed
+    /// (the pushed keys make the replay push nothing twice). Rows a page returned twice (the chain
+    /// grew between pages) are pushed once.
+    func push(_ fetched: [AdamantTransaction], kind: AdamantPusher.Kind, worker: String, cursor: Int64) async throws -> Int64 {
+        var seen: Set<String> = []
+        let batch = fetched.filter { seen.insert($0.id).inserted }
+        guard let top = batch.map(\.height).max() else { return cursor }
+        let next = max(cursor, top - 1)
         let devices = try await store.devices(addresses: Array(Set(batch.map(\.recipientId))))
         var byAddress: [String: [RegisteredDevice]] = [:]
         for device in devices { byAddress[device.address, default: []].append(device) }
@@ -186,7 +195,7 @@ public final class AdamantService: Service {
                 case .rejected where AdamantPusher.meansDeadToken(outcome):
                     finished.append(key)
                     let removed = try await store.remove(token: device.token, provider: device.provider)
-                    Counter(label: "herald_adamant_tokens_removed_total", dimensions: [], factory: metrics).increment(by: Int64(removed))
+                    counters.increment("herald_adamant_tokens_removed_total", by: Int64(removed))
                     logger.info(
                         "ADAMANT device token removed",
                         metadata: ["token": "\(Redaction.pushkey(device.token))", "reason": "\(outcome.reason?.label ?? "")"])
@@ -207,11 +216,13 @@ public final class AdamantService: Service {
         }
         if temporary > 0 {
             logger.error("ADAMANT pushes given up after retries", metadata: ["worker": "\(worker)", "count": "\(temporary)"])
-            Counter(label: "herald_adamant_pushes_given_up_total", dimensions: [], factory: metrics).increment(by: Int64(temporary))
+            counters.increment("herald_adamant_pushes_given_up_total", by: Int64(temporary))
         }
         batchAttempts.withLock { $0[worker] = 0 }
-        try await store.commit(pushed: finished, worker: worker, cursor: top, keep: config.recentPushes)
-        return top
+        if !finished.isEmpty || next != cursor {
+            try await store.commit(pushed: finished, worker: worker, cursor: next, keep: config.recentPushes)
+        }
+        return next
     }
 
     struct PushesPending: Error, CustomStringConvertible {
@@ -220,6 +231,6 @@ public final class AdamantService: Service {
     }
 
     private func count(_ label: String, _ dimensions: (String, String)...) {
-        Counter(label: label, dimensions: dimensions, factory: metrics).increment()
+        counters.increment(label, dimensions)
     }
 }

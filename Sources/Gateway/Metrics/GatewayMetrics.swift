@@ -13,7 +13,7 @@ public final class GatewayMetrics: Sendable {
     let devicesReceived: Metrics.Counter
     let requestsInFlight: Metrics.Gauge
     let inFlightCount = AtomicCounter()
-    private let counters = Mutex<[String: Metrics.Counter]>([:])
+    let counters: CounterCache
     private let timers = Mutex<[Int: Metrics.Timer]>([:])
 
     public init() {
@@ -26,6 +26,7 @@ public final class GatewayMetrics: Sendable {
         ]
         self.registry = registry
         self.factory = factory
+        self.counters = CounterCache(factory: factory)
         notificationsReceived = Metrics.Counter(label: "sygnal_notifications_received_total", dimensions: [], factory: factory)
         devicesReceived = Metrics.Counter(label: "sygnal_notifications_devices_received_total", dimensions: [], factory: factory)
         requestsInFlight = Metrics.Gauge(
@@ -37,15 +38,7 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// The counter `label{dimensions}`, made on first use.
-    func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {
-        let key = label + dimensions.map { "\u{1F}\($0.0)=\($0.1)" }.joined()
-        return counters.withLock { table in
-            if let existing = table[key] { return existing }
-            let made = Metrics.Counter(label: label, dimensions: dimensions, factory: factory)
-            table[key] = made
-            return made
-        }
-    }
+    func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter { counters.counter(label, dimensions) }
 
     func notifyFinished(code: Int, duration: Duration) {
         counter("sygnal_pushgateway_status_codes_total", [("code", String(code))]).increment()

@@ -26,6 +26,7 @@ public final class GorushAPI: Service {
     let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
+    let counters: CounterCache
     private let queue: AsyncStream<Job>
     private let continuation: AsyncStream<Job>.Continuation
     private let stats = Mutex(Stats())
@@ -48,6 +49,7 @@ public final class GorushAPI: Service {
         self.delivery = delivery
         self.logger = logger
         self.metrics = metrics
+        self.counters = CounterCache(factory: metrics)
         (queue, continuation) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .bufferingOldest(config.queueSize))
         feedbackClient =
             config.feedbackURL == nil
@@ -147,7 +149,7 @@ public final class GorushAPI: Service {
             guard !ok else { continue }
             let error = outcome.reason.map(String.init(describing:)) ?? outcome.label
             if outcome.isRejected, let pushkin = delivery.pushkinName(platform) {
-                metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])
+                counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
             }
             logger.info(
                 "gorush push failed",

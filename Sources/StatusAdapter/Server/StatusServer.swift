@@ -19,6 +19,7 @@ public final class StatusServer: Sendable {
     let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
+    let counters: CounterCache
     private let inFlight = Mutex<[[UInt8]: ReadinessGate<Result<[UInt8], StatusRequestError>>]>([:])
 
     public init(
@@ -31,6 +32,7 @@ public final class StatusServer: Sendable {
         self.delivery = delivery
         self.logger = logger
         self.metrics = metrics
+        self.counters = CounterCache(factory: metrics)
     }
 
     public var publicKey: Secp256k1.PublicKey { identity.publicKey }
@@ -78,7 +80,7 @@ public final class StatusServer: Sendable {
         case nil: response.success = true
         case let error?: response.error = error
         }
-        metrics.counter("herald_status_registrations_total", ["result": response.success ? "ok" : "\(response.error)"])
+        counters.increment("herald_status_registrations_total", [("result", response.success ? "ok" : "\(response.error)")])
         return response
     }
 
@@ -170,7 +172,7 @@ public final class StatusServer: Sendable {
     /// Answers a duplicate with the cached response, and lets concurrent duplicates share one dispatch.
     private func pushOnce(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         if let cached = try? await store.cachedResponse(messageId: messageId, now: Date()) {
-            metrics.counter("herald_status_push_requests_total", ["result": "replayed"])
+            counters.increment("herald_status_push_requests_total", [("result", "replayed")])
             return .success(cached)
         }
         // The first request does the work in its own task; duplicates wait for its result.
@@ -261,7 +263,7 @@ public final class StatusServer: Sendable {
                 try? await store.dropRegistration(
                     publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
                 if let pushkin {
-                    metrics.counter("herald_rejected_pushkeys_total", ["pushkin": pushkin])
+                    counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
                 }
                 logger.info("Status device token rejected; registration dropped", metadata: ["reason": "\(reason)"])
             case .failed, .dropped:
@@ -271,7 +273,7 @@ public final class StatusServer: Sendable {
             }
         }
         if !queued.isEmpty && transientFailures == queued.count {
-            metrics.counter("herald_status_push_requests_total", ["result": "unavailable"])
+            counters.increment("herald_status_push_requests_total", [("result", "unavailable")])
             return .failure(.dispatchUnavailable("every push upstream failed"))
         }
         response.reports = reports
@@ -282,7 +284,7 @@ public final class StatusServer: Sendable {
                     messageId: messageId, response: bytes, expires: Date().addingTimeInterval(config.responseCacheLifetime),
                     limit: config.responseCacheLimit)
             }
-            metrics.counter("herald_status_push_requests_total", ["result": "answered"])
+            counters.increment("herald_status_push_requests_total", [("result", "answered")])
             return .success(bytes)
         } catch {
             return .failure(.internalError("cannot sign the response"))
@@ -333,11 +335,5 @@ public final class StatusServer: Sendable {
             platform: platform, token: registration.deviceToken, message: Self.text(for: item.type), title: nil,
             topic: platform == .ios ? registration.apnTopic : nil, data: data, context: context)
         return (outcome, delivery.pushkinName(platform))
-    }
-}
-
-extension MetricsFactory {
-    func counter(_ label: String, _ dimensions: [String: String]) {
-        Counter(label: label, dimensions: dimensions.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, factory: self).increment()
     }
 }
