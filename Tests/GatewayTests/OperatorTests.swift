@@ -82,23 +82,25 @@ import Testing
                 topic: com.example.app
                 base_url: \(apns.baseURL)
                 tls_ca_file: \(pki.caFile)
-                max_attempts: 1
-                connect_timeout: 1
+                max_attempts: 3
+                retry_initial_backoff: 0.05
+                connect_timeout: CONNECT_TIMEOUT
 
             """
         let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let body = notifyBody(
             ["event_id": "$e", "room_id": "!r", "type": "m.room.message", "content": ["body": "hi", "msgtype": "m.text"]],
             devices: [["app_id": "com.example.apns", "pushkey": .string(pushkey)]])
-        func run(_ proxyLine: String) async throws -> Int {
-            let herald = try await RunningGateway.start(gatewayYAML(apps: app, extra: proxyLine))
+        func run(_ proxyLine: String, connectTimeout: Int = 10) async throws -> Int {
+            let yaml = gatewayYAML(apps: app.replacingOccurrences(of: "CONNECT_TIMEOUT", with: String(connectTimeout)), extra: proxyLine)
+            let herald = try await RunningGateway.start(yaml)
             let response = try await herald.notify(body)
             await herald.stop()
             return response.status
         }
         let proxied = try await run("proxy: 'http://user:s3cret@127.0.0.1:\(proxy.port)'")
         let afterProxied = (proxy.connects, apns.received.count)
-        let wrongPassword = try await run("proxy: 'http://user:wrong@127.0.0.1:\(proxy.port)'")
+        let wrongPassword = try await run("proxy: 'http://user:wrong@127.0.0.1:\(proxy.port)'", connectTimeout: 1)
         let afterWrong = (Array(proxy.connects.dropFirst()), apns.received.count)
         let bypassed = try await run("proxy: 'http://user:s3cret@127.0.0.1:\(proxy.port)'\nno_proxy: ['.localhost', 'example.org']")
         await proxy.stop()

@@ -32,7 +32,7 @@ import Testing
         return UpstreamResponse(status: status, headers: headers, body: ByteBuffer())
     }
 
-    func call(_ transport: ScriptedTransport, maxAttempts: Int = 3, budget: Duration = .seconds(5)) -> UpstreamCall {
+    func call(_ transport: ScriptedTransport, maxAttempts: Int = 3, budget: Duration = .seconds(50)) -> UpstreamCall {
         UpstreamCall(
             transport: transport,
             policy: RetryPolicy(maxAttempts: maxAttempts, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: budget),

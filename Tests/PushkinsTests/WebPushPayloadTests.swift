@@ -117,7 +117,7 @@ import Testing
     }
 
     @Test func retryingStopsAtMaxAttemptsAndWithinBudget() async {
-        let policy = RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: .seconds(5))
+        let policy = RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: .seconds(50))
         var calls = 0
         let result: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy) { _ in
             calls += 1
