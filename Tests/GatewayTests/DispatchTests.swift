@@ -104,6 +104,20 @@ import Testing
         #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 1"#))
     }
 
+    @Test func aRequestWithMoreDevicesThanTheLimitWaitsForItsOwnSlots() async throws {
+        let probe = Probe()
+        let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 2\n"
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        let response = try await herald.notify(notifyBody(devices: (1...5).map { device("accept-\($0)") }))
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": []])
+        #expect(probe.seen.count == 5)
+        #expect(probe.maxActive <= 2)  // never more at once than the limit
+        #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 0"#))
+    }
+
     @Test func metricsCountRequestsDevicesAndOutcomes() async throws {
         let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
         _ = try await herald.notify(notifyBody(devices: [device("reject"), device("accept"), device("fail")]))

@@ -180,4 +180,20 @@ import Testing
         #expect(exported.contains("dispatch com.example.webpush"))  // the device
         #expect(exported.contains("webpush upstream"))  // the upstream call
     }
+
+    @Test(.enabled(if: binary != nil)) func sigtermExitsPromptlyWhenIdleThroughTheSameLoggedPath() async throws {
+        let dir = temporaryDirectory()
+        let port = StatusDurabilityTests.freePort()
+        let path = "\(dir)/herald.yaml"
+        try Self.webpushConfig(dir, port: port).write(toFile: path, atomically: true, encoding: .utf8)
+        for _ in 0..<2 {
+            let herald = try AdamantDurabilityTests.Herald.launch(try #require(Self.binary), config: path, log: "\(dir)/herald.log")
+            try await StatusDurabilityTests().waitForHealth(port: port)
+            let signalled = ContinuousClock.now
+            herald.kill(SIGTERM)
+            #expect(ContinuousClock.now - signalled < .seconds(1))
+            #expect(herald.process.terminationStatus == 0)
+            #expect(herald.output.contains("Shut down"))  // every stop ends the same awaited way
+        }
+    }
 }

@@ -67,6 +67,8 @@ public enum APNsPayload {
             if let content = n.contentObject, content["msgtype"] != nil, case .string(let text)? = content["body"] {
                 body = text
                 msgtype = content["msgtype"]?.stringValue
+                // An empty body is no content, as Sygnal treats it (an image keeps its own rule).
+                if text.isEmpty && msgtype != "m.image" { body = nil }
             }
             if let room {
                 guard let body else { return ("MSG_FROM_USER_IN_ROOM", [from, room]) }

@@ -55,6 +55,9 @@ public final class APNsPushkin: APNsSending {
         guard let token = APNsDeviceToken.token(fromPushkey: device.pushkey, convertToHex: config.convertDeviceTokenToHex) else {
             return .rejected(reason: .invalidPushkey("pushkey is not a base64 device token"))
         }
+        guard token.utf8.count <= APNsDeviceToken.maxHexLength else {
+            return .rejected(reason: .invalidPushkey("device token is longer than any APNs token"))
+        }
         let payload: JSONObject
         switch APNsPayload.build(notification, device: device, sendBadgeCounts: config.sendBadgeCounts) {
         case .nothingToSend: return .skipped(reason: .nothingToSend)
@@ -72,6 +75,9 @@ public final class APNsPushkin: APNsSending {
     public func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome {
         guard !message.deviceToken.isEmpty, message.deviceToken.allSatisfy({ $0.isHexDigit }) else {
             return .rejected(reason: .invalidPushkey("device token is not hex"))
+        }
+        guard message.deviceToken.utf8.count <= APNsDeviceToken.maxHexLength else {
+            return .rejected(reason: .invalidPushkey("device token is longer than any APNs token"))
         }
         var message = message
         message.deviceToken = message.deviceToken.lowercased()
@@ -143,9 +149,11 @@ public final class APNsPushkin: APNsSending {
         }
     }
 
-    /// `apns-collapse-id` is at most 64 bytes: the value, or a digest of a longer one.
+    /// `apns-collapse-id` is at most 64 bytes of visible ASCII: the value, or a digest of one that
+    /// is longer or holds anything else (a control character would make the header invalid, a
+    /// failure no retry can fix).
     public static func collapseId(_ value: String) -> String {
-        if value.utf8.count <= APNsHosts.maxCollapseIdBytes { return value }
+        if value.utf8.count <= APNsHosts.maxCollapseIdBytes, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) { return value }
         return Base64URL.encode(SHA256.hash(data: Data(value.utf8)))
     }
 }

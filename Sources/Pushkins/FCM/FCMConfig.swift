@@ -46,17 +46,20 @@ public struct FCMConfig: Sendable {
         let credentials: Credentials
         switch version {
         case .legacy:
-            config.accept("project_id", "service_account_file")
+            config.accept("project_id", "service_account_file", "token_uri")
             guard let key = config.string("api_key", required: true), !key.isEmpty else { return nil }
+            environment.logger.warning(
+                "FCM's legacy API is switched off by Google (it answers 404): this app cannot deliver; move it to api_version: v1")
             credentials = .legacy(apiKey: key)
         case .v1:
             config.accept("api_key")
             let project = config.string("project_id", required: true)
             let file = config.readableFile("service_account_file", required: true)
+            let tokenURI = config.string("token_uri")
             guard let project, !project.isEmpty, let file else { return nil }
             do {
                 var account = try GoogleServiceAccount.load(path: file)
-                if let uri = config.string("token_uri"), !uri.isEmpty { account.tokenURI = uri }
+                if let uri = tokenURI, !uri.isEmpty { account.tokenURI = uri }
                 credentials = .v1(projectId: project, account: account)
             } catch {
                 diagnostics.error(config.keyPath("service_account_file"), "\(error)")

@@ -95,7 +95,10 @@ struct FCMLegacySender: Sendable {
                 pending = retry
                 return retry.isEmpty ? .done(()) : .retry(lastRetryReason)
             case 404:
-                return finish(.rejected(reason: .fcmLegacy(nil, status: 404)))
+                // Google switched the legacy API off: its endpoint answers 404 to everything. Rejecting
+                // would delete every pusher (Sygnal's rule); a failure keeps them for a fixed config.
+                context.logger.error("FCM's legacy API answered 404: it is switched off upstream; move the app to api_version: v1")
+                return finish(.failed(reason: .fcmLegacy(nil, status: 404)))
             case 429, 500..<600:
                 return .retry(.fcmLegacy(nil, status: response.status))
             default:

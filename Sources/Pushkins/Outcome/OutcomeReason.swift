@@ -85,7 +85,8 @@ public enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .fcmLegacy(let error?, _): return "FCM \(error.rawValue)"
         case .fcmLegacy(nil, let status): return "FCM \(status)"
         case .pushService(let status): return "push service answered \(status)"
-        case .network(let error): return "network error: \(error)"
+        // The error itself (addresses, ports) is in Herald's log, never in what a sender reads.
+        case .network: return "network error: the upstream could not be reached"
         case .authorization(let why): return "OAuth token: \(why)"
         }
     }

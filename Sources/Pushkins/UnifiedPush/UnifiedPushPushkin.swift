@@ -34,6 +34,10 @@ public final class UnifiedPushPushkin: Pushkin {
         switch await policy.check(device.pushkey) {
         case .allowed(let allowed): endpoint = allowed
         case .malformed(let reason): return .rejected(reason: .invalidPushkey(reason))
+        case .unresolvable(let reason):
+            context.logger.warning(
+                "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+            return .failed(reason: .network(reason))
         case .refused(let reason):
             context.logger.warning(
                 "UnifiedPush endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])

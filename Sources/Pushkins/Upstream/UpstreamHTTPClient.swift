@@ -135,6 +135,9 @@ public final class UpstreamHTTPClient: UpstreamTransport {
             decompression: .disabled
         )
         configuration.httpVersion = httpVersion
+        // A refused or reset connection fails at once and goes to Herald's retry policy, instead of
+        // being retried inside the client until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         if let proxy = settings.proxy, !proxy.noProxy.isEmpty {
             configuration.proxy = nil

@@ -24,6 +24,9 @@ public final class EndpointPolicy: Sendable {
         case malformed(String)
         /// A valid endpoint this gateway is configured not to reach.
         case refused(String)
+        /// The host name could not be resolved now (a failed or timed-out lookup): a failure of the
+        /// device, which the sender retries, not a refusal.
+        case unresolvable(String)
     }
 
     let allowedGlobs: [Glob]?
@@ -64,7 +67,7 @@ public final class EndpointPolicy: Sendable {
             case .success(.nonPublic(let name)):
                 return .refused("endpoint resolves to a \(name) address (set allow_private_endpoints to allow)")
             case .failure(let error):
-                return .refused("endpoint host \(error.host): \(error.reason)")
+                return .unresolvable("endpoint host \(error.host): \(error.reason)")
             }
         }
         return .allowed(endpoint)

@@ -50,6 +50,10 @@ public final class WebPushPushkin: Pushkin {
         switch await policy.check(endpointURL) {
         case .allowed(let allowed): endpoint = allowed
         case .malformed(let reason): return .rejected(reason: .invalidPushkey(reason))
+        case .unresolvable(let reason):
+            context.logger.warning(
+                "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
+            return .failed(reason: .network(reason))
         case .refused(let reason):
             context.logger.warning(
                 "Web Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])

@@ -8,5 +8,12 @@ final class InflightLimit: Sendable {
     init(limit: Int) { self.limit = limit }
 
     func acquire() -> Bool { count.increment(ifBelow: limit) }
+
+    /// Takes as many of `wanted` slots as are free (0 when none is).
+    func acquire(upTo wanted: Int) -> Int {
+        var granted = 0
+        while granted < wanted, count.increment(ifBelow: limit) { granted += 1 }
+        return granted
+    }
     func release(count n: Int) { count.add(-n) }
 }

@@ -95,11 +95,6 @@ public struct NotifyHandler: Sendable {
                 outcomes[index] = .rejected(reason: .ambiguousAppId)
             case .pushkin(let pushkin):
                 metrics.dispatched(pushkin: pushkin.name)
-                if limits[pushkin.name]?.acquire() == false {
-                    metrics.inflightDrop(pushkin: pushkin.name)
-                    outcomes[index] = .failed(reason: .inflightLimit)
-                    continue
-                }
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
                     groups[g].indices.append(index)
                 } else {
@@ -107,15 +102,33 @@ public struct NotifyHandler: Sendable {
                 }
             }
         }
+        // `inflight_request_limit` bounds concurrency without making a large request impossible:
+        // the slots free when this request arrives are its own, and its devices beyond them wait for
+        // them (dispatched in waves). Only when other requests hold every slot is the app shed.
+        var slots: [String: Int] = [:]
+        groups = groups.filter { group in
+            guard let limit = limits[group.pushkin.name] else { return true }
+            let granted = limit.acquire(upTo: group.indices.count)
+            guard granted > 0 else {
+                for index in group.indices {
+                    metrics.inflightDrop(pushkin: group.pushkin.name)
+                    outcomes[index] = .failed(reason: .inflightLimit)
+                }
+                return false
+            }
+            slots[group.pushkin.name] = granted
+            return true
+        }
 
         let context = DispatchContext(requestId: logger[metadataKey: "request_id"].map { "\($0)" } ?? "", logger: logger)
         let results: [(indices: [Int], outcomes: [DeviceOutcome])]
         if groups.count == 1, let only = groups.first {
-            results = [(only.indices, await run(only.pushkin, notification, only.indices, context))]
+            results = [(only.indices, await run(only.pushkin, notification, only.indices, slots[only.pushkin.name], context))]
         } else {
             results = await withTaskGroup(of: ([Int], [DeviceOutcome]).self) { group in
                 for (pushkin, indices) in groups {
-                    group.addTask { (indices, await self.run(pushkin, notification, indices, context)) }
+                    let granted = slots[pushkin.name]
+                    group.addTask { (indices, await self.run(pushkin, notification, indices, granted, context)) }
                 }
                 var collected: [([Int], [DeviceOutcome])] = []
                 for await result in group { collected.append(result) }
@@ -133,12 +146,20 @@ public struct NotifyHandler: Sendable {
         }
     }
 
-    private func run(_ pushkin: any Pushkin, _ notification: PushNotification, _ indices: [Int], _ context: DispatchContext) async
-        -> [DeviceOutcome]
+    /// Dispatches one app's devices, at most `slots` at a time (all at once without a limit), and
+    /// frees the slots.
+    private func run(_ pushkin: any Pushkin, _ notification: PushNotification, _ indices: [Int], _ slots: Int?, _ context: DispatchContext)
+        async -> [DeviceOutcome]
     {
         let devices = indices.map { notification.devices[$0] }
-        let outcomes = await pushkin.dispatch(notification, devices: devices, context: context)
-        limits[pushkin.name]?.release(count: devices.count)
+        let wave = max(1, slots ?? devices.count)
+        var outcomes: [DeviceOutcome] = []
+        outcomes.reserveCapacity(devices.count)
+        for start in stride(from: 0, to: devices.count, by: wave) {
+            let chunk = Array(devices[start..<min(start + wave, devices.count)])
+            outcomes += await pushkin.dispatch(notification, devices: chunk, context: context)
+        }
+        if let slots { limits[pushkin.name]?.release(count: slots) }
         for outcome in outcomes { metrics.count(outcome, pushkin: pushkin.name) }
         return outcomes
     }

@@ -1,0 +1,148 @@
+import Crypto
+import Foundation
+import HeraldTestSupport
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// Inputs that can never succeed are never a 5xx, and upstream answers that mean "our problem" never
+/// delete pushers (issue: hardening).
+@Suite struct HardeningTests {
+    @Test func anEmptyMessageBodyIsNoContentForAPNsAsSygnalDoes() throws {
+        for msgtype in ["m.text", "m.notice", "m.emote"] {
+            let n = PushNotification(
+                eventId: "$e", roomId: "!r", type: "m.room.message", sender: "@a:x", roomName: "Room",
+                content: ["msgtype": .string(msgtype), "body": ""])
+            #expect(APNsPayload.locKey(n)?.0 == "MSG_FROM_USER_IN_ROOM", "\(msgtype)")
+            var direct = n
+            direct.roomName = nil
+            #expect(APNsPayload.locKey(direct)?.0 == "MSG_FROM_USER", "\(msgtype)")
+        }
+        let image = PushNotification(type: "m.room.message", sender: "@a:x", roomName: "Room", content: ["msgtype": "m.image", "body": ""])
+        #expect(APNsPayload.locKey(image)?.0 == "IMAGE_FROM_USER_IN_ROOM")
+    }
+
+    @Test func aCollapseIdIsAlwaysAValidHeaderValue() {
+        #expect(APNsPushkin.collapseId("$abc:example.org") == "$abc:example.org")
+        let withControl = APNsPushkin.collapseId("$abc\r\ninjected: yes")
+        #expect(withControl.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F })
+        #expect(withControl.count == 43)
+        #expect(APNsPushkin.collapseId("$é") != "$é")
+    }
+
+    @Test func aControlCharacterInTheEventIdOrAnOversizedTokenIsNotA502() async throws {
+        let dir = temporaryDirectory()
+        let pki = try TestPKI(directory: dir)
+        let key = P256KeyFile.write(to: "\(dir)/k.p8")
+        let apns = try await FakeAPNs.start(pki: pki, topic: "t", auth: .token(keyId: "K", teamId: "T", publicKey: key))
+        let apps = """
+              com.example.apns:
+                type: apns
+                keyfile: \(dir)/k.p8
+                key_id: K
+                team_id: T
+                topic: t
+                base_url: \(apns.baseURL)
+                tls_ca_file: \(pki.caFile)
+
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let good = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let huge = Data((0..<150).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let message: JSONObject = [
+            "event_id": "$e\u{01}\n", "room_id": "!r", "type": "m.room.message", "content": ["msgtype": "m.text", "body": "hi"],
+        ]
+        let controlled = try await herald.notify(notifyBody(message, devices: [["app_id": "com.example.apns", "pushkey": .string(good)]]))
+        let oversized = try await herald.notify(notifyBody(message, devices: [["app_id": "com.example.apns", "pushkey": .string(huge)]]))
+        await herald.stop()
+        await apns.stop()
+        #expect(controlled.status == 200)
+        #expect(controlled.json == ["rejected": []])
+        #expect(apns.received.count == 1)  // the oversized token made no upstream call
+        #expect(apns.received.first?.headers["apns-collapse-id"]?.count == 43)
+        #expect(oversized.status == 200)
+        #expect(oversized.json == ["rejected": [.string(huge)]])
+    }
+
+    @Test func aLegacyFCMEndpointAnswering404FailsTheDevicesInsteadOfDeletingThem() async throws {
+        let gone = try await FakeUnifiedPushDistributor.start()  // answers 404 on /fcm/send, as Google's does now
+        let apps = """
+              com.example.legacy:
+                type: gcm
+                api_version: legacy
+                api_key: k
+                base_url: \(gone.baseURL)
+                max_attempts: 1
+
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let response = try await herald.notify(
+            notifyBody(
+                ["event_id": "$e", "room_id": "!r", "type": "m.room.message"],
+                devices: [["app_id": "com.example.legacy", "pushkey": "a"], ["app_id": "com.example.legacy", "pushkey": "b"]]))
+        await herald.stop()
+        await gone.stop()
+        #expect(gone.received.first?.path == "/fcm/send")
+        #expect(response.status == 502)
+        #expect(response.json?["rejected"] == [])  // no pusher deleted
+    }
+}
+
+extension HardeningTests {
+    @Test func aRefusedConnectionFailsAtOnceAndThe502NamesNoAddress() async throws {
+        let dir = temporaryDirectory()
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 3\nconnect_timeout: 5")))
+        let sub = try await FakeWebPushService.start()
+        let s = sub.subscribe()
+        let device: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
+            "data": ["endpoint": "http://127.0.0.1:1/push/x", "auth": .string(s.auth)],
+        ]
+        let started = ContinuousClock.now
+        let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+        let elapsed = ContinuousClock.now - started
+        await herald.stop()
+        await sub.stop()
+        #expect(response.status == 502)
+        #expect(elapsed < .seconds(4))  // three refused attempts, not three connect timeouts
+        let text = response.json?["error"]?.stringValue ?? ""
+        #expect(text == "Failed to dispatch to 1 device(s): network error: the upstream could not be reached")
+        #expect(!text.contains("127.0.0.1") && !text.contains("refused"))
+    }
+
+    @Test func anEndpointWhoseHostDoesNotResolveFailsForNowInsteadOfBeingSkipped() async throws {
+        let dir = temporaryDirectory()
+        let apps = """
+              com.example.webpush:
+                type: webpush
+                vapid_private_key: \(dir)/vapid.pem
+                create_vapid_key_if_missing: true
+                vapid_contact_email: ops@example.org
+                max_attempts: 1
+
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let sub = try await FakeWebPushService.start()
+        let s = sub.subscribe()
+        let device: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
+            "data": ["endpoint": "https://push.does-not-exist.invalid/x", "auth": .string(s.auth)],
+        ]
+        let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+        await herald.stop()
+        await sub.stop()
+        #expect(response.status == 502)  // the homeserver retries; the push is not lost
+        #expect(response.json?["rejected"] == [])
+    }
+}
+
+/// A fresh APNs signing key written as PEM; its public key for the fake.
+enum P256KeyFile {
+    static func write(to path: String) -> P256.Signing.PublicKey {
+        let key = P256.Signing.PrivateKey()
+        try? key.pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
+        return key.publicKey
+    }
+}
