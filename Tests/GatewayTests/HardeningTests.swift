@@ -138,6 +138,48 @@ extension HardeningTests {
     }
 }
 
+extension HardeningTests {
+    @Test func anAllowedEndpointNamedExplicitlyMayBePrivateAndRefusalsAreCounted() async throws {
+        let service = try await FakeWebPushService.start()
+        let port = service.server.port
+        func run(_ entry: String) async throws -> (TestResponse, String, [String]) {
+            let dir = temporaryDirectory()
+            let apps = """
+                  com.example.webpush:
+                    type: webpush
+                    vapid_private_key: \(dir)/vapid.pem
+                    create_vapid_key_if_missing: true
+                    vapid_contact_email: ops@example.org
+                    allow_insecure_endpoints: true
+                    allowed_endpoints: ['\(entry)']
+
+                """
+            let (config, diagnostics) = try ConfigLoading.parse(gatewayYAML(apps: apps))
+            _ = config
+            let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+            let s = service.subscribe()
+            let device: JSONValue = [
+                "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
+                "data": ["endpoint": .string(s.endpoint), "auth": .string(s.auth)],
+            ]
+            let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+            let metrics = try await herald.metricsText()
+            await herald.stop()
+            let validated = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"), readOnly: true)
+            for pushkin in validated.pushkins { await pushkin.shutdown() }
+            return (response, metrics, diagnostics.warnings)
+        }
+        let (explicitly, _, warnings) = try await run("127.0.0.1:\(port)")
+        let (byGlob, metrics, _) = try await run("127.0.0.*")
+        await service.stop()
+        #expect(explicitly.json == ["rejected": []])
+        #expect(service.received.count == 1)  // delivered to the explicitly named private host
+        #expect(warnings.contains { $0.contains("'127.0.0.1:\(port)' names a host") })
+        #expect(byGlob.json == ["rejected": []])  // skipped, not delivered
+        #expect(metrics.contains(#"herald_endpoint_refusals_total{pushkin="com.example.webpush"} 1"#))
+    }
+}
+
 /// A fresh APNs signing key written as PEM; its public key for the fake.
 enum P256KeyFile {
     static func write(to path: String) -> P256.Signing.PublicKey {

@@ -185,3 +185,24 @@ import Testing
         #expect(Hex.encode([]) == "")
     }
 }
+
+/// IANA's special-purpose registries, and IPv6 addresses that stand for IPv4 ones.
+@Suite struct AddressClassTests {
+    @Test(arguments: [
+        "192.0.2.1", "198.51.100.7", "203.0.113.9", "192.88.99.1", "255.255.255.255", "100.64.0.1", "198.18.0.1",
+        "::ffff:10.0.0.1", "::10.0.0.1", "::127.0.0.1", "64:ff9b::a00:1", "64:ff9b::7f00:1", "64:ff9b:1::1",
+        "2002:0a00:0001::1", "2002:7f00:0001::", "2001:0:a00:1::1", "2001:0:4136:e378:8000:63bf:80ff:fffe",
+        "2001:db8::1", "3fff::1", "100::1", "2001:2::1", "5f00::1", "fd00::1", "fe80::1", "ff02::1", "::", "::1",
+    ])
+    func nonPublicAddressesAreNotGlobal(_ address: String) {
+        #expect(NetworkAddress.classify(literal: address) != .global, "\(address)")
+    }
+
+    @Test(arguments: [
+        "8.8.8.8", "1.1.1.1", "64:ff9b::808:808", "2002:0808:0808::1", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", "2606:4700::1111",
+        "::ffff:8.8.8.8",
+    ])
+    func publicAddressesAreGlobal(_ address: String) {
+        #expect(NetworkAddress.classify(literal: address) == .global, "\(address)")
+    }
+}

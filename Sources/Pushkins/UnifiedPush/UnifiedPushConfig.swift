@@ -10,8 +10,10 @@ public struct UnifiedPushConfig: Sendable {
     public var retry: RetryPolicy
 
     public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> UnifiedPushConfig? {
-        UnifiedPushConfig(
-            allowedEndpoints: config.stringList("allowed_endpoints"),
+        let allowed = config.stringList("allowed_endpoints")
+        EndpointPolicy.noteExplicitEntries(allowed, config: config)
+        return UnifiedPushConfig(
+            allowedEndpoints: allowed,
             allowInsecureEndpoints: config.bool("allow_insecure_endpoints", default: false),
             allowPrivateEndpoints: config.bool("allow_private_endpoints", default: false),
             maxMessageBytes: config.int("max_message_bytes", default: 4096, range: 1024...(64 * 1024)),

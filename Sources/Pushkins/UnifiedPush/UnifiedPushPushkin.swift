@@ -1,4 +1,5 @@
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 
@@ -13,6 +14,8 @@ public final class UnifiedPushPushkin: Pushkin {
     private let policy: EndpointPolicy
     private let client: UpstreamHTTPClient
     private let upstream: UpstreamCall
+    /// `herald_endpoint_refusals_total{pushkin}`: endpoints the policy refused.
+    private let refusals: Counter
 
     public init(name: String, config: UnifiedPushConfig, environment: PushkinEnvironment) throws {
         self.name = name
@@ -22,6 +25,7 @@ public final class UnifiedPushPushkin: Pushkin {
             allowPrivate: config.allowPrivateEndpoints)
         let client = try UpstreamHTTPClient(settings: config.upstream)
         self.client = client
+        self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
         self.upstream = UpstreamCall(
             transport: client, policy: config.retry,
             metrics: UpstreamMetrics(type: "unifiedpush", pushkin: name, factory: environment.metrics))
@@ -39,6 +43,7 @@ public final class UnifiedPushPushkin: Pushkin {
                 "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
             return .failed(reason: .network(reason))
         case .refused(let reason):
+            refusals.increment()
             context.logger.warning(
                 "UnifiedPush endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
             return .skipped(reason: .endpointRefused(reason))

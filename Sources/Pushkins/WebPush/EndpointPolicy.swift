@@ -55,13 +55,19 @@ public final class EndpointPolicy: Sendable {
 
     public func check(_ url: String) async -> Verdict {
         guard let endpoint = Self.parse(url) else { return .malformed("endpoint is not an http(s) URL") }
-        if let globs = allowedGlobs, !globs.contains(where: { $0.matches(endpoint.netloc) }) {
-            return .refused("endpoint \(endpoint.netloc) is not in allowed_endpoints")
+        var namedExplicitly = false
+        if let globs = allowedGlobs {
+            guard globs.contains(where: { $0.matches(endpoint.netloc) }) else {
+                return .refused("endpoint \(endpoint.netloc) is not in allowed_endpoints")
+            }
+            // An entry that names the host itself (no wildcard) is the operator's decision to reach
+            // it, private address or not (a self-hosted push service).
+            namedExplicitly = globs.contains { !$0.hasWildcards && $0.matches(endpoint.netloc) }
         }
         if endpoint.scheme != "https" && !allowInsecure {
             return .refused("endpoint is not https (set allow_insecure_endpoints to allow)")
         }
-        if !allowPrivate {
+        if !allowPrivate && !namedExplicitly {
             switch await kind(of: endpoint) {
             case .success(.global): break
             case .success(.nonPublic(let name)):
@@ -85,5 +91,16 @@ public final class EndpointPolicy: Sendable {
             }
         }
         return result
+    }
+}
+
+extension EndpointPolicy {
+    /// Says, for `check-config` and the start-up log, which `allowed_endpoints` entries name a host
+    /// explicitly and so allow its private addresses.
+    static func noteExplicitEntries(_ entries: [String]?, config: ConfigSection) {
+        for entry in entries ?? [] where !Glob(entry, caseInsensitive: true).hasWildcards {
+            config.diagnostics.warning(
+                config.keyPath("allowed_endpoints"), "'\(entry)' names a host: it may be reached on private addresses too")
+        }
     }
 }

@@ -18,6 +18,7 @@ public struct WebPushConfig: Sendable {
         let createKey = config.bool("create_vapid_key_if_missing", default: false)
         let email = config.string("vapid_contact_email", required: true)
         let allowed = config.stringList("allowed_endpoints")
+        EndpointPolicy.noteExplicitEntries(allowed, config: config)
         let ttl = config.int("ttl", default: 900, range: 0...2_419_200)
         let insecure = config.bool("allow_insecure_endpoints", default: false)
         let privateEndpoints = config.bool("allow_private_endpoints", default: false)

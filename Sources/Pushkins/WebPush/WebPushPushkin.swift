@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 
@@ -15,6 +16,8 @@ public final class WebPushPushkin: Pushkin {
     private let policy: EndpointPolicy
     private let client: UpstreamHTTPClient
     private let upstream: UpstreamCall
+    /// `herald_endpoint_refusals_total{pushkin}`: endpoints the policy refused.
+    private let refusals: Counter
 
     public init(name: String, config: WebPushConfig, environment: PushkinEnvironment) throws {
         self.name = name
@@ -25,6 +28,7 @@ public final class WebPushPushkin: Pushkin {
             allowPrivate: config.allowPrivateEndpoints)
         let client = try UpstreamHTTPClient(settings: config.upstream)
         self.client = client
+        self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
         self.upstream = UpstreamCall(
             transport: client, policy: config.retry, metrics: UpstreamMetrics(type: "webpush", pushkin: name, factory: environment.metrics))
     }
@@ -55,6 +59,7 @@ public final class WebPushPushkin: Pushkin {
                 "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
             return .failed(reason: .network(reason))
         case .refused(let reason):
+            refusals.increment()
             context.logger.warning(
                 "Web Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
             return .skipped(reason: .endpointRefused(reason))
