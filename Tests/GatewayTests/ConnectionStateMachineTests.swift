@@ -72,4 +72,25 @@ import Testing
         _ = pipelinedWhileResponding.end()
         #expect(pipelinedWhileResponding.head(head(), limit: 10) == .close)
     }
+
+    @Test func expect100ContinueWithinTheLimitAsksForTheInterimAnswer() {
+        var machine = ConnectionStateMachine()
+        var h = head(contentLength: 5)
+        h.headers.add(name: "Expect", value: "100-Continue")
+        #expect(machine.head(h, limit: 10) == .sendContinue(version: .http1_1))
+        #expect(machine.body(bytes(5)) == .none)
+        var tooLarge = ConnectionStateMachine()
+        var big = head(contentLength: 50)
+        big.headers.add(name: "Expect", value: "100-continue")
+        #expect(tooLarge.head(big, limit: 10) == .refuse(limit: 10, version: .http1_1))  // no 100 for a body refused anyway
+    }
+
+    @Test func theDiscardAllowanceIsAtLeastTheConfiguredMinimum() {
+        var machine = ConnectionStateMachine()
+        machine.minimumDiscard = 1000
+        _ = machine.head(head(contentLength: 5000), limit: 10)
+        #expect(machine.body(bytes(999)) == .none)
+        #expect(machine.body(bytes(1)) == .none)
+        #expect(machine.body(bytes(1)) == .close)
+    }
 }

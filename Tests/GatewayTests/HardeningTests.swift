@@ -188,3 +188,45 @@ enum P256KeyFile {
         return key.publicKey
     }
 }
+
+/// The HTTP surface against clients that do not follow the happy path.
+@Suite struct HTTPEdgeTests {
+    func start() async throws -> RunningGateway {
+        try await RunningGateway.start(gatewayYAML(apps: "  com.example.probe:\n    type: probe\n"), registry: .withProbe(Probe()))
+    }
+
+    @Test func aRequestTheParserCannotReadGetsMatrixJSON() async throws {
+        let herald = try await start()
+        let answer = await RawHTTP.exchangeOffPool(port: herald.gateway.ports[0], head: "NOT A REQUEST\u{01}\r\n\r\n")
+        let after = try await herald.request(.GET, "/health")
+        await herald.stop()
+        #expect(answer.hasPrefix("HTTP/1.1 400"))
+        let body = try #require(answer.range(of: "\r\n\r\n").map { String(answer[$0.upperBound...]) })
+        #expect(try JSONParser.parse(Array(body.utf8)) == ["errcode": "M_UNRECOGNIZED", "error": "Malformed HTTP request"])
+        #expect(after.status == 200)
+    }
+
+    @Test func expect100ContinueGetsItsInterimAnswerThenTheResponse() async throws {
+        let herald = try await start()
+        let body = #"{"notification": {"devices": [{"app_id": "com.example.probe", "pushkey": "accept"}]}}"#
+        let answer = await RawHTTP.exchangeOffPool(
+            port: herald.gateway.ports[0],
+            head:
+                "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n",
+            chunks: [Array(body.utf8)], waitFirst: true)
+        await herald.stop()
+        #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK"))
+        #expect(answer.hasSuffix(#"{"rejected":[]}"#))
+    }
+
+    @Test func a413StaysReadableForABodyOfSeveralMiB() async throws {
+        let herald = try await start()
+        let chunk = [UInt8](repeating: 0x20, count: 64 * 1024)
+        let answer = await RawHTTP.exchangeOffPool(
+            port: herald.gateway.ports[0], head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nContent-Length: \(5 << 20)\r\n\r\n",
+            chunks: Array(repeating: chunk, count: 80), sendAll: true)
+        await herald.stop()
+        #expect(answer.hasPrefix("HTTP/1.1 413"))
+        #expect(answer.contains("M_TOO_LARGE"))
+    }
+}

@@ -10,6 +10,9 @@ public struct GatewayConfig: Sendable {
         public var bindAddresses: [String] = ["127.0.0.1"]
         public var port: Int = 5000
         public var maxRequestBodyBytes: Int = 512 * 1024
+        /// After a 413, how much of the refused body is read and thrown away so the client reads
+        /// the answer before the connection closes.
+        public var maxDiscardedBodyBytes: Int = 8 << 20
         public var idleTimeout: Duration = .seconds(75)
         public var shutdownGracePeriod: Duration = .seconds(30)
     }
@@ -75,6 +78,7 @@ extension GatewayConfig {
             if let addresses = http.stringList("bind_addresses") { config.http.bindAddresses = addresses }
             config.http.port = http.int("port", default: 5000, range: 0...65535)
             config.http.maxRequestBodyBytes = http.int("max_request_body_bytes", default: 512 * 1024, range: 1024...(64 << 20))
+            config.http.maxDiscardedBodyBytes = http.int("max_discarded_body_bytes", default: 8 << 20, range: 0...(1 << 30))
             config.http.idleTimeout = http.seconds("idle_timeout", default: 75, range: 1...3600)
             config.http.shutdownGracePeriod = http.seconds("shutdown_grace_period", default: 30, range: 0...3600)
             http.warnUnknownKeys()

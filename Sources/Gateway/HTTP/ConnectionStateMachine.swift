@@ -4,9 +4,13 @@ import NIOHTTP1
 /// What one HTTP/1.1 connection is doing with the request parts it reads, without any I/O: the
 /// server feeds it parts and carries out the actions it returns. A body is collected up to the
 /// route's limit; past it (announced by `Content-Length` or streamed) the answer is a 413, after
-/// which up to four times the limit is read and discarded (so that closing does not reset the
-/// connection before the client has read its answer) and anything else ends the connection.
+/// which up to four times the limit, and at least `minimumDiscard` bytes, are read and discarded (so
+/// that closing does not reset the connection before the client has read its answer) and anything
+/// else ends the connection. A head with `Expect: 100-continue` within the limit gets its interim 100.
 struct ConnectionStateMachine {
+    /// Bytes of a refused body read and thrown away at least (`http.max_discarded_body_bytes`).
+    var minimumDiscard = 0
+
     enum State: Equatable {
         /// Waiting for a request head.
         case idle
@@ -23,6 +27,8 @@ struct ConnectionStateMachine {
         case none
         /// Answer 413 for `limit` and stop reading requests on this connection.
         case refuse(limit: Int, version: HTTPVersion)
+        /// Send the interim `100 Continue` the client waits for before its body.
+        case sendContinue(version: HTTPVersion)
         /// Hand the request to the handler, then call `responded(keepAlive:)`.
         case dispatch(head: HTTPRequestHead, body: ByteBuffer)
         /// Close the connection.
@@ -40,6 +46,9 @@ struct ConnectionStateMachine {
                 return .refuse(limit: limit, version: head.version)
             }
             state = .receiving(head: head, body: ByteBuffer(), limit: limit)
+            if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                return .sendContinue(version: head.version)
+            }
             return .none
         case .receiving, .responding, .draining, .closed:
             state = .closed
@@ -59,7 +68,7 @@ struct ConnectionStateMachine {
             body.writeBuffer(&chunk)
             state = .receiving(head: head, body: body, limit: limit)
             return .none
-        case .draining(let discarded, let limit) where discarded + chunk.readableBytes <= 4 * limit:
+        case .draining(let discarded, let limit) where discarded + chunk.readableBytes <= max(4 * limit, minimumDiscard):
             state = .draining(discarded: discarded + chunk.readableBytes, limit: limit)
             return .none
         case .idle, .responding, .draining, .closed:

@@ -20,10 +20,11 @@ public final class HTTPServer: Sendable {
     private let handler: any HTTPHandler
     private let logger: Logger
     private let accessLog: AccessLog?
+    private let maxDiscardedBodyBytes: Int
 
     public static func bind(
         host: String, port: Int, handler: any HTTPHandler, idleTimeout: TimeAmount = .seconds(75), logger: Logger,
-        accessLog: AccessLog? = nil
+        accessLog: AccessLog? = nil, maxDiscardedBodyBytes: Int = 8 << 20
     ) async throws -> HTTPServer {
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
@@ -41,21 +42,24 @@ public final class HTTPServer: Sendable {
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
-                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
+                    try child.pipeline.syncOperations.addHandler(MalformedRequestResponder())
                     return try Connection(
                         wrappingChannelSynchronously: child, configuration: .init(isOutboundHalfClosureEnabled: true))
                 }
             }
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
-            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger, accessLog: accessLog)
+            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger, accessLog: accessLog,
+            maxDiscardedBodyBytes: maxDiscardedBodyBytes)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?
+        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, maxDiscardedBodyBytes: Int
     ) {
         self.accessLog = accessLog
+        self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
         self.localAddress = localAddress
         self.channel = channel
         self.quiesce = quiesce
@@ -99,6 +103,7 @@ public final class HTTPServer: Sendable {
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var machine = ConnectionStateMachine()
+                machine.minimumDiscard = maxDiscardedBodyBytes
                 var policy = handler.policy(forPath: "/")
                 for try await part in inbound {
                     let action: ConnectionStateMachine.Action
@@ -114,6 +119,8 @@ public final class HTTPServer: Sendable {
                     switch action {
                     case .none:
                         continue
+                    case .sendContinue(let version):
+                        try await outbound.write(.head(HTTPResponseHead(version: version, status: .continue)))
                     case .close:
                         return
                     case .refuse(let limit, let version):
@@ -194,5 +201,45 @@ private final class IdleCloser: ChannelInboundHandler, Sendable {
         } else {
             context.fireUserInboundEventTriggered(event)
         }
+    }
+}
+
+/// Answers a request the HTTP parser cannot read with a 400 in Matrix JSON (instead of an empty
+/// body), then closes; when a response is already being written, it only closes.
+private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var responding = false
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard error is HTTPParserError else {
+            context.fireErrorCaught(error)
+            return
+        }
+        guard !responding else {
+            context.close(promise: nil)
+            return
+        }
+        let response = ErrorResponder.response(
+            for: GatewayError(.badRequest, "M_UNRECOGNIZED", "Malformed HTTP request"), dialect: .matrix)
+        var headers = response.headers
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
+        headers.replaceOrAdd(name: "Connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head) where head.status.code >= 200: responding = true
+        case .end: responding = false
+        default: break
+        }
+        context.write(data, promise: promise)
     }
 }

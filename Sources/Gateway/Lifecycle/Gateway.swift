@@ -92,7 +92,8 @@ public final class Gateway: Sendable {
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
                 host: address, port: config.http.port, handler: handler,
-                idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog)
+                idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog,
+                maxDiscardedBodyBytes: config.http.maxDiscardedBodyBytes)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             listeners.append(server)
         }
@@ -104,7 +105,8 @@ public final class Gateway: Sendable {
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(
                         host: host, port: address.port, handler: routes,
-                        idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog)
+                        idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog,
+                        maxDiscardedBodyBytes: config.http.maxDiscardedBodyBytes)
                     logger.notice("Listening", metadata: ["front_end": "\(frontEnd.name)", "address": "\(server.localAddress)"])
                     listeners.append(server)
                 }

@@ -8,17 +8,20 @@ import Foundation
 enum RawHTTP {
     /// Runs `exchange` on its own thread, so that blocking socket calls never hold a thread of
     /// Swift's cooperative pool (which the server under test needs).
-    static func exchangeOffPool(port: Int, head: String, chunks: [[UInt8]] = []) async -> String {
+    static func exchangeOffPool(port: Int, head: String, chunks: [[UInt8]] = [], waitFirst: Bool = false, sendAll: Bool = false) async
+        -> String
+    {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(returning: exchange(port: port, head: head, chunks: chunks))
+                continuation.resume(returning: exchange(port: port, head: head, chunks: chunks, waitFirst: waitFirst, sendAll: sendAll))
             }
         }
     }
 
-    /// Sends `head`, then `chunks` (stopping once the server has answered), and returns what the
-    /// server sent back before closing (or after 15 s).
-    static func exchange(port: Int, head: String, chunks: [[UInt8]] = []) -> String {
+    /// Sends `head`, then `chunks` (stopping once the server has answered, unless `sendAll`; with
+    /// `waitFirst`, only once the server has answered something, as a client expecting 100 does),
+    /// and returns what the server sent back before closing (or after 15 s).
+    static func exchange(port: Int, head: String, chunks: [[UInt8]] = [], waitFirst: Bool = false, sendAll: Bool = false) -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return "" }
         defer { close(fd) }
@@ -33,9 +36,13 @@ enum RawHTTP {
         var timeout = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if waitFirst {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&poller, 1, 5000)
+        }
         for chunk in chunks {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&poller, 1, 0) > 0 { break }  // the server has answered
+            if !sendAll && !waitFirst && poll(&poller, 1, 0) > 0 { break }  // the server has answered
             let sent = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent < 0 { break }
         }
