@@ -230,3 +230,26 @@ enum P256KeyFile {
         #expect(answer.contains("M_TOO_LARGE"))
     }
 }
+
+extension HTTPEdgeTests {
+    @Test func aTricklingUpstreamCannotHoldANotifyPastItsRequestTimeout() async throws {
+        let trickle = try await TrickleServer.start()
+        let dir = temporaryDirectory()
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 2\nrequest_timeout: 1")))
+        let sub = try await FakeWebPushService.start()
+        let s = sub.subscribe()
+        let device: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
+            "data": ["endpoint": .string("\(trickle.baseURL)/push"), "auth": .string(s.auth)],
+        ]
+        let started = ContinuousClock.now
+        let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+        let elapsed = ContinuousClock.now - started
+        await herald.stop()
+        await sub.stop()
+        await trickle.stop()
+        #expect(response.status == 502)
+        #expect(elapsed < .seconds(6))  // two attempts of at most 1 s each, and a backoff
+    }
+}

@@ -163,16 +163,22 @@ public final class UpstreamHTTPClient: UpstreamTransport {
         if let direct, let proxy = settings.proxy, let host = URLComponents(string: upstream.url)?.host, proxy.bypasses(host) {
             client = direct
         }
-        let response = try await client.execute(request, timeout: .init(settings.requestTimeout))
-        var collected = ByteBuffer()
-        for try await var chunk in response.body {
-            let room = settings.maxResponseBytes - collected.readableBytes
-            if room > 0, let slice = chunk.readSlice(length: min(room, chunk.readableBytes)) {
-                var slice = slice
-                collected.writeBuffer(&slice)
+        let settings = self.settings
+        let request2 = request
+        // `request_timeout` bounds the whole exchange, body included: a server trickling its answer
+        // a byte at a time cannot hold a request (the client's own timeouts restart with each byte).
+        return try await Deadline.run(within: settings.requestTimeout) { [client] in
+            let response = try await client.execute(request2, timeout: .init(settings.requestTimeout))
+            var collected = ByteBuffer()
+            for try await var chunk in response.body {
+                let room = settings.maxResponseBytes - collected.readableBytes
+                if room > 0, let slice = chunk.readSlice(length: min(room, chunk.readableBytes)) {
+                    var slice = slice
+                    collected.writeBuffer(&slice)
+                }
             }
+            return UpstreamResponse(status: Int(response.status.code), headers: response.headers, body: collected)
         }
-        return UpstreamResponse(status: Int(response.status.code), headers: response.headers, body: collected)
     }
 
     public func shutdown() async {

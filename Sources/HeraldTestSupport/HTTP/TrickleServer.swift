@@ -1,0 +1,53 @@
+import NIOCore
+import NIOPosix
+
+/// A hostile upstream: it answers every request with headers at once, then one body byte every
+/// `interval`, for ever (the body it announces never completes). Plain HTTP on loopback.
+public final class TrickleServer: Sendable {
+    public let port: Int
+    private let channel: any Channel
+
+    public static func start(interval: TimeAmount = .milliseconds(200)) async throws -> TrickleServer {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture { try child.pipeline.syncOperations.addHandler(Trickler(interval: interval)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TrickleServer(port: channel.localAddress?.port ?? 0, channel: channel)
+    }
+
+    private init(port: Int, channel: any Channel) {
+        self.port = port
+        self.channel = channel
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    public func stop() async { try? await channel.close() }
+}
+
+private final class Trickler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let interval: TimeAmount
+    var started = false
+
+    init(interval: TimeAmount) { self.interval = interval }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !started else { return }
+        started = true
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")), promise: nil)
+        let channel = context.channel
+        let interval = self.interval
+        channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
+            guard channel.isActive else {
+                task.cancel()
+                return
+            }
+            channel.writeAndFlush(ByteBuffer(string: "x"), promise: nil)
+        }
+    }
+}
