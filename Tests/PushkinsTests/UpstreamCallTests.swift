@@ -206,3 +206,16 @@ import Testing
         #expect(NetworkAddress.classify(literal: address) == .global, "\(address)")
     }
 }
+
+@Suite struct LogThrottleTests {
+    @Test func aFloodOfOneKindOfLineIsCutAndTheNextLineSaysHowMuchWasLeftOut() {
+        let throttle = LogThrottle(perInterval: 3, interval: .seconds(1))
+        let start = ContinuousClock.now
+        let admitted = (0..<100).map { _ in throttle.admit("push failed", now: start) }
+        #expect(admitted.prefix(3).allSatisfy { $0 == 0 })
+        #expect(admitted.dropFirst(3).allSatisfy { $0 == nil })
+        #expect(throttle.admit("another kind", now: start) == 0)  // kinds are counted apart
+        #expect(throttle.admit("push failed", now: start + .seconds(1)) == 97)
+        #expect(throttle.admit("push failed", now: start + .seconds(1)) == 0)
+    }
+}

@@ -86,7 +86,11 @@ public struct UpstreamCall: Sendable {
                     return response
                 }
             } catch {
-                logger.warning("Upstream request failed", metadata: ["upstream": "\(metrics.type)", "error": "\(error)"])
+                if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
+                    logger.warning(
+                        "Upstream request failed",
+                        metadata: ["upstream": "\(metrics.type)", "error": "\(error)", "similar_lines_suppressed": "\(suppressed)"])
+                }
                 return .retry(reason: .network("\(error)"), after: nil)
             }
             switch await classify(response) {

@@ -151,9 +151,13 @@ public final class GorushAPI: Service {
             if outcome.isRejected, let pushkin = delivery.pushkinName(platform) {
                 counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
             }
-            logger.info(
-                "gorush push failed",
-                metadata: ["platform": "\(platformName)", "token": "\(Redaction.pushkey(token))", "error": "\(error)"])
+            if let suppressed = LogThrottle.perDevice.admit("gorush push failed") {
+                var metadata: Logger.Metadata = [
+                    "platform": "\(platformName)", "token": "\(Redaction.pushkey(token))", "error": "\(error)",
+                ]
+                if suppressed > 0 { metadata["similar_lines_suppressed"] = "\(suppressed)" }
+                logger.info("gorush push failed", metadata: metadata)
+            }
             var entry: JSONObject = [
                 "type": "failed-push", "platform": .string(platformName), "token": .string(token), "message": .string(message),
                 "error": .string(error),

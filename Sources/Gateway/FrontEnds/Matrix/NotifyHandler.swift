@@ -171,8 +171,16 @@ public struct NotifyHandler: Sendable {
         ]
         switch outcome {
         case .delivered, .skipped: logger.debug("Device dispatched", metadata: metadata)
-        case .rejected, .dropped: logger.info("Device dispatched", metadata: metadata)
-        case .failed: logger.warning("Device dispatch failed", metadata: metadata)
+        case .rejected, .dropped:
+            guard let suppressed = LogThrottle.perDevice.admit("Device dispatched") else { return }
+            logger.info(
+                "Device dispatched",
+                metadata: suppressed > 0 ? metadata.merging(["similar_lines_suppressed": "\(suppressed)"]) { $1 } : metadata)
+        case .failed:
+            guard let suppressed = LogThrottle.perDevice.admit("Device dispatch failed") else { return }
+            logger.warning(
+                "Device dispatch failed",
+                metadata: suppressed > 0 ? metadata.merging(["similar_lines_suppressed": "\(suppressed)"]) { $1 } : metadata)
         }
     }
 }
