@@ -164,6 +164,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         let metrics = try await setup.herald.metricsText()
         await setup.stop()
+        #expect(metrics.contains(#"herald_adamant_height_lag{worker="chats"}"#))
+        #expect(metrics.contains(#"herald_adamant_poll_failures_total{worker="signals"} 0"#))
         #expect(setup.development.received.count == 2)  // removed after the 410: the third is not sent
         #expect(setup.production.received.isEmpty)
         #expect(metrics.contains("herald_adamant_tokens_removed_total 1"))

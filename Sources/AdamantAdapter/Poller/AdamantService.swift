@@ -66,14 +66,20 @@ public final class AdamantService: Service {
     func loop(worker: String, interval: Duration, step: @escaping @Sendable (Int64) async throws -> Int64) async {
         let failures = counters.counter("herald_adamant_poll_failures_total", [("worker", worker)])
         let cursorGauge = Gauge(label: "herald_adamant_cursor_height", dimensions: [("worker", worker)], factory: metrics)
+        let lagGauge = Gauge(label: "herald_adamant_height_lag", dimensions: [("worker", worker)], factory: metrics)
         var cursor: Int64?
         var pause = interval
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let start: Int64
                 if let cursor { start = cursor } else { start = try await startHeight(worker) }
-                cursor = try await step(start)
-                cursorGauge.record(cursor ?? start)
+                let reached = try await step(start)
+                cursor = reached
+                cursorGauge.record(reached)
+                // How far behind the chain this poller is (a node's current height, minus the cursor).
+                if let height = try? await nodes.get("/api/blocks/getHeight", query: [])["height"]?.pythonInt {
+                    lagGauge.record(max(0, height - reached))
+                }
                 pause = interval
             } catch {
                 failures.increment()
