@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Logging
 import Testing
 
@@ -20,7 +21,8 @@ import Testing
         let url = try #require(Self.postgresURL)
         var logger = Logger(label: "adamant-store-test")
         logger.logLevel = .critical
-        let store = try PostgresAdamantStore(url: try await TestDatabase.create(url: url, logger: logger), logger: logger)
+        _ = url
+        let store = try PostgresAdamantStore(url: try await TestPostgres.createDatabase(prefix: "adamant"), logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for service in store.services { group.addTask { try await service.run() } }
             try await store.migrate()

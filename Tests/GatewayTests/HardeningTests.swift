@@ -93,7 +93,7 @@ extension HardeningTests {
     @Test func aRefusedConnectionFailsAtOnceAndThe502NamesNoAddress() async throws {
         let dir = temporaryDirectory()
         let herald = try await RunningGateway.start(
-            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 3\nconnect_timeout: 5")))
+            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 3\nconnect_timeout: 10")))
         let sub = try await FakeWebPushService.start()
         let s = sub.subscribe()
         let device: JSONValue = [
@@ -106,7 +106,7 @@ extension HardeningTests {
         await herald.stop()
         await sub.stop()
         #expect(response.status == 502)
-        #expect(elapsed < .seconds(4))  // three refused attempts, not three connect timeouts
+        #expect(elapsed < .seconds(10))  // three refused attempts, not three 10 s connect timeouts
         let text = response.json?["error"]?.stringValue ?? ""
         #expect(text == "Failed to dispatch to 1 device(s): network error: the upstream could not be reached")
         #expect(!text.contains("127.0.0.1") && !text.contains("refused"))

@@ -35,18 +35,11 @@ public final class UnifiedPushPushkin: Pushkin {
 
     public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         let endpoint: EndpointPolicy.Endpoint
-        switch await policy.check(device.pushkey) {
-        case .allowed(let allowed): endpoint = allowed
-        case .malformed(let reason): return .rejected(reason: .invalidPushkey(reason))
-        case .unresolvable(let reason):
-            context.logger.warning(
-                "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
-            return .failed(reason: .network(reason))
-        case .refused(let reason):
-            refusals.increment()
-            context.logger.warning(
-                "UnifiedPush endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
-            return .skipped(reason: .endpointRefused(reason))
+        switch await PushServiceEndpoint.admit(
+            device.pushkey, policy: policy, refusals: refusals, pushkey: device.pushkey, context: context)
+        {
+        case .success(let admitted): endpoint = admitted
+        case .failure(let failure): return failure.outcome
         }
         guard let body = UnifiedPushPayload.encode(notification, limit: config.maxMessageBytes) else {
             return .dropped(reason: .payloadTooLarge)
@@ -57,20 +50,7 @@ public final class UnifiedPushPushkin: Pushkin {
         return await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
-            let reason = OutcomeReason.pushService(status: response.status)
-            switch response.status {
-            case 200..<300:
-                return .done(.delivered)
-            case 404, 410:
-                return .done(.rejected(reason: reason))
-            case 429, 500..<600:
-                return .retry(reason)
-            default:
-                context.logger.warning(
-                    "UnifiedPush message refused",
-                    metadata: ["status": "\(response.status)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
-                return .done(.dropped(reason: reason))
-            }
+            PushServiceEndpoint.classify(response, pushkey: device.pushkey, context: context)
         }
     }
 }

@@ -51,18 +51,9 @@ public final class WebPushPushkin: Pushkin {
             return .rejected(reason: .invalidPushkey("pushkey is not a P-256 public key or auth is not 16 bytes"))
         }
         let endpoint: EndpointPolicy.Endpoint
-        switch await policy.check(endpointURL) {
-        case .allowed(let allowed): endpoint = allowed
-        case .malformed(let reason): return .rejected(reason: .invalidPushkey(reason))
-        case .unresolvable(let reason):
-            context.logger.warning(
-                "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
-            return .failed(reason: .network(reason))
-        case .refused(let reason):
-            refusals.increment()
-            context.logger.warning(
-                "Web Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(device.pushkey))"])
-            return .skipped(reason: .endpointRefused(reason))
+        switch await PushServiceEndpoint.admit(endpointURL, policy: policy, refusals: refusals, pushkey: device.pushkey, context: context) {
+        case .success(let admitted): endpoint = admitted
+        case .failure(let failure): return failure.outcome
         }
 
         let defaultPayload = data["default_payload"]?.objectValue
@@ -91,23 +82,7 @@ public final class WebPushPushkin: Pushkin {
         return await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
-            let reason = OutcomeReason.pushService(status: response.status)
-            switch response.status {
-            case 200..<300:
-                return .done(.delivered)
-            case 404, 410:
-                return .done(.rejected(reason: reason))
-            case 429, 500..<600:
-                return .retry(reason)
-            default:
-                context.logger.warning(
-                    "Web Push message refused",
-                    metadata: [
-                        "status": "\(response.status)", "body": "\(response.bodyText.prefix(200))",
-                        "pushkey": "\(Redaction.pushkey(device.pushkey))",
-                    ])
-                return .done(.dropped(reason: reason))
-            }
+            PushServiceEndpoint.classify(response, pushkey: device.pushkey, context: context)
         }
     }
 
