@@ -6,6 +6,10 @@ import Testing
 
 @testable import Gateway
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Inputs that can never succeed are never a 5xx, and upstream answers that mean "our problem" never
 /// delete pushers (issue: hardening).
 @Suite struct HardeningTests {
@@ -251,5 +255,58 @@ extension HTTPEdgeTests {
         await trickle.stop()
         #expect(response.status == 502)
         #expect(elapsed < .seconds(6))  // two attempts of at most 1 s each, and a backoff
+    }
+}
+
+/// Inbound limits: connections, slow clients, request bodies held in memory.
+@Suite struct InboundLimitTests {
+    func start(_ http: String) async throws -> RunningGateway {
+        let yaml = gatewayYAML(apps: "  com.example.probe:\n    type: probe\n")
+            .replacingOccurrences(of: "  shutdown_grace_period: 10\n", with: "  shutdown_grace_period: 10\n" + http)
+        return try await RunningGateway.start(yaml, registry: .withProbe(Probe()))
+    }
+
+    @Test func connectionsBeyondTheLimitAreTurnedAwayWithRetryAfter() async throws {
+        let herald = try await start("  max_connections: 2\n")
+        let port = herald.gateway.ports[0]
+        let idle = [RawHTTP.openIdle(port: port), RawHTTP.openIdle(port: port)]
+        try await Task.sleep(for: .milliseconds(200))
+        let turnedAway = await RawHTTP.exchangeOffPool(port: port, head: "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        for fd in idle { close(fd) }
+        try await Task.sleep(for: .milliseconds(200))
+        let after = try await herald.request(.GET, "/health")
+        await herald.stop()
+        #expect(turnedAway.hasPrefix("HTTP/1.1 503"))
+        #expect(turnedAway.contains("Retry-After: 1"))
+        #expect(turnedAway.contains("M_LIMIT_EXCEEDED"))
+        #expect(after.status == 200)
+    }
+
+    @Test func aClientTricklingItsRequestHeadIsCut() async throws {
+        let herald = try await start("  request_read_timeout: 1\n")
+        let started = ContinuousClock.now
+        let answer = await RawHTTP.exchangeOffPool(
+            port: herald.gateway.ports[0], head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\n")
+        let elapsed = ContinuousClock.now - started
+        let after = try await herald.request(.GET, "/health")
+        await herald.stop()
+        #expect(answer.hasPrefix("HTTP/1.1 408"))
+        #expect(elapsed < .seconds(5))
+        #expect(after.status == 200)
+    }
+
+    @Test func requestBodiesBeyondTheMemoryBoundAreAnswered503() async throws {
+        let herald = try await start("  max_buffered_body_bytes: 2048\n")
+        let body = String(repeating: " ", count: 4000)
+        let answer = await RawHTTP.exchangeOffPool(
+            port: herald.gateway.ports[0],
+            head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n",
+            chunks: [Array(body.utf8)])
+        let small = try await herald.notify(notifyBody(devices: [["app_id": "com.example.probe", "pushkey": "accept"]]))
+        await herald.stop()
+        #expect(answer.hasPrefix("HTTP/1.1 503"))
+        #expect(answer.contains("Retry-After: 1"))
+        #expect(small.status == 200)  // the budget was given back
+        #expect(herald.gateway.config.http.maxBufferedBodyBytes == 2048)
     }
 }

@@ -13,6 +13,12 @@ public struct GatewayConfig: Sendable {
         /// After a 413, how much of the refused body is read and thrown away so the client reads
         /// the answer before the connection closes.
         public var maxDiscardedBodyBytes: Int = 8 << 20
+        /// Connections open at once on each listener.
+        public var maxConnections = 10_000
+        /// From a request's first byte to its last: a trickling client is answered 408 and cut.
+        public var requestReadTimeout: Duration = .seconds(30)
+        /// Request-body bytes held in memory across all connections; beyond, 503 with `Retry-After`.
+        public var maxBufferedBodyBytes = 256 << 20
         public var idleTimeout: Duration = .seconds(75)
         public var shutdownGracePeriod: Duration = .seconds(30)
     }
@@ -80,6 +86,9 @@ extension GatewayConfig {
             config.http.maxRequestBodyBytes = http.int("max_request_body_bytes", default: 512 * 1024, range: 1024...(64 << 20))
             config.http.maxDiscardedBodyBytes = http.int("max_discarded_body_bytes", default: 8 << 20, range: 0...(1 << 30))
             config.http.idleTimeout = http.seconds("idle_timeout", default: 75, range: 1...3600)
+            config.http.maxConnections = http.int("max_connections", default: 10_000, range: 1...1_000_000)
+            config.http.requestReadTimeout = http.seconds("request_read_timeout", default: 30, range: 0.1...3600)
+            config.http.maxBufferedBodyBytes = http.int("max_buffered_body_bytes", default: 256 << 20, range: 1024...(64 << 30))
             config.http.shutdownGracePeriod = http.seconds("shutdown_grace_period", default: 30, range: 0...3600)
             http.warnUnknownKeys()
         }

@@ -20,12 +20,15 @@ public final class HTTPServer: Sendable {
     private let handler: any HTTPHandler
     private let logger: Logger
     private let accessLog: AccessLog?
-    private let maxDiscardedBodyBytes: Int
+    private let limits: InboundLimits
+    private let openConnections = AtomicCounter()
 
     public static func bind(
-        host: String, port: Int, handler: any HTTPHandler, idleTimeout: TimeAmount = .seconds(75), logger: Logger,
-        accessLog: AccessLog? = nil, maxDiscardedBodyBytes: Int = 8 << 20
+        host: String, port: Int, handler: any HTTPHandler, limits: InboundLimits = InboundLimits(), logger: Logger,
+        accessLog: AccessLog? = nil
     ) async throws -> HTTPServer {
+        let idleTimeout = limits.idleTimeout
+        let readTimeout = limits.requestReadTimeout
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
         let channel = try await ServerBootstrap(group: group)
@@ -42,8 +45,11 @@ public final class HTTPServer: Sendable {
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
+                    let deadline = RequestReadDeadline(timeout: readTimeout)
+                    try child.pipeline.syncOperations.addHandler(deadline)
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     try child.pipeline.syncOperations.addHandler(MalformedRequestResponder())
+                    try child.pipeline.syncOperations.addHandler(RequestReadMarker(deadline: deadline))
                     return try Connection(
                         wrappingChannelSynchronously: child, configuration: .init(isOutboundHalfClosureEnabled: true))
                 }
@@ -51,15 +57,15 @@ public final class HTTPServer: Sendable {
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
             localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger, accessLog: accessLog,
-            maxDiscardedBodyBytes: maxDiscardedBodyBytes)
+            limits: limits)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, maxDiscardedBodyBytes: Int
+        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits
     ) {
         self.accessLog = accessLog
-        self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
+        self.limits = limits
         self.localAddress = localAddress
         self.channel = channel
         self.quiesce = quiesce
@@ -76,7 +82,15 @@ public final class HTTPServer: Sendable {
             do {
                 try await channel.executeThenClose { inbound in
                     for try await connection in inbound {
-                        group.addTask { await self.serve(connection) }
+                        guard openConnections.add(1) <= limits.maxConnections else {
+                            openConnections.add(-1)
+                            group.addTask { await self.turnAway(connection) }
+                            continue
+                        }
+                        group.addTask {
+                            await self.serve(connection)
+                            self.openConnections.add(-1)
+                        }
                     }
                 }
             } catch {
@@ -103,7 +117,9 @@ public final class HTTPServer: Sendable {
         do {
             try await connection.executeThenClose { inbound, outbound in
                 var machine = ConnectionStateMachine()
-                machine.minimumDiscard = maxDiscardedBodyBytes
+                machine.minimumDiscard = limits.maxDiscardedBodyBytes
+                var held = 0  // body bytes of the request in progress taken from the budget
+                defer { limits.bodyBudget?.release(held) }
                 var policy = handler.policy(forPath: "/")
                 for try await part in inbound {
                     let action: ConnectionStateMachine.Action
@@ -112,6 +128,13 @@ public final class HTTPServer: Sendable {
                         policy = handler.policy(forPath: Self.path(of: head.uri))
                         action = machine.head(head, limit: policy.maxBodyBytes)
                     case .body(let chunk):
+                        if let budget = limits.bodyBudget, case .receiving = machine.state {
+                            guard budget.take(chunk.readableBytes) else {
+                                try await turnAway(outbound: outbound, version: .http1_1, dialect: policy.dialect, channel: channel)
+                                return
+                            }
+                            held += chunk.readableBytes
+                        }
                         action = machine.body(chunk)
                     case .end:
                         action = machine.end()
@@ -131,6 +154,8 @@ public final class HTTPServer: Sendable {
                         var response = await RequestContext.$requestId.withValue(request.requestId) {
                             await self.traced(request)
                         }
+                        limits.bodyBudget?.release(held)
+                        held = 0
                         response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
                         try await write(response, version: head.version, keepAlive: head.isKeepAlive, to: outbound)
                         accessLog?.record(
@@ -157,6 +182,30 @@ public final class HTTPServer: Sendable {
             if response.status.code >= 500 { span.setStatus(.init(code: .error)) }
             return response
         }
+    }
+
+    /// More connections than `max_connections`: 503 with `Retry-After`, then close.
+    private func turnAway(_ connection: Connection) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            // Answer the first request (HTTP allows no response before one), then close.
+            for try await part in inbound {
+                guard case .head(let head) = part else { continue }
+                try await turnAway(outbound: outbound, version: head.version, dialect: .matrix, channel: connection.channel)
+                return
+            }
+        }
+    }
+
+    private func turnAway(
+        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, version: HTTPVersion, dialect: ErrorDialect, channel: any Channel
+    ) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Retry-After", value: "1")
+        let busy = ErrorResponder.response(
+            for: GatewayError(.serviceUnavailable, "M_LIMIT_EXCEEDED", "The server is busy; retry shortly", headers: headers),
+            dialect: dialect)
+        try await write(busy, version: version, keepAlive: false, to: outbound)
+        outbound.finish()
     }
 
     static func path(of uri: String) -> String {

@@ -89,11 +89,16 @@ public final class Gateway: Sendable {
     public func start(signals: [UnixSignal] = [], reloadPath: String? = nil) async throws {
         var listeners: [HTTPServer] = []
         let accessLog = config.log.accessLog ? AccessLog() : nil
+        var inboundLimits = InboundLimits()
+        inboundLimits.maxConnections = config.http.maxConnections
+        inboundLimits.requestReadTimeout = .nanoseconds(config.http.requestReadTimeout.nanoseconds)
+        inboundLimits.idleTimeout = .nanoseconds(config.http.idleTimeout.nanoseconds)
+        inboundLimits.maxDiscardedBodyBytes = config.http.maxDiscardedBodyBytes
+        inboundLimits.bodyBudget = BodyBudget(limit: config.http.maxBufferedBodyBytes)
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
                 host: address, port: config.http.port, handler: handler,
-                idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog,
-                maxDiscardedBodyBytes: config.http.maxDiscardedBodyBytes)
+                limits: inboundLimits, logger: logger, accessLog: accessLog)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             listeners.append(server)
         }
@@ -105,8 +110,7 @@ public final class Gateway: Sendable {
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(
                         host: host, port: address.port, handler: routes,
-                        idleTimeout: TimeAmount.nanoseconds(config.http.idleTimeout.nanoseconds), logger: logger, accessLog: accessLog,
-                        maxDiscardedBodyBytes: config.http.maxDiscardedBodyBytes)
+                        limits: inboundLimits, logger: logger, accessLog: accessLog)
                     logger.notice("Listening", metadata: ["front_end": "\(frontEnd.name)", "address": "\(server.localAddress)"])
                     listeners.append(server)
                 }
