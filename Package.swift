@@ -58,6 +58,13 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
+        .target(
+            name: "HeraldPostgres",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .systemLibrary(
             name: "CSecp256k1",
             pkgConfig: "libsecp256k1",
@@ -67,6 +74,7 @@ let package = Package(
             name: "StatusAdapter",
             dependencies: [
                 "Pushkins",
+                "HeraldPostgres",
                 "CSecp256k1",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -90,6 +98,7 @@ let package = Package(
             name: "AdamantAdapter",
             dependencies: [
                 "Pushkins",
+                "HeraldPostgres",
                 "CSodium",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -170,7 +179,8 @@ let package = Package(
         .testTarget(
             name: "StatusAdapterTests",
             dependencies: [
-                "StatusAdapter", "Pushkins", "HeraldTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                "StatusAdapter", "Pushkins", "HeraldTestSupport", "HeraldPostgres",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),

@@ -14,6 +14,18 @@ port=${HERALD_TEST_POSTGRES_PORT:-$(python3 -c 'import socket; s=socket.socket()
 dir=$(mktemp -d /tmp/herald-pg.XXXXXX)
 chown postgres "$dir"
 runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust -U postgres >/dev/null
+# TLS with a throwaway CA (ca.pem beside the data) for the sslmode tests; plain connections stay allowed.
+ssl=""
+if command -v openssl >/dev/null; then
+  (
+    cd "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=herald-test-ca" -keyout ca.key -out ca.pem >/dev/null 2>&1
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr >/dev/null 2>&1
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > ext.cnf
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ext.cnf -out server.crt >/dev/null 2>&1
+    chown postgres server.key server.crt && chmod 600 server.key
+  ) && ssl="-c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key"
+fi
 runuser -u postgres -- "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
+  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 $ssl" start >/dev/null
 echo "postgres://postgres@127.0.0.1:$port/postgres $dir"

@@ -24,6 +24,7 @@ if [ -z "${HERALD_TEST_POSTGRES_URL:-}" ] && [ "$(id -u)" -eq 0 ]; then
   if out=$(scripts/postgres.sh); then
     export HERALD_TEST_POSTGRES_URL=${out%% *}
     pgdir=${out#* }
+    [ -f "$pgdir/ca.pem" ] && export HERALD_TEST_POSTGRES_CA="$pgdir/ca.pem"
     trap 'scripts/postgres.sh stop "$pgdir"' EXIT
     echo "PostgreSQL for the store tests: $HERALD_TEST_POSTGRES_URL"
   fi

@@ -1,6 +1,9 @@
 import Foundation
+import HeraldPostgres
+import HeraldTestSupport
 import Logging
 import PostgresNIO
+import Pushkins
 import Testing
 
 @testable import StatusAdapter
@@ -148,5 +151,57 @@ import Testing
         #expect(try await a.registration(publicKey: [7, 7], installationId: "i1") == row(6, [8]))
         await a.close()
         await b.close()
+    }
+}
+
+/// `sslmode` in a store's URL, against the throwaway PostgreSQL, which the test script starts with
+/// TLS and a CA of its own (`HERALD_TEST_POSTGRES_CA`).
+@Suite struct PostgresTLSTests {
+    static let url = StoreTests.postgresURL
+    static let ca = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_CA"].flatMap { $0.isEmpty ? nil : $0 }
+
+    func with(_ query: String) -> String { (Self.url ?? "") + "?" + query }
+
+    /// Whether the store's connections use TLS, as the server sees them.
+    func usesTLS(_ url: String) async throws -> Bool {
+        var logger = Logger(label: "tls-test")
+        logger.logLevel = .critical
+        let client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await client.run()
+                return false
+            }
+            defer { group.cancelAll() }
+            let rows = try await client.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: logger)
+            for try await ssl in rows.decode(Bool.self) { return ssl }
+            return false
+        }
+    }
+
+    @Test(.enabled(if: url != nil && ca != nil, "needs HERALD_TEST_POSTGRES_URL and _CA"))
+    func verifyFullChecksTheServerAgainstTheCAAndUsesTLS() async throws {
+        let ca = try #require(Self.ca)
+        let verified = with("sslmode=verify-full&sslrootcert=\(ca)")
+        #expect(try await usesTLS(verified))
+        #expect(try await usesTLS(with("sslmode=require")))
+        #expect(try await !usesTLS(with("sslmode=disable")))
+        let store = try TestPostgresStore(url: verified, logger: Logger(label: "tls"))
+        try await store.migrate()
+        await store.close()
+
+        let otherCA = try TestPKI(directory: temporaryPath("pki").replacingOccurrences(of: "/pki", with: "")).caFile
+        // The pool keeps retrying a connection whose certificate fails; five seconds without one is a failure too.
+        let refused = with("sslmode=verify-full&sslrootcert=\(otherCA)")
+        await #expect(throws: (any Error).self) { _ = try await Deadline.run(within: .seconds(5)) { try await self.usesTLS(refused) } }
+    }
+
+    @Test func aBadSslmodeOrCAFileIsAConfigError() {
+        #expect(throws: PostgresURL.Invalid.self) { _ = try PostgresURL.configuration("postgres://h/d?sslmode=maybe") }
+        #expect(throws: PostgresURL.Invalid.self) {
+            _ = try PostgresURL.configuration("postgres://h/d?sslmode=verify-full&sslrootcert=/nonexistent.pem")
+        }
+        #expect(throws: PostgresURL.Invalid.self) { _ = try PostgresURL.configuration("mysql://h/d") }
+        #expect(PostgresURL.redacted("postgres://u:secret@h/d").contains("secret") == false)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPostgres
 import Logging
 import NIOCore
 import PostgresNIO
@@ -19,17 +20,15 @@ public final class PostgresAdamantStore: AdamantStore {
     }
 
     public init(url: String, logger: Logger) throws {
-        guard let components = URLComponents(string: url), let host = components.host else {
-            throw URLError(description: "'\(url)' is not a postgres:// URL")
-        }
         self.url = url
         self.logger = logger
-        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        var configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
-        configuration.options.maximumConnections = 8
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        do {
+            var configuration = try PostgresURL.configuration(url)
+            configuration.options.maximumConnections = 8
+            client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        } catch {
+            throw URLError(description: error.description)
+        }
     }
 
     public var services: [any Service] { [client] }

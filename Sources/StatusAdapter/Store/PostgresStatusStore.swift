@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPostgres
 import Logging
 import NIOCore
 import PostgresNIO
@@ -21,15 +22,11 @@ public final class PostgresStatusStore: StatusStore {
 
     public init(url: String, logger: Logger) throws {
         self.url = url
-        guard let components = URLComponents(string: url), let host = components.host else {
-            throw URLError(description: "'\(url)' is not a postgres:// URL")
+        do {
+            client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
+        } catch {
+            throw URLError(description: error.description)
         }
-        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        var configuration = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
-        configuration.options.maximumConnections = 16
-        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     public var services: [any Service] { [client] }

@@ -1,0 +1,58 @@
+import Foundation
+import NIOSSL
+import PostgresNIO
+
+/// A `postgres://user:password@host:port/database?sslmode=…&sslrootcert=…` URL as a PostgresNIO
+/// configuration, for every store that can live in PostgreSQL (docs/configuration.md):
+///
+/// - `sslmode=disable` (the default): no TLS;
+/// - `require`: TLS, without checking the server's certificate (as libpq's `require`);
+/// - `verify-full`: TLS, the certificate checked against `sslrootcert` (a PEM CA file) or the
+///   system's roots, and the host name against the certificate.
+public enum PostgresURL {
+    public struct Invalid: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func configuration(_ url: String) throws(Invalid) -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url), let host = components.host,
+            components.scheme == "postgres" || components.scheme == "postgresql"
+        else { throw Invalid(description: "'\(redacted(url))' is not a postgres:// URL") }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        var query: [String: String] = [:]
+        for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        let tls: PostgresClient.Configuration.TLS
+        switch query["sslmode"] ?? "disable" {
+        case "disable":
+            tls = .disable
+        case "require":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            tls = .require(configuration)
+        case "verify-full":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .fullVerification
+            if let ca = query["sslrootcert"], !ca.isEmpty {
+                guard FileManager.default.isReadableFile(atPath: ca) else {
+                    throw Invalid(description: "sslrootcert '\(ca)' cannot be read")
+                }
+                configuration.trustRoots = .file(ca)
+            }
+            tls = .require(configuration)
+        case let other:
+            throw Invalid(description: "sslmode must be disable, require or verify-full, got '\(other)'")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
+            database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = 16
+        return configuration
+    }
+
+    /// The URL without its password, for messages.
+    public static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+}
