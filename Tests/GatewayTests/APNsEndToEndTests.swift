@@ -32,11 +32,8 @@ import Testing
                 pki: pki, topic: Self.topic, auth: .clientCertificate, maxConcurrentStreams: maxConcurrentStreams)
             auth = "certfile: \(try pki.issueClientCertificate(topic: Self.topic))"
         } else {
-            let key = P256.Signing.PrivateKey()
-            try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
             apns = try await FakeAPNs.start(
-                pki: pki, topic: Self.topic, auth: .token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey),
-                maxConcurrentStreams: maxConcurrentStreams)
+                pki: pki, topic: Self.topic, auth: try APNsTestKey(directory: dir).auth, maxConcurrentStreams: maxConcurrentStreams)
             auth = "keyfile: \(dir)/AuthKey.p8\n    key_id: ABC123DEFG\n    team_id: TEAM123456\n    topic: \(Self.topic)"
         }
         let apps = """

@@ -68,10 +68,8 @@ import Testing
     static func fakes(directory: String) async throws -> (FakeAPNs, FakeAPNs) {
         let pki = try TestPKI(directory: directory)
         #expect(pki.caFile == "\(directory)/ca.pem")
-        let key = P256.Signing.PrivateKey()
-        try key.pemRepresentation.write(toFile: "\(directory)/AuthKey.p8", atomically: true, encoding: .utf8)
         try servicePassphrase.write(toFile: "\(directory)/passphrase", atomically: true, encoding: .utf8)
-        let auth = FakeAPNs.Auth.token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey)
+        let auth = try APNsTestKey(directory: directory).auth
         return (try await FakeAPNs.start(pki: pki, topic: topic, auth: auth), try await FakeAPNs.start(pki: pki, topic: topic, auth: auth))
     }
 

@@ -32,10 +32,8 @@ import Testing
         #expect(queried.count > 20)
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
-        let key = P256.Signing.PrivateKey()
-        try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
         let apns = try await FakeAPNs.start(
-            pki: pki, topic: "com.example.app", auth: .token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey))
+            pki: pki, topic: "com.example.app", auth: try APNsTestKey(directory: dir).auth)
         let fcm = try await FakeFCM.start(directory: dir)
         let node = try await FakeAdamantNode.start()
         try "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"

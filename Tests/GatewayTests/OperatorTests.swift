@@ -68,10 +68,8 @@ import Testing
     @Test func upstreamTrafficGoesThroughTheConnectProxyWithItsCredentialsUnlessNoProxySaysOtherwise() async throws {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
-        let key = P256.Signing.PrivateKey()
-        try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
         let apns = try await FakeAPNs.start(
-            pki: pki, topic: "com.example.app", auth: .token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey))
+            pki: pki, topic: "com.example.app", auth: try APNsTestKey(directory: dir).auth)
         let proxy = try await FakeConnectProxy.start(username: "user", password: "s3cret")
         let app = """
               com.example.apns:

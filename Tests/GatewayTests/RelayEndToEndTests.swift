@@ -46,9 +46,7 @@ import Testing
     func start(relayExtra: String = "", developmentURL: String? = nil) async throws -> Setup {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
-        let key = P256.Signing.PrivateKey()
-        try key.pemRepresentation.write(toFile: "\(dir)/AuthKey.p8", atomically: true, encoding: .utf8)
-        let auth = FakeAPNs.Auth.token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey)
+        let auth = try APNsTestKey(directory: dir).auth
         let production = try await FakeAPNs.start(pki: pki, topic: Self.topic, auth: auth)
         let development = try await FakeAPNs.start(pki: pki, topic: Self.topic, auth: auth)
         let apps = """
