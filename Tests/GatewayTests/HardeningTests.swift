@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldTestSupport
 import Pushkins
+import Synchronization
 import Testing
 
 @testable import Gateway
@@ -308,5 +309,75 @@ extension HTTPEdgeTests {
         #expect(answer.contains("Retry-After: 1"))
         #expect(small.status == 200)  // the budget was given back
         #expect(herald.gateway.config.http.maxBufferedBodyBytes == 2048)
+    }
+}
+
+/// DNS rebinding: the endpoint's name answers a public address to the policy's lookup and a
+/// loopback address to the connection's. Staged with a resolver for the policy and `localhost`
+/// (which the system resolves to 127.0.0.1) for the connection.
+@Suite struct DNSRebindingTests {
+    final class CountingResolver: Sendable {
+        let lookups = Mutex(0)
+        var resolver: HostResolver {
+            HostResolver { _, _ in
+                self.lookups.withLock { $0 += 1 }
+                return .success(["93.184.216.34"])
+            }
+        }
+    }
+
+    @Test func aNameThatRebindsToLoopbackIsNeverPostedToAndEveryPushResolvesAfresh() async throws {
+        let service = try await FakeWebPushService.start()
+        let counting = CountingResolver()
+        var registry = PushkinRegistry.standard
+        registry.hostResolver = counting.resolver
+        let dir = temporaryDirectory()
+        let apps = """
+              com.example.webpush:
+                type: webpush
+                vapid_private_key: \(dir)/vapid.pem
+                create_vapid_key_if_missing: true
+                vapid_contact_email: ops@example.org
+                allow_insecure_endpoints: true
+
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: registry)
+        let s = service.subscribe()
+        let device: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
+            "data": ["endpoint": .string("http://localhost:\(service.server.port)\(s.path)"), "auth": .string(s.auth)],
+        ]
+        let first = try await herald.notify(notifyBody(["event_id": "$e1"], devices: [device]))
+        let second = try await herald.notify(notifyBody(["event_id": "$e2"], devices: [device]))
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        await service.stop()
+        for response in [first, second] {
+            #expect(response.status == 200)
+            #expect(response.json == ["rejected": []])  // refused by policy: skipped, the pusher is kept
+        }
+        #expect(service.received.isEmpty)  // not one byte of a request reached loopback
+        #expect(metrics.contains(#"herald_endpoint_refusals_total{pushkin="com.example.webpush"} 2"#))
+        #expect(counting.lookups.withLock { $0 } == 2)  // no verdict cached between pushes
+    }
+
+    @Test func withAllowPrivateEndpointsTheSameURLIsReached() async throws {
+        // The peer check applies only where the policy checked addresses.
+        let service = try await FakeWebPushService.start()
+        var registry = PushkinRegistry.standard
+        registry.hostResolver = CountingResolver().resolver
+        let dir = temporaryDirectory()
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir)), registry: registry)
+        let s = service.subscribe()
+        let device: JSONValue = [
+            "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
+            "data": ["endpoint": .string("http://localhost:\(service.server.port)\(s.path)"), "auth": .string(s.auth)],
+        ]
+        let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+        await herald.stop()
+        await service.stop()
+        #expect(response.json == ["rejected": []])
+        #expect(service.received.count == 1)
     }
 }

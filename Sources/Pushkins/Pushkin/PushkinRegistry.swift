@@ -7,6 +7,9 @@ public struct PushkinRegistry: Sendable {
         @Sendable (_ name: String, _ config: ConfigSection, _ environment: PushkinEnvironment) throws -> (any Pushkin)?
 
     private var builders: [String: Builder] = [:]
+    /// How the pushkins built here resolve host names for their endpoint checks (tests stage DNS
+    /// answers through it).
+    public var hostResolver: HostResolver = .system
 
     public init() {}
 
@@ -63,6 +66,7 @@ public struct PushkinRegistry: Sendable {
             }
             var appEnvironment = environment
             appEnvironment.logger[metadataKey: "pushkin"] = "\(key)"
+            appEnvironment.hostResolver = hostResolver
             do {
                 if let pushkin = try builder(key, app, appEnvironment) { pushkins.append(pushkin) }
             } catch {

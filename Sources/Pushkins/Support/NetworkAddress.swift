@@ -1,3 +1,4 @@
+import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
@@ -74,45 +75,22 @@ public enum NetworkAddress {
         return .global
     }
 
-    /// Resolves `host` (off the event loops) and returns the worst kind among its addresses.
-    public static func resolveAndClassify(host: String, port: Int) async -> Result<Kind, ResolutionError> {
-        if let literal = classify(literal: host) { return .success(literal) }
-        do {
-            return try await NIOThreadPool.singleton.runIfActive {
-                var hints = addrinfo()
-                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-                var result: UnsafeMutablePointer<addrinfo>?
-                let status = getaddrinfo(host, String(port), &hints, &result)
-                guard status == 0, let first = result else {
-                    return .failure(ResolutionError(host: host, reason: "cannot resolve"))
-                }
-                defer { freeaddrinfo(first) }
-                var pointer: UnsafeMutablePointer<addrinfo>? = first
-                var kind = Kind.global
-                while let info = pointer {
-                    if let address = info.pointee.ai_addr {
-                        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-                        if info.pointee.ai_family == AF_INET {
-                            address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                                var a = sin.pointee.sin_addr
-                                _ = inet_ntop(AF_INET, &a, &buffer, socklen_t(buffer.count))
-                            }
-                        } else if info.pointee.ai_family == AF_INET6 {
-                            address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
-                                var a = sin.pointee.sin6_addr
-                                _ = inet_ntop(AF_INET6, &a, &buffer, socklen_t(buffer.count))
-                            }
-                        }
-                        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                        if case .nonPublic(let name)? = classify(literal: text) { kind = .nonPublic(name) }
-                    }
-                    pointer = info.pointee.ai_next
-                }
-                return .success(kind)
+    /// The worst kind among `addresses` (literal addresses; anything else counts as reserved).
+    public static func classify(addresses: [String]) -> Kind {
+        for address in addresses {
+            switch classify(literal: address) {
+            case .global?: continue
+            case .nonPublic(let name)?: return .nonPublic(name)
+            case nil: return .nonPublic("unparsable")
             }
-        } catch {
-            return .failure(ResolutionError(host: host, reason: "resolver unavailable"))
         }
+        return .global
+    }
+
+    /// The kind of the address a socket is connected to.
+    public static func classify(_ address: SocketAddress) -> Kind {
+        guard let ip = address.ipAddress else { return .nonPublic("non-IP") }
+        return classify(literal: ip) ?? .nonPublic("unparsable")
     }
 
     public struct ResolutionError: Error, Sendable, Equatable {

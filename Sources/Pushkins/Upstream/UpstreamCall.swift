@@ -85,6 +85,9 @@ public struct UpstreamCall: Sendable {
                     span.attributes["http.response.status_code"] = response.status
                     return response
                 }
+            } catch let refused as PeerAddressRefused {
+                permanent = .endpointRefused(refused.reason)
+                return .done(nil)
             } catch {
                 if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
                     logger.warning(
@@ -108,7 +111,9 @@ public struct UpstreamCall: Sendable {
         }
     }
 
-    /// `run` for one device: a failure becomes `.failed` with its reason (a 502 for the homeserver).
+    /// `run` for one device: a failure becomes `.failed` with its reason (a 502 for the homeserver),
+    /// except a connection the address check refused, which is skipped like an endpoint the policy
+    /// refused (no retry can reach it).
     public func deliver(
         logger: Logger,
         prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
@@ -116,7 +121,9 @@ public struct UpstreamCall: Sendable {
     ) async -> DeviceOutcome {
         switch await run(logger: logger, prepare: prepare, classify: classify) {
         case .success(let outcome): return outcome
-        case .failure(let failure): return .failed(reason: failure.reason)
+        case .failure(let failure):
+            if case .endpointRefused = failure.reason { return .skipped(reason: failure.reason) }
+            return .failed(reason: failure.reason)
         }
     }
 }

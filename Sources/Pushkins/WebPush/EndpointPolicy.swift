@@ -1,11 +1,15 @@
 import Foundation
-import Synchronization
 
 /// Decides whether Herald may POST to a subscription endpoint.
 ///
 /// Beyond Sygnal's `allowed_endpoints` globs (on `host[:port]`, case-insensitive), endpoints must
 /// be https and must not resolve to loopback, private, link-local or multicast addresses, unless
 /// the app sets `allow_insecure_endpoints` / `allow_private_endpoints`.
+///
+/// The name is resolved for every check (no verdict outlives the DNS answer), and an endpoint whose
+/// addresses were checked is marked `addressChecked`: its connection must then be to a checked
+/// kind of address too (`PeerAddressCheck`), so a name that answers differently on the second
+/// lookup (DNS rebinding) cannot reach the operator's network.
 public final class EndpointPolicy: Sendable {
     public struct Endpoint: Sendable, Equatable {
         public var url: String
@@ -16,6 +20,8 @@ public final class EndpointPolicy: Sendable {
         public var netloc: String
         /// `scheme://host[:port]`: the VAPID audience.
         public var origin: String
+        /// The policy classified the host's addresses: the connection's peer must pass the same check.
+        public var addressChecked = false
     }
 
     public enum Verdict: Sendable, Equatable {
@@ -32,13 +38,19 @@ public final class EndpointPolicy: Sendable {
     let allowedGlobs: [Glob]?
     let allowInsecure: Bool
     let allowPrivate: Bool
-    private let resolutions = Mutex<[String: (kind: NetworkAddress.Kind, until: ContinuousClock.Instant)]>([:])
-    private static let resolutionTTL: Duration = .seconds(60)
+    let resolver: HostResolver
 
-    public init(allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool) {
+    public init(allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool, resolver: HostResolver = .system) {
         self.allowedGlobs = allowedEndpoints?.map { Glob($0, caseInsensitive: true) }
         self.allowInsecure = allowInsecure
         self.allowPrivate = allowPrivate
+        self.resolver = resolver
+    }
+
+    /// Whether any endpoint this policy allows may be reached without the address check (so the
+    /// pushkin needs a client that does not check its peers).
+    public var mayAllowUncheckedAddresses: Bool {
+        allowPrivate || (allowedGlobs ?? []).contains { !$0.hasWildcards }
     }
 
     public static func parse(_ url: String) -> Endpoint? {
@@ -54,7 +66,7 @@ public final class EndpointPolicy: Sendable {
     }
 
     public func check(_ url: String) async -> Verdict {
-        guard let endpoint = Self.parse(url) else { return .malformed("endpoint is not an http(s) URL") }
+        guard var endpoint = Self.parse(url) else { return .malformed("endpoint is not an http(s) URL") }
         var namedExplicitly = false
         if let globs = allowedGlobs {
             guard globs.contains(where: { $0.matches(endpoint.netloc) }) else {
@@ -75,22 +87,19 @@ public final class EndpointPolicy: Sendable {
             case .failure(let error):
                 return .unresolvable("endpoint host \(error.host): \(error.reason)")
             }
+            endpoint.addressChecked = true
         }
         return .allowed(endpoint)
     }
 
     private func kind(of endpoint: Endpoint) async -> Result<NetworkAddress.Kind, NetworkAddress.ResolutionError> {
         if let literal = NetworkAddress.classify(literal: endpoint.host) { return .success(literal) }
-        let now = ContinuousClock.now
-        if let cached = resolutions.withLock({ $0[endpoint.host] }), cached.until > now { return .success(cached.kind) }
-        let result = await NetworkAddress.resolveAndClassify(host: endpoint.host, port: endpoint.port)
-        if case .success(let kind) = result {
-            resolutions.withLock { cache in
-                if cache.count > 10_000 { cache.removeAll() }
-                cache[endpoint.host] = (kind, now + Self.resolutionTTL)
-            }
+        switch await resolver.resolve(endpoint.host, endpoint.port) {
+        case .success(let addresses) where addresses.isEmpty:
+            return .failure(NetworkAddress.ResolutionError(host: endpoint.host, reason: "no addresses"))
+        case .success(let addresses): return .success(NetworkAddress.classify(addresses: addresses))
+        case .failure(let error): return .failure(error)
         }
-        return result
     }
 }
 

@@ -13,29 +13,20 @@ public final class WebPushPushkin: Pushkin {
     public var applicationServerKey: String { vapid.applicationServerKey }
 
     private let vapid: VAPIDSigner
-    private let policy: EndpointPolicy
-    private let client: UpstreamHTTPClient
-    private let upstream: UpstreamCall
-    /// `herald_endpoint_refusals_total{pushkin}`: endpoints the policy refused.
-    private let refusals: Counter
+    private let pushService: PushServiceClient
 
     public init(name: String, config: WebPushConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         self.vapid = VAPIDSigner(key: config.vapidKey, contactEmail: config.contactEmail)
-        self.policy = EndpointPolicy(
-            allowedEndpoints: config.allowedEndpoints, allowInsecure: config.allowInsecureEndpoints,
-            allowPrivate: config.allowPrivateEndpoints)
-        let client = try UpstreamHTTPClient(settings: config.upstream)
-        self.client = client
-        self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
-        self.upstream = UpstreamCall(
-            transport: client, policy: config.retry, metrics: UpstreamMetrics(type: "webpush", pushkin: name, factory: environment.metrics))
+        self.pushService = try PushServiceClient(
+            pushkin: name, type: "webpush", allowedEndpoints: config.allowedEndpoints, allowInsecure: config.allowInsecureEndpoints,
+            allowPrivate: config.allowPrivateEndpoints, upstream: config.upstream, retry: config.retry, environment: environment)
     }
 
     public var startupDetails: [String: String] { ["application_server_key": applicationServerKey] }
 
-    public func shutdown() async { await client.shutdown() }
+    public func shutdown() async { await pushService.shutdown() }
 
     public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard let data = device.data else { return .rejected(reason: .invalidPushkey("device has no data")) }
@@ -51,7 +42,7 @@ public final class WebPushPushkin: Pushkin {
             return .rejected(reason: .invalidPushkey("pushkey is not a P-256 public key or auth is not 16 bytes"))
         }
         let endpoint: EndpointPolicy.Endpoint
-        switch await PushServiceEndpoint.admit(endpointURL, policy: policy, refusals: refusals, pushkey: device.pushkey, context: context) {
+        switch await pushService.admit(endpointURL, pushkey: device.pushkey, context: context) {
         case .success(let admitted): endpoint = admitted
         case .failure(let failure): return failure.outcome
         }
@@ -79,11 +70,7 @@ public final class WebPushPushkin: Pushkin {
             headers.add(name: "Topic", value: Self.topic(forRoom: roomId))
         }
         let request = UpstreamRequest(url: endpoint.url, headers: headers, body: ByteBuffer(bytes: body))
-        return await upstream.deliver(logger: context.logger) { _ in
-            request
-        } classify: { response in
-            PushServiceEndpoint.classify(response, pushkey: device.pushkey, context: context)
-        }
+        return await pushService.deliver(request, to: endpoint, pushkey: device.pushkey, context: context)
     }
 
     /// A `Topic` (RFC 8030 §5.4): at most 32 base64url characters, derived from the room.

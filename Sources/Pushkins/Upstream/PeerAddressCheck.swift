@@ -1,0 +1,27 @@
+import AsyncHTTPClient
+import NIOCore
+
+/// A connection refused because its peer is not a global address.
+public struct PeerAddressRefused: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { reason }
+}
+
+/// Checks the address each new connection actually reached, after connecting and before the
+/// connection is handed a request. The endpoint policy resolved the name and checked its
+/// addresses; the HTTP client resolves it again to connect, and a name may answer differently the
+/// second time (DNS rebinding). Checking the connected socket itself closes that gap: no request
+/// byte is ever written to a loopback, private or reserved address that was not allowed.
+enum PeerAddressCheck {
+    static func install(in configuration: inout HTTPClient.Configuration) {
+        configuration.http1_1ConnectionDebugInitializer = check
+        configuration.http2ConnectionDebugInitializer = check
+    }
+
+    @Sendable static func check(_ channel: any Channel) -> EventLoopFuture<Void> {
+        let kind = channel.remoteAddress.map(NetworkAddress.classify) ?? .nonPublic("unknown")
+        guard case .nonPublic(let name) = kind else { return channel.eventLoop.makeSucceededVoidFuture() }
+        channel.close(promise: nil)
+        return channel.eventLoop.makeFailedFuture(PeerAddressRefused(reason: "endpoint connected to a \(name) address"))
+    }
+}

@@ -1,0 +1,65 @@
+import Logging
+import Metrics
+import NIOCore
+
+/// How Web Push and UnifiedPush reach a device's endpoint: the app's `EndpointPolicy`, and HTTP
+/// clients that connect only where the policy allows. An endpoint whose addresses the policy
+/// checked is reached by a client that checks each connection's peer again (`PeerAddressCheck`);
+/// one the operator allowed by name, or an app with `allow_private_endpoints`, by one that does not.
+final class PushServiceClient: Sendable {
+    let policy: EndpointPolicy
+    private let checked: UpstreamCall?
+    private let unchecked: UpstreamCall?
+    private let clients: [UpstreamHTTPClient]
+    /// `herald_endpoint_refusals_total{pushkin}`: endpoints the policy or the address check refused.
+    private let refusals: Counter
+
+    init(
+        pushkin name: String, type: String, allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool,
+        upstream: UpstreamSettings, retry: RetryPolicy, environment: PushkinEnvironment
+    ) throws {
+        let policy = EndpointPolicy(
+            allowedEndpoints: allowedEndpoints, allowInsecure: allowInsecure, allowPrivate: allowPrivate,
+            resolver: environment.hostResolver)
+        self.policy = policy
+        let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics)
+        var clients: [UpstreamHTTPClient] = []
+        func call(checkPeers: Bool) throws -> UpstreamCall {
+            let client = try UpstreamHTTPClient(settings: upstream, checkPeers: checkPeers)
+            clients.append(client)
+            return UpstreamCall(transport: client, policy: retry, metrics: metrics)
+        }
+        self.checked = allowPrivate ? nil : try call(checkPeers: true)
+        self.unchecked = policy.mayAllowUncheckedAddresses ? try call(checkPeers: false) : nil
+        self.clients = clients
+        self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
+    }
+
+    func shutdown() async {
+        for client in clients { await client.shutdown() }
+    }
+
+    /// The endpoint to POST to, or the outcome that ends the device here.
+    func admit(_ url: String, pushkey: String, context: DispatchContext) async -> Result<EndpointPolicy.Endpoint, OutcomeFailure> {
+        await PushServiceEndpoint.admit(url, policy: policy, refusals: refusals, pushkey: pushkey, context: context)
+    }
+
+    /// Sends `request` to an admitted endpoint, with the app's retries.
+    func deliver(_ request: UpstreamRequest, to endpoint: EndpointPolicy.Endpoint, pushkey: String, context: DispatchContext) async
+        -> DeviceOutcome
+    {
+        guard let upstream = (endpoint.addressChecked ? checked : unchecked) ?? checked else {
+            return .skipped(reason: .endpointRefused("no client may reach this endpoint"))
+        }
+        let outcome = await upstream.deliver(logger: context.logger) { _ in
+            request
+        } classify: { response in
+            PushServiceEndpoint.classify(response, pushkey: pushkey, context: context)
+        }
+        if case .skipped(.endpointRefused(let reason)) = outcome {
+            refusals.increment()
+            context.logger.warning("Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(pushkey))"])
+        }
+        return outcome
+    }
+}
