@@ -196,4 +196,59 @@ import Testing
             #expect(herald.output.contains("Shut down"))  // every stop ends the same awaited way
         }
     }
+
+    /// At the descriptor limit the listener neither spins nor stays stuck: connections beyond it are
+    /// closed, and once descriptors are free the server answers again.
+    @Test(.enabled(if: binary != nil)) func atTheDescriptorLimitTheListenerBacksOffAndRecovers() async throws {
+        let dir = temporaryDirectory()
+        let port = StatusDurabilityTests.freePort()
+        let path = "\(dir)/herald.yaml"
+        try Self.webpushConfig(dir, port: port).write(toFile: path, atomically: true, encoding: .utf8)
+        let log = "\(dir)/herald.log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "ulimit -n 64 && exec \"$0\" serve --config \"$1\"", try #require(Self.binary), path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try await StatusDurabilityTests().waitForHealth(port: port)
+        // More connections than descriptors: the rest wait in the listen backlog.
+        let sockets = (0..<120).map { _ in Self.connect(port: port) }
+        try await Task.sleep(for: .milliseconds(500))
+        let before = Self.cpuSeconds(of: process.processIdentifier)
+        try await Task.sleep(for: .seconds(2))
+        let spent = Self.cpuSeconds(of: process.processIdentifier) - before
+        for fd in sockets where fd >= 0 { close(fd) }
+        try await StatusDurabilityTests().waitForHealth(port: port)
+        #expect(spent < 0.5, "CPU seconds over 2 s at the descriptor limit: \(spent)")  // a spinning loop spends ~2
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(output.contains("Out of file descriptors"))
+    }
+
+    static func connect(port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return connected == 0 ? fd : -1
+    }
+
+    /// User and system CPU time a process has used (`/proc/<pid>/stat`).
+    static func cpuSeconds(of pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
 }

@@ -36,6 +36,14 @@ public final class HTTPServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        DescriptorReserve {
+                            if let suppressed = LogThrottle.perDevice.admit("Out of file descriptors") {
+                                logger.warning(
+                                    "Out of file descriptors: a connection was closed unanswered",
+                                    metadata: ["similar_lines_suppressed": "\(suppressed)"])
+                            }
+                        })
                     try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
                 }
             }
