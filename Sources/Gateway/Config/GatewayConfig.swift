@@ -21,6 +21,11 @@ public struct GatewayConfig: Sendable {
         public var maxBufferedBodyBytes = 256 << 20
         public var idleTimeout: Duration = .seconds(75)
         public var shutdownGracePeriod: Duration = .seconds(30)
+        /// `SO_REUSEPORT` on the listeners, for rolling restarts.
+        public var reusePort = false
+        /// With `reusePort`: how long a stopping Herald keeps accepting after handing new
+        /// connections over to its successor.
+        public var reusePortHandover: Duration = .milliseconds(500)
     }
 
     public struct Log: Sendable {
@@ -90,6 +95,8 @@ extension GatewayConfig {
             config.http.requestReadTimeout = http.seconds("request_read_timeout", default: 30, range: 0.1...3600)
             config.http.maxBufferedBodyBytes = http.int("max_buffered_body_bytes", default: 256 << 20, range: 1024...(64 << 30))
             config.http.shutdownGracePeriod = http.seconds("shutdown_grace_period", default: 30, range: 0...3600)
+            config.http.reusePort = http.bool("reuse_port", default: false)
+            config.http.reusePortHandover = http.seconds("reuse_port_handover", default: 0.5, range: 0...60)
             http.warnUnknownKeys()
         }
         if config.http.bindAddresses.isEmpty { diagnostics.error("http.bind_addresses", "must name at least one address") }

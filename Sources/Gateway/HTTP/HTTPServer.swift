@@ -22,10 +22,14 @@ public final class HTTPServer: Sendable {
     private let accessLog: AccessLog?
     private let limits: InboundLimits
     private let openConnections = AtomicCounter()
+    /// With `SO_REUSEPORT`: how long to keep accepting after steering new connections away.
+    private let handover: Duration?
 
+    /// With `reusePort` (the handover period) the port may be shared with the next Herald of a
+    /// rolling restart (`ReusePortHandover`).
     public static func bind(
         host: String, port: Int, handler: any HTTPHandler, limits: InboundLimits = InboundLimits(), logger: Logger,
-        accessLog: AccessLog? = nil
+        accessLog: AccessLog? = nil, reusePort: Duration? = nil
     ) async throws -> HTTPServer {
         let idleTimeout = limits.idleTimeout
         let readTimeout = limits.requestReadTimeout
@@ -34,6 +38,10 @@ public final class HTTPServer: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(
+                ChannelOptions.Types.SocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_REUSEPORT)),
+                value: reusePort == nil ? 0 : 1
+            )
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -65,13 +73,14 @@ public final class HTTPServer: Sendable {
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
             localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger, accessLog: accessLog,
-            limits: limits)
+            limits: limits, handover: reusePort)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits
+        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits, handover: Duration?
     ) {
+        self.handover = handover
         self.accessLog = accessLog
         self.limits = limits
         self.localAddress = localAddress
@@ -111,13 +120,30 @@ public final class HTTPServer: Sendable {
     /// all are closed.
     public func shutdown() async {
         let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
-        quiesce.initiateShutdown(promise: promise)
+        drain(promise: promise)
         try? await promise.futureResult.get()
     }
 
-    /// Starts the same drain without waiting; `serve()` returns when it is done.
+    /// Starts the same drain without waiting; `serve()` returns when it is done. A listener
+    /// sharing its port first hands new connections over to its successor and empties its own
+    /// accept queue (`ReusePortHandover`).
     public func initiateShutdown() {
-        quiesce.initiateShutdown(promise: nil)
+        drain(promise: nil)
+    }
+
+    private func drain(promise: EventLoopPromise<Void>?) {
+        guard let handover else {
+            quiesce.initiateShutdown(promise: promise)
+            return
+        }
+        let server = channel.channel
+        let quiesce = self.quiesce
+        ReusePortHandover.steerToSuccessor(server).whenComplete { result in
+            if case .failure(let error) = result {
+                self.logger.warning("Could not hand the port over; closing the listener", metadata: ["error": "\(error)"])
+            }
+            server.eventLoop.scheduleTask(in: .nanoseconds(handover.nanoseconds)) { quiesce.initiateShutdown(promise: promise) }
+        }
     }
 
     private func serve(_ connection: Connection) async {

@@ -95,10 +95,11 @@ public final class Gateway: Sendable {
         inboundLimits.idleTimeout = .nanoseconds(config.http.idleTimeout.nanoseconds)
         inboundLimits.maxDiscardedBodyBytes = config.http.maxDiscardedBodyBytes
         inboundLimits.bodyBudget = BodyBudget(limit: config.http.maxBufferedBodyBytes)
+        let reusePort = config.http.reusePort ? config.http.reusePortHandover : nil
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
                 host: address, port: config.http.port, handler: handler,
-                limits: inboundLimits, logger: logger, accessLog: accessLog)
+                limits: inboundLimits, logger: logger, accessLog: accessLog, reusePort: reusePort)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             listeners.append(server)
         }
@@ -110,7 +111,7 @@ public final class Gateway: Sendable {
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(
                         host: host, port: address.port, handler: routes,
-                        limits: inboundLimits, logger: logger, accessLog: accessLog)
+                        limits: inboundLimits, logger: logger, accessLog: accessLog, reusePort: reusePort)
                     logger.notice("Listening", metadata: ["front_end": "\(frontEnd.name)", "address": "\(server.localAddress)"])
                     listeners.append(server)
                 }
