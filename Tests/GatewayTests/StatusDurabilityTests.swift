@@ -190,3 +190,68 @@ struct URLRequestLite {
         return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(collected.readableBytesView))
     }
 }
+
+/// gorush's queue is in the Status store: what was answered "ok" is sent even when Herald is killed
+/// with work still queued.
+@Suite struct GorushQueueDurabilityTests {
+    @Test(.enabled(if: StatusDurabilityTests.heraldBinary != nil, "needs the herald executable (swift build --build-tests)"))
+    func aQueueAnsweredOkSurvivesSIGKILL() async throws {
+        let binary = try #require(StatusDurabilityTests.heraldBinary)
+        let dir = temporaryDirectory()
+        let pki = try TestPKI(directory: dir)
+        let key = try APNsTestKey(directory: dir)
+        let apns = try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth)
+        apns.scriptDefault(.delay(.milliseconds(10), then: .accept))  // slow enough for a queue to build up
+        let port = StatusDurabilityTests.freePort()
+        let config = "\(dir)/herald.yaml"
+        try """
+        http:
+          bind_addresses: ['127.0.0.1']
+          port: \(port)
+        log:
+          level: error
+        apps:
+          im.status.ios:
+            type: apns
+            keyfile: \(dir)/AuthKey.p8
+            key_id: ABC123DEFG
+            team_id: TEAM123456
+            topic: im.status.ethereum
+            base_url: \(apns.baseURL)
+            tls_ca_file: \(pki.caFile)
+        status:
+          store: \(dir)/status.sqlite
+          apns_app: im.status.ios
+          gorush:
+            workers: 2
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+
+        let first = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/first.log")
+        try await StatusDurabilityTests().waitForHealth(port: port)
+        var tokens: [String] = []
+        for job in 0..<30 {
+            let batch = (0..<10).map { String(format: "%02x%02x", job, $0) }
+            tokens += batch
+            let body: JSONValue = [
+                "notifications": [["tokens": .array(batch.map { .string($0) }), "platform": 1, "message": "hi"]]
+            ]
+            let response = try await RunningGatewayClient.post(
+                "http://127.0.0.1:\(port)/api/push", body: JSONWriter.serialize(body))
+            #expect(try JSONParser.parse(response)["success"] == "ok")
+        }
+        let sentBeforeKill = Set(apns.received.map(\.token))
+        first.kill(SIGKILL)
+        #expect(sentBeforeKill.count < tokens.count)  // the kill came with work still queued
+
+        let second = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/second.log")
+        defer { second.kill(SIGTERM) }
+        for _ in 0..<500 where Set(apns.received.map(\.token)).count < tokens.count {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await apns.stop()
+        let received = apns.received.map(\.token)
+        #expect(Set(received) == Set(tokens))  // every acknowledged token was sent
+        // At least once: only the jobs the killed workers held (2 × 10 tokens) may be sent twice.
+        #expect(received.count - Set(received).count <= 20)
+    }
+}

@@ -242,3 +242,24 @@ import Testing
         #expect(hookBody.contains("dead01") && hookBody.contains("failed-push"))
     }
 }
+
+extension StatusEndToEndTests {
+    @Test func aFullGorushQueueIs503WithRetryAfterAndQueuesNothing() async throws {
+        let setup = try await start(statusExtra: "  gorush:\n    queue_max_bytes: 1024")
+        let message = String(repeating: "m", count: 600)
+        let body =
+            #"{"notifications":[{"tokens":["0a"],"platform":1,"message":"\#(message)"},{"tokens":["0b"],"platform":1,"message":"\#(message)"}]}"#
+        let full = try await setup.post("/api/push", Array(body.utf8))
+        let fits = try await setup.post("/api/push", Array(#"{"notifications":[{"tokens":["0c"],"platform":1,"message":"hi"}]}"#.utf8))
+        for _ in 0..<250 where setup.apns.received.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        let stats = try await setup.herald.request(.GET, "/api/stat/app")
+        await setup.stop()
+        #expect(full.status == 503)
+        #expect(full.headers.first(name: "retry-after") == "5")
+        #expect(full.json == ["code": 503, "message": "Queue is full, try again later."])
+        #expect(fits.status == 200)
+        // All or none: neither notification of the refused request was queued or sent.
+        #expect(setup.apns.received.map(\.token) == ["0c"])
+        #expect(stats.json?["submitted_tasks"] == 1)
+    }
+}

@@ -205,3 +205,66 @@ import Testing
         #expect(PostgresURL.redacted("postgres://u:secret@h/d").contains("secret") == false)
     }
 }
+
+/// gorush's durable queue, on both stores.
+extension StoreTests {
+    @Test(arguments: backends)
+    func theGorushQueueIsBoundedInJobsAndBytesAllOrNone(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        #expect(try await store.enqueueGorush([[1, 2, 3], [4, 5]], maxJobs: 3, maxBytes: 10))
+        #expect(try await store.enqueueGorush([[6], [7]], maxJobs: 3, maxBytes: 10) == false)  // 4 jobs > 3: none written
+        #expect(try await store.enqueueGorush([[6, 7, 8, 9, 10, 11]], maxJobs: 3, maxBytes: 10) == false)  // 11 bytes > 10
+        #expect(try await store.gorushQueueDepth() == (2, 5))
+        #expect(try await store.enqueueGorush([[6, 7, 8, 9, 10]], maxJobs: 3, maxBytes: 10))
+        #expect(try await store.gorushQueueDepth() == (3, 10))
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func gorushJobsAreClaimedOldestFirstOnceAndAgainOnlyWhenTheClaimRunsOut(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        _ = try await store.enqueueGorush([[1], [2], [3]], maxJobs: 10, maxBytes: 100)
+        let now = Date()
+        let first = try await store.claimGorush(limit: 2, now: now, until: now + 60)
+        #expect(first.map(\.body) == [[1], [2]])
+        let second = try await store.claimGorush(limit: 5, now: now, until: now + 60)
+        #expect(second.map(\.body) == [[3]])  // claimed jobs are not handed out twice
+        #expect(try await store.claimGorush(limit: 5, now: now, until: now + 60).isEmpty)
+        try await store.completeGorush(id: first[0].id)
+        // A worker that died: its claim runs out and the job is claimed again.
+        let later = try await store.claimGorush(limit: 5, now: now + 61, until: now + 120)
+        #expect(later.map(\.body) == [[2], [3]])
+        #expect(try await store.gorushQueueDepth().jobs == 2)
+        await store.close()
+    }
+
+    @Test func sqliteFreesEveryClaimAtStartUpForItIsUsedByOneInstance() async throws {
+        let store = try await Self.makeStore("sqlite")
+        try await store.migrate()
+        _ = try await store.enqueueGorush([[1], [2]], maxJobs: 10, maxBytes: 100)
+        let now = Date()
+        #expect(try await store.claimGorush(limit: 5, now: now, until: now + 300).count == 2)
+        try await store.recoverGorushClaims()
+        #expect(try await store.claimGorush(limit: 5, now: now, until: now + 300).map(\.body) == [[1], [2]])
+        await store.close()
+    }
+
+    @Test(arguments: backends)
+    func concurrentClaimsNeverShareAJob(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        _ = try await store.enqueueGorush((0..<60).map { [UInt8($0)] }, maxJobs: 100, maxBytes: 1000)
+        let now = Date()
+        let claimed = try await withThrowingTaskGroup(of: [QueuedGorushJob].self) { group in
+            for _ in 0..<8 { group.addTask { try await store.claimGorush(limit: 10, now: now, until: now + 60) } }
+            var all: [QueuedGorushJob] = []
+            for try await jobs in group { all += jobs }
+            return all
+        }
+        #expect(claimed.count == 60)
+        #expect(Set(claimed.map(\.id)).count == 60)
+        await store.close()
+    }
+}

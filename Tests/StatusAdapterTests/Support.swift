@@ -92,6 +92,15 @@ final class TestPostgresStore: StatusStore {
     func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
         try await inner.cacheResponse(messageId: messageId, response: response, expires: expires, limit: limit)
     }
+    func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
+        try await inner.enqueueGorush(bodies, maxJobs: maxJobs, maxBytes: maxBytes)
+    }
+    func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
+        try await inner.claimGorush(limit: limit, now: now, until: until)
+    }
+    func completeGorush(id: Int64) async throws { try await inner.completeGorush(id: id) }
+    func recoverGorushClaims() async throws { try await inner.recoverGorushClaims() }
+    func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) { try await inner.gorushQueueDepth() }
     func close() async {
         pool.cancel()
         await pool.value

@@ -34,7 +34,12 @@ public struct StatusConfig: Sendable {
         public var maxNotification = 100
         public var sync = false
         public var workers = 8
+        /// Jobs (notifications) queued at once, in the Status store.
         public var queueSize = 8192
+        /// Bytes of notifications queued at once; beyond either bound a request is answered 503.
+        public var queueMaxBytes = 64 << 20
+        /// How long a worker holds a job before another may take it (a worker that died).
+        public var claimTimeout: Duration = .seconds(300)
         public var feedbackURL: String?
         public var feedbackTimeout: Duration = .seconds(10)
         /// gorush sends an FCM topic message for an Android notification with a `topic`; off by default.
@@ -77,6 +82,8 @@ public struct StatusConfig: Sendable {
             result.gorush.sync = gorush.bool("sync", default: false)
             result.gorush.workers = gorush.int("workers", default: 8, range: 1...1024)
             result.gorush.queueSize = gorush.int("queue_size", default: 8192, range: 1...10_000_000)
+            result.gorush.queueMaxBytes = gorush.int("queue_max_bytes", default: 64 << 20, range: 1024...(64 << 30))
+            result.gorush.claimTimeout = gorush.seconds("claim_timeout", default: 300, range: 1...86_400)
             result.gorush.feedbackURL = gorush.string("feedback_hook_url").flatMap { $0.isEmpty ? nil : $0 }
             result.gorush.feedbackTimeout = gorush.seconds("feedback_timeout", default: 10, range: 0.1...300)
             result.gorush.honourAndroidTopic = gorush.bool("honour_android_topic", default: false)

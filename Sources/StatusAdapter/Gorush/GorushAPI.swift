@@ -8,29 +8,27 @@ import Pushkins
 import ServiceLifecycle
 import Synchronization
 
-/// gorush's `POST /api/push` (docs/status-protocol.md, "The gorush-compatible API"), so that an unmodified status-go push server can
-/// use Herald as its GorushURL. Requests are validated with gorush's messages and answered at
-/// once (status-go's client has no timeout); notifications are queued for a pool of workers
-/// (or sent before answering in `sync` mode). Rejected tokens go to the logs, the metrics and
-/// the optional feedback URL.
+/// gorush's `POST /api/push` (docs/status-protocol.md, "The gorush-compatible API"), so that an
+/// unmodified status-go push server can use Herald as its GorushURL. Requests are validated with
+/// gorush's messages, queued in the Status store (committed before the answer, so nothing answered
+/// "ok" is lost to a restart or a crash) and answered at once (status-go's client has no timeout);
+/// a pool of workers sends them (or they are sent before answering in `sync` mode). Rejected tokens
+/// go to the logs, the metrics and the optional feedback URL.
 ///
-/// The workers are a `Service`: on graceful shutdown the API stops queueing and `run()` returns
-/// once the queue is drained.
+/// The workers are a `Service` (`GorushAPI+Workers.swift`): on graceful shutdown they finish the
+/// jobs they hold; the rest of the queue waits in the store for the next start.
 public final class GorushAPI: Service {
-
-    struct Job: Sendable {
-        var notification: JSONObject
-    }
-
     let config: StatusConfig.Gorush
     let delivery: any StatusSender
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
-    private let queue: AsyncStream<Job>
-    private let continuation: AsyncStream<Job>.Continuation
-    private let stats = Mutex(Stats())
-    private let feedbackClient: UpstreamHTTPClient?
+    /// The store holding the queue, once the Status server has opened it.
+    let queueStore: @Sendable () async throws -> any GorushQueueStore
+    /// Wakes the dispatcher when a job is queued or a worker is free.
+    let bell = Doorbell()
+    let stats = Mutex(Stats())
+    let feedbackClient: UpstreamHTTPClient?
 
     struct Stats {
         var busyWorkers = 0
@@ -44,36 +42,19 @@ public final class GorushAPI: Service {
         var androidError = 0
     }
 
-    public init(config: StatusConfig.Gorush, delivery: any StatusSender, logger: Logger, metrics: any MetricsFactory) {
+    public init(
+        config: StatusConfig.Gorush, delivery: any StatusSender, queue: @escaping @Sendable () async throws -> any GorushQueueStore,
+        logger: Logger, metrics: any MetricsFactory
+    ) {
         self.config = config
         self.delivery = delivery
+        self.queueStore = queue
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
-        (queue, continuation) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .bufferingOldest(config.queueSize))
         feedbackClient =
             config.feedbackURL == nil
             ? nil : try? UpstreamHTTPClient(settings: UpstreamSettings(maxConnections: 4, requestTimeout: config.feedbackTimeout))
-    }
-
-    /// Runs the workers until graceful shutdown, then drains what is queued.
-    public func run() async {
-        await withGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<config.workers {
-                    group.addTask {
-                        for await job in self.queue {
-                            self.stats.withLock { $0.busyWorkers += 1 }
-                            _ = await self.send(job.notification)
-                            self.stats.withLock { $0.busyWorkers -= 1 }
-                        }
-                    }
-                }
-            }
-        } onGracefulShutdown: {
-            self.continuation.finish()
-        }
-        await feedbackClient?.shutdown()
     }
 
     /// `POST /api/push`: the answer body, or a `GorushError` with gorush's message.
@@ -95,23 +76,36 @@ public final class GorushAPI: Service {
             let platform = n["platform"]?.pythonInt ?? 0
             if platform == 2 || platform == 3, n["topic"]?.stringValue?.isEmpty == false { counts += 1 }
         }
-        stats.withLock {
-            $0.submitted += notifications.count
-            $0.total += counts
-        }
-
         var logs: [JSONValue] = []
         if config.sync {
             for n in notifications { logs.append(contentsOf: await send(n)) }
         } else {
-            for n in notifications {
-                if case .dropped = continuation.yield(Job(notification: n)) {
-                    logs.append(["type": "failed-push", "message": "max capacity reached"])
-                    logger.warning("gorush queue is full; notification dropped")
-                }
-            }
+            try await enqueue(notifications)
+        }
+        stats.withLock {
+            $0.submitted += notifications.count
+            $0.total += counts
         }
         return ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)]
+    }
+
+    /// Queues the notifications durably, all or none.
+    private func enqueue(_ notifications: [JSONObject]) async throws(GorushError) {
+        let bodies = notifications.map { JSONWriter.serialize(.object($0)) }
+        let accepted: Bool
+        do {
+            accepted = try await queueStore().enqueueGorush(bodies, maxJobs: config.queueSize, maxBytes: config.queueMaxBytes)
+        } catch {
+            logger.error("gorush queue could not be written", metadata: ["error": "\(error)"])
+            throw .queueUnavailable
+        }
+        guard accepted else {
+            if let suppressed = LogThrottle.perDevice.admit("gorush queue full") {
+                logger.warning("gorush queue is full; request refused with 503", metadata: ["similar_lines_suppressed": "\(suppressed)"])
+            }
+            throw .queueFull
+        }
+        bell.ring()
     }
 
     /// Sends one gorush notification to each of its tokens; returns the failure log entries.

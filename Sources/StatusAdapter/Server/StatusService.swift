@@ -35,6 +35,9 @@ public final class StatusService: Service {
     /// The running server; nil until the store is open.
     public var server: StatusServer? { ready.value }
 
+    /// The open store, once the server can answer; throws if it could not be opened.
+    public func store() async throws -> any StatusStore { try await ready.wait().store }
+
     /// Returns once the server can answer; throws if the store could not be opened.
     public func waitUntilReady() async throws { _ = try await ready.wait() }
 

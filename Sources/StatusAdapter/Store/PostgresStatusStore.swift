@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// concurrent writers cannot lose it). Its connection pool is a `Service` (`services`): queries
 /// wait until the pool runs in the gateway's service group.
 public final class PostgresStatusStore: StatusStore {
-    private let client: PostgresClient
+    let client: PostgresClient
     private let inserts = AtomicCounter()
     /// The URL it was opened with.
     public let url: String
@@ -59,6 +59,7 @@ public final class PostgresStatusStore: StatusStore {
                         message_id BYTEA PRIMARY KEY, response BYTEA NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
                     """)
                 try await exec("CREATE INDEX IF NOT EXISTS status_responses_expiry ON status_responses (expires_at)")
+                for statement in Self.gorushQueueSchema { try await exec(statement) }
                 try await exec("COMMIT")
             } catch {
                 try? await exec("ROLLBACK")

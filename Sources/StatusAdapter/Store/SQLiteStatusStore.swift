@@ -6,7 +6,7 @@ import Pushkins
 /// committed with `synchronous=FULL`, so a registration the client was told about survives a
 /// crash of the process or the machine.
 public final class SQLiteStatusStore: StatusStore {
-    private let pool: DatabasePool
+    let pool: DatabasePool
     private let inserts = AtomicCounter()
 
     public init(path: String) throws {
@@ -45,6 +45,7 @@ public final class SQLiteStatusStore: StatusStore {
                     CREATE INDEX status_responses_expiry ON status_responses (expires_at);
                     """)
         }
+        Self.registerGorushQueue(&migrator)
         try migrator.migrate(pool)
     }
 

@@ -19,8 +19,8 @@ public struct StoredRegistration: Sendable, Equatable {
 
 /// Where the Status server keeps its identity, registrations and answered push requests.
 /// SQLite (one instance) and PostgreSQL (several instances as one server) implement it; both
-/// pass the same tests.
-public protocol StatusStore: Sendable {
+/// pass the same tests. gorush's queue lives there too (`GorushQueueStore`).
+public protocol StatusStore: GorushQueueStore {
     /// Creates or upgrades the schema.
     func migrate() async throws
 

@@ -22,11 +22,12 @@ struct GorushFrontEnd: FrontEnd {
         routes.add(.exact("/api/stat/app"), [.GET], dialect: .gorush) { _ in .json(.ok, api.appStats()) }
     }
 
-    /// The workers: they stop taking new work on shutdown and finish what is queued.
+    /// The workers: on shutdown they finish the jobs they hold; the queue stays in the store.
     var services: [any Service] { [api] }
 }
 
 extension GorushError: HTTPResponseError {
-    public var status: HTTPResponseStatus { HTTPResponseStatus(statusCode: 400) }
-    public var errcode: String { "M_BAD_JSON" }
+    public var status: HTTPResponseStatus { isTemporary ? .serviceUnavailable : .badRequest }
+    public var errcode: String { isTemporary ? "M_UNKNOWN" : "M_BAD_JSON" }
+    public var headers: HTTPHeaders { isTemporary ? ["Retry-After": "5"] : HTTPHeaders() }
 }

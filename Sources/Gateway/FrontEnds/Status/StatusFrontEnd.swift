@@ -76,7 +76,9 @@ struct StatusFrontEndFactory: FrontEndFactory {
         }
         var frontEnds: [any FrontEnd] = [StatusFrontEnd(service: service)]
         if config.gorush.enabled {
-            let api = GorushAPI(config: config.gorush, delivery: sender, logger: logger, metrics: context.metrics.factory)
+            let api = GorushAPI(
+                config: config.gorush, delivery: sender, queue: { try await service.store() }, logger: logger,
+                metrics: context.metrics.factory)
             frontEnds.append(
                 GorushFrontEnd(
                     api: api, maxBodyBytes: config.maxMessageBytes, apps: Set([config.apnsApp, config.fcmApp].compactMap { $0 })))

@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+import Pushkins
+import ServiceLifecycle
+
+extension GorushAPI {
+    /// How often the dispatcher looks at the queue without being woken: jobs queued by another
+    /// instance (PostgreSQL), and claims that ran out.
+    static let pollInterval: Duration = .seconds(1)
+
+    /// Claims queued jobs as workers are free and hands them to `workers` tasks, until graceful
+    /// shutdown; then the workers finish what they hold and the rest stays queued in the store.
+    public func run() async {
+        let store: any GorushQueueStore
+        do {
+            store = try await cancelWhenGracefulShutdown { try await self.queueStore() }
+        } catch {
+            if !(error is CancellationError) { logger.error("gorush workers have no queue", metadata: ["error": "\(error)"]) }
+            await feedbackClient?.shutdown()
+            return
+        }
+        do {
+            try await store.recoverGorushClaims()
+        } catch {
+            logger.error("gorush queue claims could not be freed", metadata: ["error": "\(error)"])
+        }
+        let held = AtomicCounter()
+        let (jobs, handOut) = AsyncStream.makeStream(of: QueuedGorushJob.self)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<config.workers {
+                group.addTask {
+                    for await job in jobs {
+                        await self.process(job, store: store)
+                        held.add(-1)
+                        self.bell.ring()
+                    }
+                }
+            }
+            await withGracefulShutdownHandler {
+                while !Task.isShuttingDownGracefully {
+                    let free = config.workers - held.current
+                    if free > 0, let claimed = await claim(free, from: store), !claimed.isEmpty {
+                        held.add(claimed.count)
+                        for job in claimed { handOut.yield(job) }
+                        continue
+                    }
+                    await bell.wait(upTo: Self.pollInterval)
+                }
+            } onGracefulShutdown: {
+                self.bell.ring()
+            }
+            handOut.finish()
+        }
+        await feedbackClient?.shutdown()
+    }
+
+    private func claim(_ limit: Int, from store: any GorushQueueStore) async -> [QueuedGorushJob]? {
+        let now = Date()
+        do {
+            return try await store.claimGorush(limit: limit, now: now, until: now + config.claimTimeout.seconds)
+        } catch {
+            if let suppressed = LogThrottle.perDevice.admit("gorush queue claim failed") {
+                logger.error(
+                    "gorush queue could not be read", metadata: ["error": "\(error)", "similar_lines_suppressed": "\(suppressed)"])
+            }
+            return nil
+        }
+    }
+
+    /// Sends one queued notification, then deletes it from the queue.
+    func process(_ job: QueuedGorushJob, store: any GorushQueueStore) async {
+        stats.withLock { $0.busyWorkers += 1 }
+        if case .object(let notification)? = try? JSONParser.parse(job.body) {
+            _ = await send(notification)
+        } else {
+            logger.error("gorush queue held a job that is not a notification; dropped", metadata: ["job": "\(job.id)"])
+        }
+        stats.withLock { $0.busyWorkers -= 1 }
+        do {
+            try await store.completeGorush(id: job.id)
+        } catch {
+            // It is sent again once its claim runs out: at least once, never lost.
+            logger.error("gorush job sent but not removed from the queue", metadata: ["job": "\(job.id)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+
+extension PostgresStatusStore {
+    static let gorushQueueSchema: [PostgresQuery] = [
+        """
+        CREATE TABLE IF NOT EXISTS gorush_queue (
+            id BIGSERIAL PRIMARY KEY, body BYTEA NOT NULL, size INTEGER NOT NULL,
+            claimed_until DOUBLE PRECISION NOT NULL DEFAULT 0)
+        """,
+        "CREATE INDEX IF NOT EXISTS gorush_queue_claim ON gorush_queue (claimed_until, id)",
+    ]
+
+    public func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
+        guard !bodies.isEmpty else { return true }
+        let blobs = bodies.map { ByteBuffer(bytes: $0) }
+        let bytes = Int64(bodies.reduce(0) { $0 + $1.count })
+        // One statement: the bound is checked and the rows are written together, in request order.
+        let rows = try await client.query(
+            """
+            INSERT INTO gorush_queue (body, size)
+            SELECT b, octet_length(b) FROM unnest(\(blobs)::bytea[]) WITH ORDINALITY AS t(b, n)
+            WHERE (SELECT count(*) + \(Int64(bodies.count)) <= \(Int64(maxJobs)) AND COALESCE(sum(size), 0) + \(bytes) <= \(Int64(maxBytes))
+                   FROM gorush_queue)
+            ORDER BY n
+            RETURNING id
+            """, logger: Self.logger)
+        var inserted = 0
+        for try await _ in rows.decode(Int64.self) { inserted += 1 }
+        return inserted == bodies.count
+    }
+
+    public func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
+        let rows = try await client.query(
+            """
+            UPDATE gorush_queue SET claimed_until = \(until.timeIntervalSince1970)
+            WHERE id IN (
+                SELECT id FROM gorush_queue WHERE claimed_until <= \(now.timeIntervalSince1970)
+                ORDER BY id LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
+            RETURNING id, body
+            """, logger: Self.logger)
+        var jobs: [QueuedGorushJob] = []
+        for try await (id, body) in rows.decode((Int64, ByteBuffer).self) {
+            jobs.append(QueuedGorushJob(id: id, body: Array(body.readableBytesView)))
+        }
+        return jobs.sorted { $0.id < $1.id }
+    }
+
+    public func completeGorush(id: Int64) async throws {
+        for try await _ in try await client.query("DELETE FROM gorush_queue WHERE id = \(id)", logger: Self.logger) {}
+    }
+
+    /// Other instances may be working on their claims: they run out by themselves.
+    public func recoverGorushClaims() async throws {}
+
+    public func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) {
+        let rows = try await client.query("SELECT count(*), COALESCE(sum(size), 0)::bigint FROM gorush_queue", logger: Self.logger)
+        for try await (jobs, bytes) in rows.decode((Int64, Int64).self) { return (Int(jobs), Int(bytes)) }
+        return (0, 0)
+    }
+}
