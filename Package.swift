@@ -169,6 +169,7 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
+        .executableTarget(name: "herald-fuzz", dependencies: ["Gateway"]),
         .executableTarget(
             name: "bench-hello",
             dependencies: [.product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]

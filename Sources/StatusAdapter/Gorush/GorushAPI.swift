@@ -59,10 +59,29 @@ public final class GorushAPI: Service {
 
     /// `POST /api/push`: the answer body, or a `GorushError` with gorush's message.
     public func handle(body: [UInt8]) async throws(GorushError) -> JSONValue {
+        let (notifications, counts) = try Self.parseRequest(body, maxNotification: config.maxNotification)
+        var logs: [JSONValue] = []
+        if config.sync {
+            for n in notifications { logs.append(contentsOf: await send(n)) }
+        } else {
+            try await enqueue(notifications)
+        }
+        stats.withLock {
+            $0.submitted += notifications.count
+            $0.total += counts
+        }
+        return ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)]
+    }
+
+    /// Reads a `POST /api/push` body: its notifications, and gorush's `counts` (tokens, plus one
+    /// per Android topic message).
+    public static func parseRequest(_ body: [UInt8], maxNotification: Int) throws(GorushError) -> (
+        notifications: [JSONObject], counts: Int
+    ) {
         guard let json = try? JSONParser.parse(body), case .object(let root) = json else { throw .missingNotifications }
         guard case .array(let items)? = root["notifications"] else { throw .missingNotifications }
         guard !items.isEmpty else { throw .emptyNotifications }
-        guard items.count <= config.maxNotification else { throw .tooManyNotifications(items.count, limit: config.maxNotification) }
+        guard items.count <= maxNotification else { throw .tooManyNotifications(items.count, limit: maxNotification) }
         var notifications: [JSONObject] = []
         for item in items {
             guard case .object(let n) = item, case .array(let tokens)? = n["tokens"], !tokens.isEmpty,
@@ -76,17 +95,7 @@ public final class GorushAPI: Service {
             let platform = n["platform"]?.pythonInt ?? 0
             if platform == 2 || platform == 3, n["topic"]?.stringValue?.isEmpty == false { counts += 1 }
         }
-        var logs: [JSONValue] = []
-        if config.sync {
-            for n in notifications { logs.append(contentsOf: await send(n)) }
-        } else {
-            try await enqueue(notifications)
-        }
-        stats.withLock {
-            $0.submitted += notifications.count
-            $0.total += counts
-        }
-        return ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)]
+        return (notifications, counts)
     }
 
     /// Queues the notifications durably, all or none.
