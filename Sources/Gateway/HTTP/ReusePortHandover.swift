@@ -40,7 +40,7 @@ enum ReusePortHandover {
             let program = Program(length: 1, instructions: instructions)
             let done = provider.unsafeSetSocketOption(
                 level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(attachReusePortCBPF), value: program)
-            done.whenComplete { _ in instructions.deallocate() }
+            done.whenComplete { _ in program.instructions.deallocate() }
             return done
         #else
             return channel.eventLoop.makeSucceededVoidFuture()
