@@ -5,6 +5,9 @@
 #
 #   bench/run.sh [seconds per run, default 10] [connections, default 64]
 #
+# With PROFILE_DIR=dir, each run of Herald is also sampled with `perf`: its hottest symbols, the
+# frames with the largest inclusive share, and folded stacks for a flame graph go to dir.
+#
 # Everything listens on 127.0.0.1 only. Figures from one run are comparable with each other;
 # the machines are shared, so compare ratios, not absolute numbers across runs.
 set -euo pipefail
@@ -132,8 +135,22 @@ LUA
   [ -n "$script" ] || wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null
   local before after out
   before=$(cpu_ticks "$pid")
+  local perf_pid=""
+  if [ -n "${PROFILE_DIR:-}" ]; then
+    perf record -F 999 -g -p "$pid" -o "$work/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
   after=$(cpu_ticks "$pid")
+  if [ -n "$perf_pid" ]; then
+    wait "$perf_pid" || true
+    mkdir -p "$PROFILE_DIR"
+    perf report -i "$work/$name.perf" --no-children --stdio --percent-limit 0.5 -g none 2>/dev/null \
+      | grep -v '^$' > "$PROFILE_DIR/${name// /-}.txt" || true
+    perf script -i "$work/$name.perf" 2>/dev/null > "$work/$name.script" || true
+    python3 bench/perf-fold.py < "$work/$name.script" > "$PROFILE_DIR/${name// /-}.folded" || true
+    python3 bench/perf-fold.py --top 60 < "$work/$name.script" > "$PROFILE_DIR/${name// /-}.top.txt" || true
+  fi
   echo "$out" > "$work/$name.wrk"
   local rps p50 p99 requests errors cpu
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")

@@ -159,49 +159,54 @@ public struct JSONParser {
         return .double(value)
     }
 
+    /// A string without escapes (nearly every one) is validated and made in one step; with escapes,
+    /// its UTF-8 is assembled first and validated once.
     private mutating func parseString() throws(Error) -> String {
         index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
-        var runStart = index
-        func flushRun(_ end: Int) throws(Error) {
-            if end > runStart {
-                guard let run = String(validating: bytes[runStart..<end], as: UTF8.self) else {
-                    throw Error(offset: runStart, reason: "invalid UTF-8 in string")
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                guard let string = String(validating: bytes[start..<index], as: UTF8.self) else {
+                    throw Error(offset: start, reason: "invalid UTF-8 in string")
                 }
-                scalars.append(contentsOf: run.unicodeScalars)
+                index += 1
+                return string
             }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in string") }
+            index += 1
         }
+        var utf8 = Array(bytes[start..<index])
         while true {
             guard index < bytes.count else { throw error("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try flushRun(index)
                 index += 1
-                return String(scalars)
+                guard let string = String(validating: utf8, as: UTF8.self) else {
+                    throw Error(offset: start, reason: "invalid UTF-8 in string")
+                }
+                return string
             }
             if byte < 0x20 { throw error("control character in string") }
-            if byte == UInt8(ascii: "\\") {
-                try flushRun(index)
-                index += 1
-                guard index < bytes.count else { throw error("unterminated escape") }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
-                case UInt8(ascii: "u"): scalars.append(try parseUnicodeEscape())
-                default: throw error("invalid escape")
-                }
-                runStart = index
+            index += 1
+            guard byte == UInt8(ascii: "\\") else {
+                utf8.append(byte)
                 continue
             }
+            guard index < bytes.count else { throw error("unterminated escape") }
+            let escape = bytes[index]
             index += 1
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): utf8.append(escape)
+            case UInt8(ascii: "b"): utf8.append(0x08)
+            case UInt8(ascii: "f"): utf8.append(0x0C)
+            case UInt8(ascii: "n"): utf8.append(0x0A)
+            case UInt8(ascii: "r"): utf8.append(0x0D)
+            case UInt8(ascii: "t"): utf8.append(0x09)
+            case UInt8(ascii: "u"): UTF8.encode(try parseUnicodeEscape()) { utf8.append($0) }
+            default: throw error("invalid escape")
+            }
         }
     }
 

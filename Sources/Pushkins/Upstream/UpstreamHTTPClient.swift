@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Tracing
 
 /// Connection and timeout settings shared by the HTTP-based pushkins.
 public struct UpstreamSettings: Sendable {
@@ -137,6 +138,9 @@ public final class UpstreamHTTPClient: UpstreamTransport {
             decompression: .disabled
         )
         configuration.httpVersion = httpVersion
+        // Without a tracer of Herald's (`tracing:` off), the client makes no spans at all, instead of
+        // building each request's attributes for a tracer that drops them.
+        if InstrumentationSystem.tracer is NoOpTracer { configuration.tracing.tracer = nil }
         // A refused or reset connection fails at once and goes to Herald's retry policy, instead of
         // being retried inside the client until the connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -62,7 +62,8 @@ public final class SQLiteStatusStore: StatusStore {
     public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
         try await pool.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?",
+                db.cachedStatement(
+                    sql: "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?"),
                 arguments: [Data(publicKey), installationId]
             ).map { row in
                 StoredRegistration(
@@ -77,11 +78,11 @@ public final class SQLiteStatusStore: StatusStore {
         return try await pool.read { db in
             let marks = Array(repeating: "?", count: publicKeys.count).joined(separator: ", ")
             return try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT public_key, installation_id, version, registration FROM status_registrations
-                    WHERE registration IS NOT NULL AND public_key IN (\(marks)) ORDER BY public_key, installation_id
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT public_key, installation_id, version, registration FROM status_registrations
+                        WHERE registration IS NOT NULL AND public_key IN (\(marks)) ORDER BY public_key, installation_id
+                        """),
                 arguments: StatementArguments(publicKeys.map { Data($0) })
             ).map { row in
                 StoredRegistration(
@@ -123,7 +124,7 @@ public final class SQLiteStatusStore: StatusStore {
     public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
         try await pool.read { db in
             try Data.fetchOne(
-                db, sql: "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?",
+                db.cachedStatement(sql: "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?"),
                 arguments: [Data(messageId), now.timeIntervalSince1970]
             ).map { [UInt8]($0) }
         }
@@ -132,9 +133,8 @@ public final class SQLiteStatusStore: StatusStore {
     public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
         let prune = inserts.add(1) % StatusStoreMaintenance.pruneEvery == 1
         try await pool.write { db in
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)",
-                arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)")
+                .execute(arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
             guard prune else { return }
             try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
             try db.execute(

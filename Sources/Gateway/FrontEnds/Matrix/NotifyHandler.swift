@@ -164,11 +164,14 @@ public struct NotifyHandler: Sendable {
         return outcomes
     }
 
+    /// The metadata is built only when a line is written (a delivered device logs at debug level).
     private func log(_ outcome: DeviceOutcome, device: Device, logger: Logger) {
-        let metadata: Logger.Metadata = [
-            "app_id": "\(device.appId)", "pushkey": "\(Redaction.pushkey(device.pushkey))", "outcome": "\(outcome.label)",
-            "reason": "\(outcome.reason?.label ?? "")", "detail": "\(outcome.reason.map(String.init(describing:)) ?? "")",
-        ]
+        var metadata: Logger.Metadata {
+            [
+                "app_id": "\(device.appId)", "pushkey": "\(Redaction.pushkey(device.pushkey))", "outcome": "\(outcome.label)",
+                "reason": "\(outcome.reason?.label ?? "")", "detail": "\(outcome.reason.map(String.init(describing:)) ?? "")",
+            ]
+        }
         switch outcome {
         case .delivered, .skipped: logger.debug("Device dispatched", metadata: metadata)
         case .rejected, .dropped:
