@@ -22,6 +22,8 @@ swift build -c release --product herald >&2
 swift build -c release --product herald-fakes >&2
 swift build -c release --product bench-hello >&2
 BIN=$(swift build -c release --show-bin-path)
+# HERALD=path runs another build of Herald against the same fakes (an A/B comparison).
+HERALD=${HERALD:-$BIN/herald}
 
 work=$(mktemp -d)
 pids=()
@@ -86,7 +88,7 @@ relay:
   development_base_url: $(fake "['apns']['base_url']")
   rate_limit_per_minute: 0
 YAML
-"$BIN/herald" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
+"$HERALD" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
 HERALD_PID=$!
 pids+=($HERALD_PID)
 wait_http "http://127.0.0.1:$HERALD_PORT/health"
@@ -238,7 +240,7 @@ adamant:
   signal_poll_interval: 0.1
   store: $work/adamant.sqlite
 YAML
-"$BIN/herald" serve --config "$work/adamant.yaml" 2>"$work/adamant.log" &
+"$HERALD" serve --config "$work/adamant.yaml" 2>"$work/adamant.log" &
 ADAMANT_PID=$!
 pids+=($ADAMANT_PID)
 wait_http "http://127.0.0.1:$ADAMANT_PORT/health"
