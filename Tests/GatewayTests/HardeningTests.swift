@@ -148,17 +148,7 @@ extension HardeningTests {
         let service = try await FakeWebPushService.start()
         let port = service.server.port
         func run(_ entry: String) async throws -> (TestResponse, String, [String]) {
-            let dir = temporaryDirectory()
-            let apps = """
-                  com.example.webpush:
-                    type: webpush
-                    vapid_private_key: \(dir)/vapid.pem
-                    create_vapid_key_if_missing: true
-                    vapid_contact_email: ops@example.org
-                    allow_insecure_endpoints: true
-                    allowed_endpoints: ['\(entry)']
-
-                """
+            let apps = DNSRebindingTests.httpWebPushApp(extra: "allowed_endpoints: ['\(entry)']")
             let (config, diagnostics) = try ConfigLoading.parse(gatewayYAML(apps: apps))
             _ = config
             let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
@@ -326,22 +316,26 @@ extension HTTPEdgeTests {
         }
     }
 
+    /// A Web Push app that may use http endpoints but keeps the default address policy.
+    static func httpWebPushApp(extra: String = "") -> String {
+        """
+          com.example.webpush:
+            type: webpush
+            vapid_private_key: \(temporaryDirectory())/vapid.pem
+            create_vapid_key_if_missing: true
+            vapid_contact_email: ops@example.org
+            allow_insecure_endpoints: true
+            \(extra)
+
+        """
+    }
+
     @Test func aNameThatRebindsToLoopbackIsNeverPostedToAndEveryPushResolvesAfresh() async throws {
         let service = try await FakeWebPushService.start()
         let counting = CountingResolver()
         var registry = PushkinRegistry.standard
         registry.hostResolver = counting.resolver
-        let dir = temporaryDirectory()
-        let apps = """
-              com.example.webpush:
-                type: webpush
-                vapid_private_key: \(dir)/vapid.pem
-                create_vapid_key_if_missing: true
-                vapid_contact_email: ops@example.org
-                allow_insecure_endpoints: true
-
-            """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: registry)
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.httpWebPushApp()), registry: registry)
         let s = service.subscribe()
         let device: JSONValue = [
             "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),

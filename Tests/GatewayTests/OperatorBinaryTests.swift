@@ -218,7 +218,7 @@ import Testing
         }
         try await StatusDurabilityTests().waitForHealth(port: port)
         // More connections than descriptors: the rest wait in the listen backlog.
-        let sockets = (0..<120).map { _ in Self.connect(port: port) }
+        let sockets = (0..<120).map { _ in RawHTTP.openIdle(port: port) }
         try await Task.sleep(for: .milliseconds(500))
         let before = Self.cpuSeconds(of: process.processIdentifier)
         try await Task.sleep(for: .seconds(2))
@@ -228,18 +228,6 @@ import Testing
         #expect(spent < 0.5, "CPU seconds over 2 s at the descriptor limit: \(spent)")  // a spinning loop spends ~2
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(output.contains("Out of file descriptors"))
-    }
-
-    static func connect(port: Int) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return connected == 0 ? fd : -1
     }
 
     /// User and system CPU time a process has used (`/proc/<pid>/stat`).

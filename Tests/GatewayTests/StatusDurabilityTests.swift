@@ -25,6 +25,18 @@ import Testing
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// The `http:` and `log:` sections of a Herald started as a process on `port`, quiet but for errors.
+    static func listenerYAML(port: Int) -> String {
+        """
+        http:
+          bind_addresses: ['127.0.0.1']
+          port: \(port)
+        log:
+          level: error
+
+        """
+    }
+
     static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -63,21 +75,18 @@ import Testing
         let dir = temporaryDirectory()
         let port = Self.freePort()
         let config = "\(dir)/herald.yaml"
-        try """
-        http:
-          bind_addresses: ['127.0.0.1']
-          port: \(port)
-        log:
-          level: error
-        apps:
-          com.example.webpush:
-            type: webpush
-            vapid_private_key: \(dir)/vapid.pem
-            create_vapid_key_if_missing: true
-            vapid_contact_email: ops@example.org
-        status:
-          store: \(dir)/status.sqlite
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        try
+            (StatusDurabilityTests.listenerYAML(port: port)
+                + """
+                apps:
+                  com.example.webpush:
+                    type: webpush
+                    vapid_private_key: \(dir)/vapid.pem
+                    create_vapid_key_if_missing: true
+                    vapid_contact_email: ops@example.org
+                status:
+                  store: \(dir)/status.sqlite
+                """).write(toFile: config, atomically: true, encoding: .utf8)
 
         let first = try launch(binary, config: config)
         try await waitForHealth(port: port)
@@ -204,27 +213,24 @@ struct URLRequestLite {
         apns.scriptDefault(.delay(.milliseconds(10), then: .accept))  // slow enough for a queue to build up
         let port = StatusDurabilityTests.freePort()
         let config = "\(dir)/herald.yaml"
-        try """
-        http:
-          bind_addresses: ['127.0.0.1']
-          port: \(port)
-        log:
-          level: error
-        apps:
-          im.status.ios:
-            type: apns
-            keyfile: \(dir)/AuthKey.p8
-            key_id: ABC123DEFG
-            team_id: TEAM123456
-            topic: im.status.ethereum
-            base_url: \(apns.baseURL)
-            tls_ca_file: \(pki.caFile)
-        status:
-          store: \(dir)/status.sqlite
-          apns_app: im.status.ios
-          gorush:
-            workers: 2
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        try
+            (StatusDurabilityTests.listenerYAML(port: port)
+                + """
+                apps:
+                  im.status.ios:
+                    type: apns
+                    keyfile: \(dir)/AuthKey.p8
+                    key_id: ABC123DEFG
+                    team_id: TEAM123456
+                    topic: im.status.ethereum
+                    base_url: \(apns.baseURL)
+                    tls_ca_file: \(pki.caFile)
+                status:
+                  store: \(dir)/status.sqlite
+                  apns_app: im.status.ios
+                  gorush:
+                    workers: 2
+                """).write(toFile: config, atomically: true, encoding: .utf8)
 
         let first = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/first.log")
         try await StatusDurabilityTests().waitForHealth(port: port)
