@@ -17,6 +17,8 @@ CONNECTIONS=${2:-64}
 THREADS=2
 
 scripts/deps.sh
+# Room for the idle-connection run (10 000 sockets on each side).
+ulimit -n 65536 2>/dev/null || true
 echo "Building (release)…" >&2
 swift build -c release --product herald >&2
 swift build -c release --product herald-fakes >&2
@@ -111,6 +113,16 @@ for name, device in devices.items():
         "room_alias": "#exampleroom:matrix.org", "prio": "high",
         "content": {"msgtype": "m.text", "body": "I'm floating in a most peculiar way."},
         "counts": {"unread": 2, "missed_calls": 1}, "devices": [device]}}, open(f"{sys.argv[2]}/{name}.json", "w"))
+# How cost grows with the devices of one request: 10 and 100 APNs devices of one app.
+body = json.load(open(f"{sys.argv[2]}/apns.json"))
+for count in (10, 100):
+    many = []
+    for i in range(count):
+        device = dict(devices["apns"])
+        device["pushkey"] = __import__("base64").b64encode(bytes([i % 256]) * 32).decode()
+        many.append(device)
+    body["notification"]["devices"] = many
+    json.dump(body, open(f"{sys.argv[2]}/apns{count}.json", "w"))
 PY
 
 # Bare SwiftNIO baseline.
@@ -168,6 +180,8 @@ NOTIFY="http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify"
 run "herald webpush" "$HERALD_PID" "$NOTIFY" "$work/webpush.json"
 run "herald apns" "$HERALD_PID" "$NOTIFY" "$work/apns.json"
 run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
+run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
+run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 
 # Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
 "$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 60000 2>>"$work/fakes.log"
@@ -261,11 +275,37 @@ t = os.sysconf('SC_CLK_TCK'); secs = $t1 - $t0; n = max($pushed, 1)
 print(f\"{'adamant (10k users)':<22} {n/secs:10.0f} {'-':>9} {'-':>9} {($after-$before)/t/n*1e6:10.0f}µs {'$(peak_rss_mib "$ADAMANT_PID")':>9} {($ADAMANT_TX-$pushed):>8}\")
 ")")
 
+# Memory per idle keep-alive connection: 10 000 clients that each made one request and stay open.
+IDLE=${IDLE_CONNECTIONS:-10000}
+idle_line=$(python3 - "$HERALD_PORT" "$HERALD_PID" "$IDLE" <<'PY'
+import socket, sys, time
+port, pid, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+def rss():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1])
+before = rss()
+sockets = []
+for _ in range(count):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    sockets.append(s)
+for s in sockets:
+    s.recv(4096)
+time.sleep(1)
+after = rss()
+print(f"{'idle keep-alive conns':<22} {count:>10} {'-':>9} {'-':>9} {(after - before) / count:9.1f}KiB {after / 1024:9.1f} {0:>8}")
+PY
+)
+results+=("$idle_line")
+
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
 echo "(peakMiB is the process's high-water mark so far: Herald's grows across its runs; the adamant row is a"
-echo " second Herald: req/s there is transactions pushed per second, non-2xx the transactions not pushed)"
+echo " second Herald: req/s there is transactions pushed per second, non-2xx the transactions not pushed;"
+echo " the apns N dev rows send N devices per request: cpu/req there is per request; the idle row's req/s"
+echo " column is the number of connections held open, and cpu/req its memory per connection)"
 for r in "${results[@]}"; do echo "$r"; done
