@@ -184,8 +184,10 @@ run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
 run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 
 # Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
-"$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 60000 2>>"$work/fakes.log"
-cat > "$work/status.lua" <<LUA
+# Two halves of distinct messages: one per status run (an answered message would be a cache hit).
+"$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 120000 2>>"$work/fakes.log"
+status_lua() {
+cat > "$work/status$1.lua" <<LUA
 local f = io.open("$work/status-requests.bin", "rb")
 local data = f:read("*a")
 f:close()
@@ -202,11 +204,27 @@ function setup(thread) thread:set("offset", threads); threads = threads + 1 end
 local n = 0
 function request()
   n = n + 1
-  local body = bodies[((n * $THREADS + offset) % #bodies) + 1]
+  local half = math.floor(#bodies / 2)
+  local body = bodies[((n * $THREADS + offset) % half) + 1 + $1 * half]
   return wrk.format("POST", "/_status/v1/message", {["Content-Type"] = "application/x-protobuf"}, body)
 end
 LUA
-run "herald status push" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status.lua"
+}
+status_lua 0
+status_lua 1
+run "herald status push" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status0.lua"
+# The same push requests against a store that also holds STATUS_REGISTRATIONS other registrations
+# (default 1 000 000): a push request must cost the same as with a few.
+python3 - "$work/status.sqlite" "${STATUS_REGISTRATIONS:-1000000}" <<'PY'
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=60)
+db.executemany(
+    "INSERT OR IGNORE INTO status_registrations (public_key, installation_id, version, registration, updated_at) VALUES (?, ?, 1, ?, 0)",
+    ((os.urandom(32), "bench", b"\x00" * 120) for _ in range(int(sys.argv[2]))))
+db.commit()
+print(db.execute("SELECT count(*) FROM status_registrations").fetchone()[0], "registrations", file=sys.stderr)
+PY
+run "herald status 1M regs" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status1.lua"
 # The Web Push → APNs relay: Mastodon's aesgcm message (toot-relay's vector) relayed to the fake APNs.
 python3 - "$work" <<'PY'
 import base64, json, sys
