@@ -253,7 +253,9 @@ extension StatusEndToEndTests {
         let fits = try await setup.post("/api/push", Array(#"{"notifications":[{"tokens":["0c"],"platform":1,"message":"hi"}]}"#.utf8))
         for _ in 0..<250 where setup.apns.received.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
         let stats = try await setup.herald.request(.GET, "/api/stat/app")
+        let metrics = try await setup.herald.metricsText()
         await setup.stop()
+        #expect(metrics.contains("herald_gorush_queue_jobs ") && metrics.contains("herald_gorush_queue_bytes "))
         #expect(full.status == 503)
         #expect(full.headers.first(name: "retry-after") == "5")
         #expect(full.json == ["code": 503, "message": "Queue is full, try again later."])

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import Pushkins
 import ServiceLifecycle
 
@@ -25,6 +26,7 @@ extension GorushAPI {
             logger.error("gorush queue claims could not be freed", metadata: ["error": "\(error)"])
         }
         let held = AtomicCounter()
+        var depth = QueueDepthGauges(factory: metrics)
         let (jobs, handOut) = AsyncStream.makeStream(of: QueuedGorushJob.self)
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<config.workers {
@@ -38,6 +40,7 @@ extension GorushAPI {
             }
             await withGracefulShutdownHandler {
                 while !Task.isShuttingDownGracefully {
+                    await depth.refresh(from: store)
                     let free = config.workers - held.current
                     if free > 0, let claimed = await claim(free, from: store), !claimed.isEmpty {
                         held.add(claimed.count)
@@ -82,5 +85,25 @@ extension GorushAPI {
             // It is sent again once its claim runs out: at least once, never lost.
             logger.error("gorush job sent but not removed from the queue", metadata: ["job": "\(job.id)", "error": "\(error)"])
         }
+    }
+}
+
+/// `herald_gorush_queue_jobs` and `herald_gorush_queue_bytes`: what the queue holds (across every
+/// instance sharing the store), read at most once a second.
+struct QueueDepthGauges {
+    let jobs: Gauge
+    let bytes: Gauge
+    private var next = ContinuousClock.now
+
+    init(factory: any MetricsFactory) {
+        jobs = Gauge(label: "herald_gorush_queue_jobs", factory: factory)
+        bytes = Gauge(label: "herald_gorush_queue_bytes", factory: factory)
+    }
+
+    mutating func refresh(from store: any GorushQueueStore) async {
+        guard ContinuousClock.now >= next, let depth = try? await store.gorushQueueDepth() else { return }
+        next = ContinuousClock.now + .seconds(1)
+        jobs.record(depth.jobs)
+        bytes.record(depth.bytes)
     }
 }
