@@ -302,16 +302,18 @@ extension HTTPEdgeTests {
     }
 }
 
-/// DNS rebinding: the endpoint's name answers a public address to the policy's lookup and a
-/// loopback address to the connection's. Staged with a resolver for the policy and `localhost`
-/// (which the system resolves to 127.0.0.1) for the connection.
+/// DNS rebinding: the endpoint's name answers a public address to one lookup and a loopback
+/// address to the next. Staged with a resolver for the policy and `localhost` (which the system
+/// resolves to 127.0.0.1) for the connection.
 @Suite struct DNSRebindingTests {
     final class CountingResolver: Sendable {
         let lookups = Mutex(0)
+        let answer: String
+        init(answer: String = "93.184.216.34") { self.answer = answer }
         var resolver: HostResolver {
             HostResolver { _, _ in
                 self.lookups.withLock { $0 += 1 }
-                return .success(["93.184.216.34"])
+                return .success([self.answer])
             }
         }
     }
@@ -330,17 +332,18 @@ extension HTTPEdgeTests {
         """
     }
 
-    @Test func aNameThatRebindsToLoopbackIsNeverPostedToAndEveryPushResolvesAfresh() async throws {
+    static func device(_ s: FakeWebPushService.Subscription, endpoint: String) -> JSONValue {
+        ["app_id": "com.example.webpush", "pushkey": .string(s.p256dh), "data": ["endpoint": .string(endpoint), "auth": .string(s.auth)]]
+    }
+
+    @Test func aNameThatRebindsToLoopbackIsNeverPostedToBecauseTheConnectedPeerIsChecked() async throws {
         let service = try await FakeWebPushService.start()
         let counting = CountingResolver()
         var registry = PushkinRegistry.standard
         registry.hostResolver = counting.resolver
         let herald = try await RunningGateway.start(gatewayYAML(apps: Self.httpWebPushApp()), registry: registry)
         let s = service.subscribe()
-        let device: JSONValue = [
-            "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
-            "data": ["endpoint": .string("http://localhost:\(service.server.port)\(s.path)"), "auth": .string(s.auth)],
-        ]
+        let device = Self.device(s, endpoint: "http://localhost:\(service.server.port)\(s.path)")
         let first = try await herald.notify(notifyBody(["event_id": "$e1"], devices: [device]))
         let second = try await herald.notify(notifyBody(["event_id": "$e2"], devices: [device]))
         let metrics = try await herald.metricsText()
@@ -352,7 +355,45 @@ extension HTTPEdgeTests {
         }
         #expect(service.received.isEmpty)  // not one byte of a request reached loopback
         #expect(metrics.contains(#"herald_endpoint_refusals_total{pushkin="com.example.webpush"} 2"#))
-        #expect(counting.lookups.withLock { $0 } == 2)  // no verdict cached between pushes
+        // Reached directly, the name is not looked up beside the connection: the check is on the
+        // address the connection actually reached.
+        #expect(counting.lookups.withLock { $0 } == 0)
+    }
+
+    @Test func throughTheProxyEveryPushResolvesTheNameAfreshAndAPrivateAnswerIsRefused() async throws {
+        let proxy = try await FakeConnectProxy.start()
+        let service = try await FakeWebPushService.start()
+        let counting = CountingResolver(answer: "127.0.0.1")
+        var registry = PushkinRegistry.standard
+        registry.hostResolver = counting.resolver
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: Self.httpWebPushApp(), extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
+        let s = service.subscribe()
+        let device = Self.device(s, endpoint: "http://push.example.net:\(service.server.port)\(s.path)")
+        let first = try await herald.notify(notifyBody(["event_id": "$e1"], devices: [device]))
+        let second = try await herald.notify(notifyBody(["event_id": "$e2"], devices: [device]))
+        await herald.stop()
+        await service.stop()
+        for response in [first, second] { #expect(response.json == ["rejected": []]) }
+        #expect(proxy.connects.isEmpty)  // refused before anything was sent to the proxy
+        #expect(counting.lookups.withLock { $0 } == 2)  // no verdict kept between pushes
+    }
+
+    @Test func throughTheProxyAPublicAnswerIsSentThroughIt() async throws {
+        let proxy = try await FakeConnectProxy.start()
+        let service = try await FakeWebPushService.start()
+        var registry = PushkinRegistry.standard
+        registry.hostResolver = CountingResolver().resolver
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: Self.httpWebPushApp(), extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
+        let s = service.subscribe()
+        let response = try await herald.notify(
+            notifyBody(["event_id": "$e"], devices: [Self.device(s, endpoint: "http://localhost:\(service.server.port)\(s.path)")]))
+        await herald.stop()
+        await service.stop()
+        #expect(response.json == ["rejected": []])
+        #expect(proxy.connects.map(\.target) == ["localhost:\(service.server.port)"])  // the proxy's peer is not Herald's to check
+        #expect(service.received.count == 1)
     }
 
     @Test func withAllowPrivateEndpointsTheSameURLIsReached() async throws {

@@ -6,10 +6,11 @@ import Foundation
 /// be https and must not resolve to loopback, private, link-local or multicast addresses, unless
 /// the app sets `allow_insecure_endpoints` / `allow_private_endpoints`.
 ///
-/// The name is resolved for every check (no verdict outlives the DNS answer), and an endpoint whose
-/// addresses were checked is marked `addressChecked`: its connection must then be to a checked
-/// kind of address too (`PeerAddressCheck`), so a name that answers differently on the second
-/// lookup (DNS rebinding) cannot reach the operator's network.
+/// Where addresses are checked: a literal address here; a name reached directly, on the connection
+/// itself, whose peer address must pass (`PeerAddressCheck`, marked `addressChecked`), so that
+/// the address checked is the one connected to, and a name that answers differently from one
+/// lookup to the next (DNS rebinding) gains nothing; a name reached through the outbound proxy,
+/// which resolves it there, by resolving it here for every check (no verdict is kept).
 public final class EndpointPolicy: Sendable {
     public struct Endpoint: Sendable, Equatable {
         public var url: String
@@ -39,11 +40,16 @@ public final class EndpointPolicy: Sendable {
     let allowInsecure: Bool
     let allowPrivate: Bool
     let resolver: HostResolver
+    let proxy: ProxySettings?
 
-    public init(allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool, resolver: HostResolver = .system) {
+    public init(
+        allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool, proxy: ProxySettings? = nil,
+        resolver: HostResolver = .system
+    ) {
         self.allowedGlobs = allowedEndpoints?.map { Glob($0, caseInsensitive: true) }
         self.allowInsecure = allowInsecure
         self.allowPrivate = allowPrivate
+        self.proxy = proxy
         self.resolver = resolver
     }
 
@@ -94,6 +100,8 @@ public final class EndpointPolicy: Sendable {
 
     private func kind(of endpoint: Endpoint) async -> Result<NetworkAddress.Kind, NetworkAddress.ResolutionError> {
         if let literal = NetworkAddress.classify(literal: endpoint.host) { return .success(literal) }
+        // Reached directly: the connection's peer is checked, in the resolution that is used.
+        guard let proxy, !proxy.bypasses(endpoint.host) else { return .success(.global) }
         switch await resolver.resolve(endpoint.host, endpoint.port) {
         case .success(let addresses) where addresses.isEmpty:
             return .failure(NetworkAddress.ResolutionError(host: endpoint.host, reason: "no addresses"))

@@ -19,7 +19,7 @@ final class PushServiceClient: Sendable {
         upstream: UpstreamSettings, retry: RetryPolicy, environment: PushkinEnvironment
     ) throws {
         let policy = EndpointPolicy(
-            allowedEndpoints: allowedEndpoints, allowInsecure: allowInsecure, allowPrivate: allowPrivate,
+            allowedEndpoints: allowedEndpoints, allowInsecure: allowInsecure, allowPrivate: allowPrivate, proxy: upstream.proxy,
             resolver: environment.hostResolver)
         self.policy = policy
         let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics)
