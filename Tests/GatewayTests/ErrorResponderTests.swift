@@ -1,5 +1,9 @@
+import CoreMetrics
+import Foundation
+import Logging
 import NIOHTTP1
 import Pushkins
+import StatusAdapter
 import Testing
 
 @testable import Gateway
@@ -51,5 +55,34 @@ import Testing
         let wrongMethod = await routes.handle(ServerRequest(method: .GET, uri: "/g?x=1"))
         #expect(wrongMethod.status == .methodNotAllowed)
         #expect(try json(wrongMethod) == ["code": 405, "message": "Unrecognized request"])
+    }
+}
+
+/// A Status store that cannot be written: gorush's queue answers 503 with `Retry-After`, so that
+/// status-go tries again, and nothing is acknowledged.
+extension ErrorResponderTests {
+    struct BrokenQueue: GorushQueueStore {
+        struct Failure: Error {}
+        func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool { throw Failure() }
+        func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] { throw Failure() }
+        func completeGorush(id: Int64) async throws { throw Failure() }
+        func recoverGorushClaims() async throws { throw Failure() }
+        func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) { throw Failure() }
+    }
+
+    @Test func aGorushQueueThatCannotBeWrittenIs503WithRetryAfter() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let api = GorushAPI(
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { BrokenQueue() }, logger: logger,
+            metrics: NOOPMetricsHandler.instance)
+        let body = Array(#"{"notifications":[{"tokens":["0a"],"platform":1,"message":"hi"}]}"#.utf8)
+        let error = await #expect(throws: GorushError.self) { try await api.handle(body: body) }
+        #expect(error == .queueUnavailable)
+        let response = ErrorResponder.response(for: try #require(error), dialect: .gorush)
+        #expect(response.status == .serviceUnavailable)
+        #expect(response.headers.first(name: "Retry-After") == "5")
+        #expect(try json(response) == ["code": 503, "message": "Queue is unavailable, try again later."])
+        #expect(api.appStats()["submitted_tasks"] == 0)  // nothing was acknowledged
     }
 }

@@ -61,7 +61,6 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         {
             _ = try? Protobuf_PushNotificationRegistration(serializedBytes: plain)
         }
-        _ = try? Protobuf_ApplicationMetadataMessage(serializedBytes: bytes)
         _ = try? Protobuf_PushNotificationRegistration(serializedBytes: bytes)
         _ = try? Protobuf_PushNotificationQuery(serializedBytes: bytes)
         _ = try? Protobuf_PushNotificationRequest(serializedBytes: bytes)

@@ -53,12 +53,6 @@ public final class EndpointPolicy: Sendable {
         self.resolver = resolver
     }
 
-    /// Whether any endpoint this policy allows may be reached without the address check (so the
-    /// pushkin needs a client that does not check its peers).
-    public var mayAllowUncheckedAddresses: Bool {
-        allowPrivate || (allowedGlobs ?? []).contains { !$0.hasWildcards }
-    }
-
     public static func parse(_ url: String) -> Endpoint? {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             scheme == "https" || scheme == "http", let rawHost = components.host, !rawHost.isEmpty

@@ -4,12 +4,12 @@ import NIOCore
 
 /// How Web Push and UnifiedPush reach a device's endpoint: the app's `EndpointPolicy`, and HTTP
 /// clients that connect only where the policy allows. An endpoint whose addresses the policy
-/// checked is reached by a client that checks each connection's peer again (`PeerAddressCheck`);
-/// one the operator allowed by name, or an app with `allow_private_endpoints`, by one that does not.
+/// checked is reached by a client that checks each connection's peer (`PeerAddressCheck`); one the
+/// operator allowed by name, or an app with `allow_private_endpoints`, by one that does not.
 final class PushServiceClient: Sendable {
     let policy: EndpointPolicy
-    private let checked: UpstreamCall?
-    private let unchecked: UpstreamCall?
+    private let checked: UpstreamCall
+    private let unchecked: UpstreamCall
     private let clients: [UpstreamHTTPClient]
     /// `herald_endpoint_refusals_total{pushkin}`: endpoints the policy or the address check refused.
     private let refusals: Counter
@@ -29,8 +29,8 @@ final class PushServiceClient: Sendable {
             clients.append(client)
             return UpstreamCall(transport: client, policy: retry, metrics: metrics)
         }
-        self.checked = allowPrivate ? nil : try call(checkPeers: true)
-        self.unchecked = policy.mayAllowUncheckedAddresses ? try call(checkPeers: false) : nil
+        self.checked = try call(checkPeers: true)
+        self.unchecked = try call(checkPeers: false)
         self.clients = clients
         self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
     }
@@ -41,25 +41,38 @@ final class PushServiceClient: Sendable {
 
     /// The endpoint to POST to, or the outcome that ends the device here.
     func admit(_ url: String, pushkey: String, context: DispatchContext) async -> Result<EndpointPolicy.Endpoint, OutcomeFailure> {
-        await PushServiceEndpoint.admit(url, policy: policy, refusals: refusals, pushkey: pushkey, context: context)
+        switch await policy.check(url) {
+        case .allowed(let endpoint):
+            return .success(endpoint)
+        case .malformed(let reason):
+            return .failure(OutcomeFailure(.rejected(reason: .invalidPushkey(reason))))
+        case .unresolvable(let reason):
+            context.logger.warning(
+                "Push endpoint does not resolve", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(pushkey))"])
+            return .failure(OutcomeFailure(.failed(reason: .network(reason))))
+        case .refused(let reason):
+            refused(reason, pushkey: pushkey, context: context)
+            return .failure(OutcomeFailure(.skipped(reason: .endpointRefused(reason))))
+        }
     }
 
     /// Sends `request` to an admitted endpoint, with the app's retries.
     func deliver(_ request: UpstreamRequest, to endpoint: EndpointPolicy.Endpoint, pushkey: String, context: DispatchContext) async
         -> DeviceOutcome
     {
-        guard let upstream = (endpoint.addressChecked ? checked : unchecked) ?? checked else {
-            return .skipped(reason: .endpointRefused("no client may reach this endpoint"))
-        }
+        let upstream = endpoint.addressChecked ? checked : unchecked
         let outcome = await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
-            PushServiceEndpoint.classify(response, pushkey: pushkey, context: context)
+            PushServiceAnswer.classify(response, pushkey: pushkey, context: context)
         }
-        if case .skipped(.endpointRefused(let reason)) = outcome {
-            refusals.increment()
-            context.logger.warning("Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(pushkey))"])
-        }
+        if case .skipped(.endpointRefused(let reason)) = outcome { refused(reason, pushkey: pushkey, context: context) }
         return outcome
+    }
+
+    /// An endpoint the policy, or the check of a connection's peer, refused: counted and logged.
+    private func refused(_ reason: String, pushkey: String, context: DispatchContext) {
+        refusals.increment()
+        context.logger.warning("Push endpoint refused", metadata: ["reason": "\(reason)", "pushkey": "\(Redaction.pushkey(pushkey))"])
     }
 }
