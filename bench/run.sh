@@ -5,6 +5,9 @@
 #
 #   bench/run.sh [seconds per run, default 10] [connections, default 64]
 #
+# With ONLY=regex, only the runs whose names match are made (the bare SwiftNIO baseline always is):
+# ONLY='apns' for a quick A/B of the APNs rows.
+#
 # With PROFILE_DIR=dir, each run of Herald is also sampled with `perf`: its hottest symbols, the
 # frames with the largest inclusive share, and folded stacks for a flame graph go to dir.
 #
@@ -133,9 +136,11 @@ pids+=($HELLO_PID)
 wait_http "http://127.0.0.1:$HELLO_PORT/"
 
 results=()
+wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]] || [[ $1 == swiftnio* ]]; }
 # run NAME PID URL BODYFILE [LUA]: one wrk run with a fixed body, or with a Lua script of its own.
 run() {
   local name=$1 pid=$2 url=$3 body=$4 script=${5:-}
+  wanted "$name" || return 0
   if [ -n "$script" ]; then
     cp "$script" "$work/post.lua"
   else
@@ -183,6 +188,7 @@ run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
 run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
 run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 
+if wanted "herald status"; then
 # Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
 # Two halves of distinct messages: one per status run (an answered message would be a cache hit).
 "$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 120000 2>>"$work/fakes.log"
@@ -225,6 +231,8 @@ db.commit()
 print(db.execute("SELECT count(*) FROM status_registrations").fetchone()[0], "registrations", file=sys.stderr)
 PY
 run "herald status 1M regs" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status1.lua"
+fi
+if wanted "herald relay"; then
 # The Web Push → APNs relay: Mastodon's aesgcm message (toot-relay's vector) relayed to the fake APNs.
 python3 - "$work" <<'PY'
 import base64, json, sys
@@ -240,6 +248,8 @@ PY
 RELAY_TOKEN=c0ffee0000000000000000000000000000000000000000000000000000000000
 wrk -t1 -c8 -d2s -s "$work/relay.lua" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" >/dev/null
 run "herald relay" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" "" "$work/relay.lua"
+fi
+if wanted "adamant (10k users)"; then
 # ADAMANT: a second Herald polls the fake node, where 10 000 users registered by signal, and
 # pushes each new chat transaction to the fake APNs. Throughput is transactions pushed per second
 # from the moment they are on the chain; CPU is that Herald's per transaction.
@@ -292,6 +302,7 @@ import os
 t = os.sysconf('SC_CLK_TCK'); secs = $t1 - $t0; n = max($pushed, 1)
 print(f\"{'adamant (10k users)':<22} {n/secs:10.0f} {'-':>9} {'-':>9} {($after-$before)/t/n*1e6:10.0f}µs {'$(peak_rss_mib "$ADAMANT_PID")':>9} {($ADAMANT_TX-$pushed):>8}\")
 ")")
+fi
 
 # A sustained run (SUSTAINED_SECONDS, off by default; the issue asks for 600): APNs notifies the
 # whole time, Herald's RSS sampled every 30 s. RSS must stay flat.
@@ -311,6 +322,7 @@ LUA
   results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "sustained apns ${SUSTAINED_SECONDS}s" "$(awk '/Requests\/sec/ {print $2}' "$work/sustained.wrk")" - - - "$(awk -v k="${samples[-1]:-0}" 'BEGIN {printf "%.1f", k / 1024}')" 0)")
 fi
 
+if wanted "idle keep-alive conns"; then
 # Memory per idle keep-alive connection: 10 000 clients that each made one request and stay open.
 IDLE=${IDLE_CONNECTIONS:-10000}
 idle_line=$(python3 - "$HERALD_PORT" "$HERALD_PID" "$IDLE" <<'PY'
@@ -334,6 +346,7 @@ print(f"{'idle keep-alive conns':<22} {count:>10} {'-':>9} {'-':>9} {(after - be
 PY
 )
 results+=("$idle_line")
+fi
 
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 

@@ -22,7 +22,10 @@ import Testing
 
     static let topic = "com.example.app"
 
-    func start(extra: String = "", maxConcurrentStreams: Int = 1000, certificate: Bool = false, limit: Int = 512) async throws -> Setup {
+    /// `extra` goes into the app's section, `top` at the top level of the config.
+    func start(extra: String = "", top: String = "", maxConcurrentStreams: Int = 1000, certificate: Bool = false, limit: Int = 512)
+        async throws -> Setup
+    {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
         let apns: FakeAPNs
@@ -48,7 +51,7 @@ import Testing
             \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top))
         return Setup(herald: herald, apns: apns, directory: dir)
     }
 

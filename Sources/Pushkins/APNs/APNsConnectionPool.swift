@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Metrics
 import NIOSSL
 
@@ -9,7 +8,7 @@ import NIOSSL
 /// busy member. The wait for a stream is Sygnal's `sygnal_apns_queue_time`, and the requests
 /// waiting `sygnal_pending_apns_requests`.
 final class APNsConnectionPool: UpstreamTransport {
-    private let members: [UpstreamHTTPClient]
+    private let members: [HTTP2Upstream]
     private let load: [AsyncLimiter]
     private let queueTime: Metrics.Timer
     private let pending: Gauge
@@ -18,15 +17,14 @@ final class APNsConnectionPool: UpstreamTransport {
     init(config: APNsConfig, metrics: any MetricsFactory) throws {
         queueTime = Metrics.Timer(label: "sygnal_apns_queue_time", dimensions: [], factory: metrics)
         pending = Gauge(label: "sygnal_pending_apns_requests", dimensions: [], factory: metrics)
-        var members: [UpstreamHTTPClient] = []
+        var members: [HTTP2Upstream] = []
         for _ in 0..<config.connections {
             var tls = TLSConfiguration.makeClientConfiguration()
-            tls.applicationProtocols = ["h2"]
             if case .certificate(let path, _) = config.auth {
                 tls.certificateChain = try NIOSSLCertificate.fromPEMFile(path).map { .certificate($0) }
                 tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: path, format: .pem))
             }
-            members.append(try UpstreamHTTPClient(settings: config.upstream, tls: tls, httpVersion: .automatic))
+            members.append(try HTTP2Upstream(origin: config.baseURL, settings: config.upstream, tls: tls))
         }
         self.members = members
         self.load = members.map { _ in AsyncLimiter(limit: config.maxConcurrentStreams) }

@@ -19,10 +19,17 @@ public final class AsyncLimiter: Sendable {
     public var waiting: Int { state.withLock { $0.waiters.count } }
 
     public func acquire() async throws {
-        let id = state.withLock { s -> Int in
+        try Task.checkCancellation()
+        // A free slot and nobody queued: taken without suspending.
+        let id = state.withLock { s -> Int? in
+            if s.held < limit && s.waiters.isEmpty {
+                s.held += 1
+                return nil
+            }
             s.nextId += 1
             return s.nextId
         }
+        guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let granted = state.withLock { s -> Bool? in

@@ -1,0 +1,153 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+
+/// Why a request on a direct HTTP/2 connection got no answer.
+public enum HTTP2UpstreamError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The stream or its connection closed before a complete answer.
+    case closedUnanswered
+    /// The server reset the stream.
+    case reset(HTTP2ErrorCode)
+    /// The answer had no valid `:status`.
+    case malformedResponse
+    /// TLS did not agree on HTTP/2 (ALPN `h2`).
+    case notHTTP2
+    /// No connection within `connect_timeout`.
+    case connectTimeout
+    /// The outbound proxy answered CONNECT with this status (or closed: nil).
+    case proxyRefused(Int?)
+    /// The transport was shut down.
+    case shutDown
+
+    public var description: String {
+        switch self {
+        case .closedUnanswered: "the connection closed before an answer"
+        case .reset(let code): "the server reset the stream (\(code))"
+        case .malformedResponse: "an answer without a valid :status"
+        case .notHTTP2: "the server does not speak HTTP/2"
+        case .connectTimeout: "no connection within the connect timeout"
+        case .proxyRefused(let status?): "the proxy answered CONNECT with \(status)"
+        case .proxyRefused(nil): "the proxy closed the connection during CONNECT"
+        case .shutDown: "shut down"
+        }
+    }
+}
+
+/// One request on its own HTTP/2 stream: it writes the request once the stream is active, reads
+/// the answer (keeping at most `maxBodyBytes` of its body) and completes `promise`. A stream that
+/// closes or fails first fails it; completing a promise twice is ignored, so the deadline and
+/// cancellation may fail it from outside at any time.
+final class HTTP2Exchange: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    private let requestHeaders: HPACKHeaders
+    private let requestBody: ByteBuffer?
+    private let maxBodyBytes: Int
+    private let promise: EventLoopPromise<UpstreamResponse>
+    private var sent = false
+    private var status: Int?
+    private var headers = HTTPHeaders()
+    private var body = ByteBuffer()
+
+    init(headers: HPACKHeaders, body: ByteBuffer?, maxBodyBytes: Int, promise: EventLoopPromise<UpstreamResponse>) {
+        self.requestHeaders = headers
+        self.requestBody = body
+        self.maxBodyBytes = maxBodyBytes
+        self.promise = promise
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { send(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        send(context: context)
+        context.fireChannelActive()
+    }
+
+    private func send(context: ChannelHandlerContext) {
+        guard !sent else { return }
+        sent = true
+        let hasBody = (requestBody?.readableBytes ?? 0) > 0
+        context.write(wrapOutboundOut(.headers(.init(headers: requestHeaders, endStream: !hasBody))), promise: nil)
+        if hasBody, let requestBody {
+            context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(requestBody), endStream: true))), promise: nil)
+        }
+        context.flush()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let frame):
+            if status == nil {
+                guard let text = frame.headers.first(name: ":status"), let code = Int(text), (100..<600).contains(code) else {
+                    fail(.malformedResponse, context: context)
+                    return
+                }
+                if code < 200 { return }  // informational: the real answer follows
+                status = code
+                for (name, value, _) in frame.headers where !name.hasPrefix(":") { headers.add(name: name, value: value) }
+            }
+            if frame.endStream { finish(context: context) }
+        case .data(let frame):
+            if case .byteBuffer(var chunk) = frame.data {
+                let room = maxBodyBytes - body.readableBytes
+                if room > 0, var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { body.writeBuffer(&slice) }
+            }
+            if frame.endStream { finish(context: context) }
+        case .rstStream(let code):
+            fail(.reset(code), context: context)
+        default:
+            break
+        }
+    }
+
+    private func finish(context: ChannelHandlerContext) {
+        guard let status else {
+            fail(.malformedResponse, context: context)
+            return
+        }
+        promise.succeed(UpstreamResponse(status: status, headers: headers, body: body))
+    }
+
+    private func fail(_ error: HTTP2UpstreamError, context: ChannelHandlerContext) {
+        promise.fail(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        promise.fail(HTTP2UpstreamError.closedUnanswered)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        promise.fail(error)
+        context.close(promise: nil)
+    }
+
+    /// The request's headers for HTTP/2: pseudo-headers first, names in lower case.
+    static func requestHeaders(_ request: UpstreamRequest, authority: String, path: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(request.headers.count + 5)
+        headers.add(name: ":method", value: request.method.rawValue)
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: authority)
+        headers.add(name: ":path", value: path)
+        var hasUserAgent = false
+        for (name, value) in request.headers {
+            let lower = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
+            if Self.connectionSpecific.contains(lower) { continue }
+            if lower == "user-agent" { hasUserAgent = true }
+            headers.add(name: lower, value: value)
+        }
+        if !hasUserAgent { headers.add(name: "user-agent", value: HeraldVersion.userAgent) }
+        return headers
+    }
+
+    /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); `Host` becomes `:authority`.
+    private static let connectionSpecific: Set<String> = [
+        "connection", "host", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
+    ]
+}

@@ -1,0 +1,66 @@
+import Foundation
+import HeraldTestSupport
+import Pushkins
+import Testing
+
+@testable import Gateway
+
+/// Herald's own HTTP/2 connection to APNs (`HTTP2Upstream`): the server's stream limit, the
+/// outbound proxy's CONNECT tunnel, and what reaches APNs on the wire.
+@Suite struct APNsTransportTests {
+    let e2e = APNsEndToEndTests()
+
+    @Test func theServersStreamLimitHoldsWhenItIsBelowTheConfiguredOne() async throws {
+        // max_concurrent_streams defaults far above the 3 the server allows: the extra streams wait.
+        let setup = try await e2e.start(extra: "max_connections: 1", maxConcurrentStreams: 3, limit: 5000)
+        setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
+        let keys = (0..<30).map { _ in APNsEndToEndTests.pushkey() }
+        let response = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: keys.map { e2e.device($0) }))
+        await setup.stop()
+        #expect(response.json == ["rejected": []])
+        #expect(setup.apns.received.count == 30)
+        #expect(setup.apns.received.allSatisfy { $0.status == 200 })
+        #expect(setup.apns.maxConcurrentRequests == 3)
+        #expect(setup.apns.connectionsAccepted == 1)
+    }
+
+    @Test func throughTheProxyTheTunnelCarriesTheNotificationWithCredentials() async throws {
+        let proxy = try await FakeConnectProxy.start(username: "herald", password: "s3cret")
+        let setup = try await e2e.start(top: "proxy: 'http://herald:s3cret@127.0.0.1:\(proxy.port)'")
+        let key = APNsEndToEndTests.pushkey()
+        let first = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
+        let second = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
+        await setup.stop()
+        await proxy.stop()
+        #expect(first.json == ["rejected": []])
+        #expect(second.json == ["rejected": []])
+        #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).map(\.status) == [200, 200])
+        // One tunnel, kept for the second notification.
+        #expect(proxy.connects == [.init(target: "localhost:\(setup.apns.port)", authorized: true)])
+    }
+
+    @Test func aProxyThatRefusesTheTunnelIsA502AndNothingReachesAPNs() async throws {
+        let proxy = try await FakeConnectProxy.start(username: "herald", password: "right")
+        let setup = try await e2e.start(extra: "max_attempts: 2", top: "proxy: 'http://herald:wrong@127.0.0.1:\(proxy.port)'")
+        let response = try await setup.herald.notify(
+            notifyBody(APNsEndToEndTests.message, devices: [e2e.device(APNsEndToEndTests.pushkey())]))
+        await setup.stop()
+        await proxy.stop()
+        #expect(response.status == 502)
+        #expect(setup.apns.received.isEmpty)
+        #expect(proxy.connects.count == 2)  // each attempt asked again
+        #expect(proxy.connects.allSatisfy { !$0.authorized })
+    }
+
+    @Test func aHostInNoProxyIsReachedDirectly() async throws {
+        let proxy = try await FakeConnectProxy.start()
+        let setup = try await e2e.start(top: "proxy: 'http://127.0.0.1:\(proxy.port)'\nno_proxy: ['localhost']")
+        let key = APNsEndToEndTests.pushkey()
+        let response = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
+        await setup.stop()
+        await proxy.stop()
+        #expect(response.json == ["rejected": []])
+        #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
+        #expect(proxy.connects.isEmpty)
+    }
+}
