@@ -61,6 +61,10 @@ let package = Package(
             ]
         ),
         .target(
+            name: "HeraldSQLite",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .target(
             name: "HeraldPostgres",
             dependencies: [
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -77,6 +81,7 @@ let package = Package(
             dependencies: [
                 "Pushkins",
                 "HeraldPostgres",
+                "HeraldSQLite",
                 "CSecp256k1",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -101,6 +106,7 @@ let package = Package(
             dependencies: [
                 "Pushkins",
                 "HeraldPostgres",
+                "HeraldSQLite",
                 "CSodium",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -182,7 +188,7 @@ let package = Package(
         .testTarget(
             name: "StatusAdapterTests",
             dependencies: [
-                "StatusAdapter", "Pushkins", "HeraldTestSupport", "HeraldPostgres",
+                "StatusAdapter", "Pushkins", "HeraldTestSupport", "HeraldPostgres", "HeraldSQLite",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -190,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "AdamantAdapterTests",
             dependencies: [
-                "AdamantAdapter", "Pushkins", "HeraldTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "AdamantAdapter", "Pushkins", "HeraldTestSupport", "HeraldSQLite", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),

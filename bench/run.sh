@@ -188,7 +188,7 @@ run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
 run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
 run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 
-if wanted "herald status"; then
+if wanted "herald status push" || wanted "herald status 1M regs"; then
 # Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
 # Two halves of distinct messages: one per status run (an answered message would be a cache hit).
 "$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 120000 2>>"$work/fakes.log"

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldSQLite
 import HeraldTestSupport
 import Logging
 import Testing
@@ -29,6 +30,14 @@ import Testing
             try await body(store)
             group.cancelAll()
         }
+    }
+
+    @Test func theSQLiteStoreSyncsEveryCommit() async throws {
+        let store = try SQLiteAdamantStore(path: NSTemporaryDirectory() + "adamant-\(UUID().uuidString)/a.sqlite")
+        try await store.migrate()
+        // FULL, although GRDB's pool sets NORMAL when it turns WAL on.
+        #expect(try await DurableSQLite.synchronousSetting(of: store.pool) == 2)
+        await store.close()
     }
 
     @Test(arguments: backends)

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldPostgres
+import HeraldSQLite
 import HeraldTestSupport
 import Logging
 import PostgresNIO
@@ -134,6 +135,19 @@ import Testing
         #expect(try await store.cachedResponse(messageId: [1], now: now) == nil)  // over the limit: the oldest went
         #expect(try await store.cachedResponse(messageId: [3], now: now) == [3])
         #expect(try await store.cachedResponse(messageId: [2], now: now) == [2])
+        await store.close()
+    }
+
+    @Test func theResponseCacheIsNotSyncedButRegistrationsStillAre() async throws {
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        try await store.migrate()
+        // FULL, although GRDB's pool sets NORMAL when it turns WAL on.
+        #expect(try await DurableSQLite.synchronousSetting(of: store.pool) == 2)
+        try await store.cacheResponse(messageId: [1], response: [9], expires: Date().addingTimeInterval(60), limit: 10)
+        // The cache's transaction ran with NORMAL; the writer is back to FULL for the next write.
+        #expect(try await DurableSQLite.synchronousSetting(of: store.pool) == 2)
+        #expect(try await store.write(row(1)))
+        #expect(try await store.cachedResponse(messageId: [1], now: Date()) == [9])
         await store.close()
     }
 

@@ -1,17 +1,13 @@
 import Foundation
 import GRDB
+import HeraldSQLite
 
 /// The default ADAMANT store: one SQLite file (WAL, `synchronous=FULL`), for one instance.
 public final class SQLiteAdamantStore: AdamantStore {
-    private let pool: DatabasePool
+    let pool: DatabasePool
 
     public init(path: String) throws {
-        try FileManager.default.createDirectory(
-            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        pool = try DurableSQLite.open(path: path)
     }
 
     public func migrate() async throws {

@@ -10,9 +10,20 @@ public enum APNsDeviceToken {
     /// hex. Returns nil when it does not decode, so the pushkey can be rejected.
     public static func token(fromPushkey pushkey: String, convertToHex: Bool) -> String? {
         guard convertToHex else { return pushkey.isEmpty ? nil : pushkey }
-        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-        let kept = String(pushkey.filter { alphabet.contains($0) })
-        guard let data = Data(base64Encoded: kept), !data.isEmpty else { return nil }
+        var kept: [UInt8] = []
+        kept.reserveCapacity(pushkey.utf8.count)
+        for byte in pushkey.utf8 where isBase64(byte) { kept.append(byte) }
+        guard let data = Data(base64Encoded: Data(kept)), !data.isEmpty else { return nil }
         return Hex.encode(data)
+    }
+
+    /// The standard base64 alphabet and `=`.
+    private static func isBase64(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="): true
+        default: false
+        }
     }
 }

@@ -1,23 +1,22 @@
 import Foundation
 import GRDB
+import HeraldSQLite
 import Pushkins
 
 /// The default store: one SQLite file in WAL mode. A write is acknowledged only once it is
 /// committed with `synchronous=FULL`, so a registration the client was told about survives a
 /// crash of the process or the machine.
+///
+/// Reads run on the calling thread (GRDB's synchronous read: a reader connection from the pool,
+/// no hop to a dispatch queue and back): they are point lookups by primary key, shorter than the
+/// two thread switches the asynchronous read costs. Writes, which wait for `fsync`, stay
+/// asynchronous so they never hold a thread of the cooperative pool.
 public final class SQLiteStatusStore: StatusStore {
     let pool: DatabasePool
     private let inserts = AtomicCounter()
 
     public init(path: String) throws {
-        try FileManager.default.createDirectory(
-            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        pool = try DurableSQLite.open(path: path)
     }
 
     public func migrate() async throws {
@@ -60,7 +59,7 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
-        try await pool.read { db in
+        try readHere { db in
             try Row.fetchOne(
                 db.cachedStatement(
                     sql: "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?"),
@@ -75,7 +74,7 @@ public final class SQLiteStatusStore: StatusStore {
 
     public func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
         guard !publicKeys.isEmpty else { return [] }
-        return try await pool.read { db in
+        return try readHere { db in
             let marks = Array(repeating: "?", count: publicKeys.count).joined(separator: ", ")
             return try Row.fetchAll(
                 db.cachedStatement(
@@ -122,7 +121,7 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
-        try await pool.read { db in
+        try readHere { db in
             try Data.fetchOne(
                 db.cachedStatement(sql: "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?"),
                 arguments: [Data(messageId), now.timeIntervalSince1970]
@@ -132,17 +131,31 @@ public final class SQLiteStatusStore: StatusStore {
 
     public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
         let prune = inserts.add(1) % StatusStoreMaintenance.pruneEvery == 1
-        try await pool.write { db in
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)")
-                .execute(arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
-            guard prune else { return }
-            try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
-            try db.execute(
-                sql: """
-                    DELETE FROM status_responses WHERE message_id IN (
-                        SELECT message_id FROM status_responses ORDER BY expires_at DESC LIMIT -1 OFFSET ?)
-                    """, arguments: [limit])
+        // The cache only spares a retried request its work: its commit is not synced
+        // (`synchronous=NORMAL` for this transaction; the WAL reaches the disk with the next
+        // registration's commit or checkpoint), so an answered push request costs no fsync.
+        try await pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            try db.inTransaction {
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)")
+                    .execute(arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
+                guard prune else { return .commit }
+                try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
+                try db.execute(
+                    sql: """
+                        DELETE FROM status_responses WHERE message_id IN (
+                            SELECT message_id FROM status_responses ORDER BY expires_at DESC LIMIT -1 OFFSET ?)
+                        """, arguments: [limit])
+                return .commit
+            }
         }
+    }
+
+    /// GRDB's synchronous read, on the calling thread (a non-async function, so the asynchronous
+    /// overload is not chosen).
+    private func readHere<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
     }
 
     public func close() async {

@@ -1,0 +1,25 @@
+import Foundation
+import GRDB
+
+/// Opens the SQLite file of a Herald store: WAL, a 10 s busy timeout, and `synchronous=FULL` on
+/// the writer, so a committed write survives a crash of the machine, not only of the process.
+///
+/// GRDB's `DatabasePool` sets `synchronous=NORMAL` when it turns WAL on, after the configuration's
+/// `prepareDatabase` has run, so FULL must be set on the open pool's writer (one connection, for
+/// which the setting then holds).
+public enum DurableSQLite {
+    public static func open(path: String) throws -> DatabasePool {
+        try FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        return pool
+    }
+
+    /// The writer's `synchronous` setting (2 is FULL).
+    public static func synchronousSetting(of pool: DatabasePool) async throws -> Int {
+        try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+}
