@@ -9,7 +9,10 @@ public final class FCMPushkin: FCMSending {
     public let name: String
     public let type = "gcm"
     public let config: FCMConfig
+    /// For Google's token endpoint.
     private let client: UpstreamHTTPClient
+    /// For messages, on `base_url`.
+    private let transport: HTTP1Upstream
     private let tokens: GoogleAccessTokens?
     private let upstream: UpstreamCall
     private let legacy: FCMLegacySender?
@@ -19,8 +22,10 @@ public final class FCMPushkin: FCMSending {
         self.config = config
         let client = try UpstreamHTTPClient(settings: config.upstream)
         self.client = client
+        let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream)
+        self.transport = transport
         let upstream = UpstreamCall(
-            transport: client, policy: config.retry, metrics: UpstreamMetrics(type: "gcm", pushkin: name, factory: environment.metrics))
+            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: "gcm", pushkin: name, factory: environment.metrics))
         self.upstream = upstream
         switch config.credentials {
         case .v1(_, let account):
@@ -32,7 +37,10 @@ public final class FCMPushkin: FCMSending {
         }
     }
 
-    public func shutdown() async { await client.shutdown() }
+    public func shutdown() async {
+        await transport.shutdown()
+        await client.shutdown()
+    }
 
     public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard case .v1(let project, _) = config.credentials, let tokens else {

@@ -55,12 +55,12 @@ final class ConnectTunnel: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func refuse(_ status: Int?, context: ChannelHandlerContext) {
-        promise.fail(HTTP2UpstreamError.proxyRefused(status))
+        promise.fail(UpstreamConnectionError.proxyRefused(status))
         context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        promise.fail(HTTP2UpstreamError.proxyRefused(nil))
+        promise.fail(UpstreamConnectionError.proxyRefused(nil))
         context.fireChannelInactive()
     }
 

@@ -4,7 +4,7 @@ import NIOHTTP1
 import NIOHTTP2
 
 /// Why a request on a direct HTTP/2 connection got no answer.
-public enum HTTP2UpstreamError: Error, CustomStringConvertible, Sendable, Equatable {
+public enum UpstreamConnectionError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The stream or its connection closed before a complete answer.
     case closedUnanswered
     /// The server reset the stream.
@@ -112,13 +112,13 @@ final class HTTP2Exchange: ChannelInboundHandler {
         promise.succeed(UpstreamResponse(status: status, headers: headers, body: body))
     }
 
-    private func fail(_ error: HTTP2UpstreamError, context: ChannelHandlerContext) {
+    private func fail(_ error: UpstreamConnectionError, context: ChannelHandlerContext) {
         promise.fail(error)
         context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        promise.fail(HTTP2UpstreamError.closedUnanswered)
+        promise.fail(UpstreamConnectionError.closedUnanswered)
         context.fireChannelInactive()
     }
 

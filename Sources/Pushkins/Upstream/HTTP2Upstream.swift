@@ -18,12 +18,8 @@ import Synchronization
 /// `connect_timeout` the connection it may wait for.
 public final class HTTP2Upstream: UpstreamTransport {
     public let settings: UpstreamSettings
-    private let host: String
-    private let port: Int
-    private let authority: String
-    /// The origin's URL prefix (`https://host[:port]`), cut from each request's URL.
-    private let origin: String
-    private let tls: NIOSSLContext
+    private let origin: UpstreamOrigin
+    private let connector: UpstreamConnector
     private let state = Mutex(State.idle)
 
     private struct Connection: Sendable {
@@ -40,28 +36,22 @@ public final class HTTP2Upstream: UpstreamTransport {
 
     /// `origin` is `https://host[:port]`.
     public init(origin: String, settings: UpstreamSettings, tls: TLSConfiguration) throws {
-        guard let components = URLComponents(string: origin), components.scheme?.lowercased() == "https",
-            let host = components.host, !host.isEmpty
-        else { throw HTTP2OriginError(origin: origin) }
+        let parsed = try UpstreamOrigin(origin)
+        guard parsed.secure else { throw UpstreamOriginError(url: origin) }
         self.settings = settings
-        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        self.port = components.port ?? 443
-        let hostForAuthority = self.host.contains(":") ? "[\(self.host)]" : self.host
-        self.authority = port == 443 ? hostForAuthority : "\(hostForAuthority):\(port)"
-        self.origin = origin.hasSuffix("/") ? String(origin.dropLast()) : origin
+        self.origin = parsed
         var tls = tls
         tls.applicationProtocols = ["h2"]
-        if !settings.trustedCAFiles.isEmpty { tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) } }
-        self.tls = try NIOSSLContext(configuration: tls)
+        connector = try UpstreamConnector(origin: parsed, settings: settings, tls: tls)
     }
 
     public func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
-        let path = try self.path(of: request.url)
+        let path = try origin.path(of: request.url)
         let connection = try await connection()
         let loop = connection.channel.eventLoop
         let promise = loop.makePromise(of: UpstreamResponse.self)
-        let headers = HTTP2Exchange.requestHeaders(request, authority: authority, path: path)
+        let headers = HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let maxBodyBytes = settings.maxResponseBytes
         let body = request.body
         let stream = connection.multiplexer.createStreamChannel { stream in
@@ -94,16 +84,6 @@ public final class HTTP2Upstream: UpstreamTransport {
         try? await current?.channel.close()
     }
 
-    /// The request's path: its URL without this origin.
-    private func path(of url: String) throws -> String {
-        if url.hasPrefix(origin) {
-            let rest = url.dropFirst(origin.utf8.count)
-            if rest.isEmpty { return "/" }
-            if rest.hasPrefix("/") { return String(rest) }
-        }
-        throw HTTP2OriginError(origin: url)
-    }
-
     // MARK: The connection
 
     private enum Next {
@@ -123,31 +103,19 @@ public final class HTTP2Upstream: UpstreamTransport {
             case .shutDown:
                 return .fail
             case .idle, .ready:
-                let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Connection.self)
+                let loop = MultiThreadedEventLoopGroup.singleton.next()
+                let promise = loop.makePromise(of: Connection.self)
                 state = .connecting(promise.futureResult)
                 return .open(promise)
             }
         }
         switch next {
-        case .use(let connection):
-            return connection
-        case .wait(let future):
-            return try await future.get()
-        case .fail:
-            throw HTTP2UpstreamError.shutDown
+        case .use(let connection): return connection
+        case .wait(let future): return try await future.get()
         case .open(let promise):
             open(promise)
-            let future = promise.futureResult
-            future.whenComplete { result in
-                self.state.withLock { state in
-                    guard case .connecting(let pending) = state, pending === future else { return }
-                    switch result {
-                    case .success(let connection): state = .ready(connection)
-                    case .failure: state = .idle
-                    }
-                }
-            }
-            return try await future.get()
+            return try await promise.futureResult.get()
+        case .fail: throw UpstreamConnectionError.shutDown
         }
     }
 
@@ -158,66 +126,32 @@ public final class HTTP2Upstream: UpstreamTransport {
         }
     }
 
+    /// Opens a connection for `promise`, and makes it the current one once it is ready.
     private func open(_ promise: EventLoopPromise<Connection>) {
-        let loop = promise.futureResult.eventLoop
-        let proxy = settings.proxy.flatMap { $0.bypasses(self.host) ? nil : $0 }
-        let connectTimeout = TimeAmount(settings.connectTimeout)
-        let linger = TimeAmount(settings.requestTimeout)
-        let timeout = loop.scheduleTask(in: connectTimeout) { promise.fail(HTTP2UpstreamError.connectTimeout) }
-        promise.futureResult.whenComplete { _ in timeout.cancel() }
-        let (host, port, authority, tls) = (self.host, self.port, self.authority, self.tls)
-        let serverName = Self.isIPAddress(host) ? nil : host
-        ClientBootstrap(group: loop)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connect(host: proxy?.host ?? host, port: proxy?.port ?? port)
-            .flatMap { channel -> EventLoopFuture<Connection> in
-                // A connection made after the deadline is closed, not kept.
-                promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
-                let tunnel = channel.eventLoop.makePromise(of: Void.self)
-                if let proxy {
-                    do {
-                        try channel.pipeline.syncOperations.addHandler(ConnectTunnel(target: authority, proxy: proxy, promise: tunnel))
-                    } catch {
-                        tunnel.fail(error)
-                    }
-                } else {
-                    tunnel.succeed()
-                }
-                return tunnel.futureResult.flatMap { () -> EventLoopFuture<Connection> in
-                    let ready = channel.eventLoop.makePromise(of: Void.self)
-                    let connection: Connection
-                    do {
-                        let operations = channel.pipeline.syncOperations
-                        try operations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
-                        try operations.addHandler(HandshakeWatcher(promise: ready))
-                        let multiplexer = try operations.configureHTTP2Pipeline(
-                            mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-                        ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
-                        try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })
-                        connection = Connection(channel: channel, multiplexer: multiplexer)
-                    } catch {
-                        return channel.eventLoop.makeFailedFuture(error)
-                    }
-                    channel.closeFuture.whenComplete { [weak self] _ in self?.retire(channel) }
-                    return ready.futureResult.map { connection }
-                }.flatMapErrorThrowing { error in
-                    channel.close(promise: nil)
-                    throw error
+        let future = promise.futureResult
+        future.whenComplete { result in
+            self.state.withLock { state in
+                guard case .connecting(let pending) = state, pending === future else { return }
+                switch result {
+                case .success(let connection): state = .ready(connection)
+                case .failure: state = .idle
                 }
             }
-            .cascade(to: promise)
+        }
+        let linger = TimeAmount(settings.requestTimeout)
+        connector.connect(on: future.eventLoop) { [weak self] channel in
+            let ready = channel.eventLoop.makePromise(of: Void.self)
+            let operations = channel.pipeline.syncOperations
+            try operations.addHandler(HandshakeWatcher(promise: ready))
+            let multiplexer = try operations.configureHTTP2Pipeline(
+                mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+            ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
+            try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })
+            channel.closeFuture.whenComplete { [weak self] _ in self?.retire(channel) }
+            let connection = Connection(channel: channel, multiplexer: multiplexer)
+            return ready.futureResult.map { connection }
+        }.cascade(to: promise)
     }
-
-    private static func isIPAddress(_ host: String) -> Bool {
-        (try? SocketAddress(ipAddress: host, port: 0)) != nil
-    }
-}
-
-/// An upstream URL this transport cannot send to.
-public struct HTTP2OriginError: Error, Sendable, CustomStringConvertible {
-    public let origin: String
-    public var description: String { "not an https:// URL of this upstream: \(origin)" }
 }
 
 /// Fails `promise` when TLS agrees on anything but HTTP/2, or fails, or the connection closes
@@ -230,7 +164,7 @@ private final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHan
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted(let negotiated) = event as? TLSUserEvent, negotiated != "h2" {
-            promise.fail(HTTP2UpstreamError.notHTTP2)
+            promise.fail(UpstreamConnectionError.notHTTP2)
             context.close(promise: nil)
         }
         context.fireUserInboundEventTriggered(event)
@@ -242,7 +176,7 @@ private final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHan
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        promise.fail(HTTP2UpstreamError.closedUnanswered)
+        promise.fail(UpstreamConnectionError.closedUnanswered)
         context.fireChannelInactive()
     }
 }
@@ -279,7 +213,7 @@ private final class ConnectionWatcher: ChannelInboundHandler {
     }
 
     private func goAway(context: ChannelHandlerContext) {
-        ready.fail(HTTP2UpstreamError.closedUnanswered)
+        ready.fail(UpstreamConnectionError.closedUnanswered)
         guard !retired else { return }
         retired = true
         retire()

@@ -1,0 +1,105 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A plain HTTP/1.1 upstream on loopback for transport tests: it answers every request 200 with
+/// the request's path and body (`POST /a` with `xy` → `/a xy`), after `delay`, keeping the
+/// connection open unless told to close it. It counts connections and the most requests it had
+/// in flight at once.
+public final class EchoHTTP1Server: Sendable {
+    public struct Options: Sendable {
+        public var delay: TimeAmount = .zero
+        public var closeAfterEachAnswer = false
+        public init() {}
+    }
+
+    struct State {
+        var options = Options()
+        var connections = 0
+        var inFlight = 0
+        var maxInFlight = 0
+        var requests = 0
+    }
+
+    public let port: Int
+    private let channel: any Channel
+
+    final class Shared: Sendable {
+        let state = Mutex(State())
+    }
+
+    public static func start() async throws -> EchoHTTP1Server {
+        let shared = Shared()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                shared.state.withLock { $0.connections += 1 }
+                return child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try child.pipeline.syncOperations.addHandler(Echo(shared: shared))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return EchoHTTP1Server(port: channel.localAddress?.port ?? 0, channel: channel, shared: shared)
+    }
+
+    private let shared: Shared
+
+    private init(port: Int, channel: any Channel, shared: Shared) {
+        self.port = port
+        self.channel = channel
+        self.shared = shared
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public func set(_ options: Options) { shared.state.withLock { $0.options = options } }
+    public var connections: Int { shared.state.withLock { $0.connections } }
+    public var maxInFlight: Int { shared.state.withLock { $0.maxInFlight } }
+    public var requests: Int { shared.state.withLock { $0.requests } }
+
+    public func stop() async { try? await channel.close() }
+
+    private final class Echo: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        let shared: Shared
+        var path = ""
+        var body = ByteBuffer()
+
+        init(shared: Shared) { self.shared = shared }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head):
+                path = head.uri
+                body.clear()
+            case .body(var chunk):
+                body.writeBuffer(&chunk)
+            case .end:
+                let options = shared.state.withLock { state -> Options in
+                    state.requests += 1
+                    state.inFlight += 1
+                    state.maxInFlight = max(state.maxInFlight, state.inFlight)
+                    return state.options
+                }
+                let answer = ByteBuffer(string: "\(path) \(String(buffer: body))")
+                let channel = context.channel
+                let shared = self.shared
+                context.eventLoop.scheduleTask(in: options.delay) {
+                    shared.state.withLock { $0.inFlight -= 1 }
+                    var headers = HTTPHeaders()
+                    headers.add(name: "Content-Length", value: String(answer.readableBytes))
+                    if options.closeAfterEachAnswer { headers.add(name: "Connection", value: "close") }
+                    channel.write(
+                        HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)), promise: nil)
+                    channel.write(HTTPServerResponsePart.body(.byteBuffer(answer)), promise: nil)
+                    channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in
+                        if options.closeAfterEachAnswer { channel.close(promise: nil) }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// The one origin (`scheme://host[:port]`) a direct transport talks to.
+struct UpstreamOrigin: Sendable {
+    let secure: Bool
+    let host: String
+    let port: Int
+    /// `host[:port]`, the port left out when it is the scheme's default: `:authority` and `Host`.
+    let authority: String
+    /// `host:port` always: the target of a CONNECT.
+    let hostPort: String
+    /// `scheme://host[:port]` as the URL wrote it, cut from each request's URL.
+    let prefix: String
+
+    init(_ url: String) throws {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "https" || scheme == "http", let host = components.host, !host.isEmpty
+        else { throw UpstreamOriginError(url: url) }
+        secure = scheme == "https"
+        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let defaultPort = secure ? 443 : 80
+        port = components.port ?? defaultPort
+        let bracketed = self.host.contains(":") ? "[\(self.host)]" : self.host
+        authority = port == defaultPort ? bracketed : "\(bracketed):\(port)"
+        hostPort = "\(bracketed):\(port)"
+        // `scheme://authority` as written: a base URL's own path stays in the request's path.
+        let afterScheme = url.range(of: "://").map(\.upperBound) ?? url.startIndex
+        prefix = String(url[..<(url[afterScheme...].firstIndex(where: { $0 == "/" || $0 == "?" }) ?? url.endIndex)])
+    }
+
+    /// A request URL's path (and query) on this origin.
+    func path(of url: String) throws -> String {
+        if url.hasPrefix(prefix) {
+            let rest = url.dropFirst(prefix.utf8.count)
+            if rest.isEmpty { return "/" }
+            if rest.hasPrefix("/") || rest.hasPrefix("?") { return rest.hasPrefix("?") ? "/" + rest : String(rest) }
+        }
+        throw UpstreamOriginError(url: url)
+    }
+}
+
+/// A URL a direct transport cannot send to: not http(s), or not on its origin.
+public struct UpstreamOriginError: Error, Sendable, CustomStringConvertible {
+    public let url: String
+    public var description: String { "not a URL of this upstream: \(url)" }
+}
+
+/// Opens connections to an origin for the direct transports: TCP (through the outbound proxy's
+/// CONNECT tunnel unless the host is in its `NO_PROXY` list), then TLS for https, then the
+/// protocol's own handlers. `connect_timeout` bounds all of it, up to the moment the protocol
+/// says it is ready.
+struct UpstreamConnector: Sendable {
+    let origin: UpstreamOrigin
+    let proxy: ProxySettings?
+    let tls: NIOSSLContext?
+    let connectTimeout: TimeAmount
+
+    /// `tls` is used for https origins; extra CA files of `settings` are trusted.
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: TLSConfiguration?) throws {
+        self.origin = origin
+        proxy = settings.proxy.flatMap { $0.bypasses(origin.host) ? nil : $0 }
+        connectTimeout = TimeAmount(settings.connectTimeout)
+        if origin.secure {
+            var tls = tls ?? .makeClientConfiguration()
+            if !settings.trustedCAFiles.isEmpty { tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) } }
+            self.tls = try NIOSSLContext(configuration: tls)
+        } else {
+            self.tls = nil
+        }
+    }
+
+    /// Connects, and once the tunnel and TLS handler are in place runs `configure` on the channel's
+    /// event loop: it adds the protocol's handlers and returns what becomes ready when the
+    /// connection is usable. On a failure or past the connect timeout the channel is closed.
+    func connect<Ready: Sendable>(
+        on loop: any EventLoop, configure: @escaping @Sendable (any Channel) throws -> EventLoopFuture<Ready>
+    ) -> EventLoopFuture<Ready> {
+        let promise = loop.makePromise(of: Ready.self)
+        let timeout = loop.scheduleTask(in: connectTimeout) { promise.fail(UpstreamConnectionError.connectTimeout) }
+        promise.futureResult.whenComplete { _ in timeout.cancel() }
+        let (origin, proxy, tls) = (self.origin, self.proxy, self.tls)
+        ClientBootstrap(group: loop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connect(host: proxy?.host ?? origin.host, port: proxy?.port ?? origin.port)
+            .flatMap { channel -> EventLoopFuture<Ready> in
+                // A connection made after the deadline is closed, not kept.
+                promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
+                let tunnel = channel.eventLoop.makePromise(of: Void.self)
+                if let proxy {
+                    do {
+                        let handler = ConnectTunnel(target: origin.hostPort, proxy: proxy, promise: tunnel)
+                        try channel.pipeline.syncOperations.addHandler(handler)
+                    } catch {
+                        tunnel.fail(error)
+                    }
+                } else {
+                    tunnel.succeed()
+                }
+                return tunnel.futureResult.flatMap { () -> EventLoopFuture<Ready> in
+                    do {
+                        if let tls {
+                            let serverName = Self.isIPAddress(origin.host) ? nil : origin.host
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        }
+                        return try configure(channel)
+                    } catch {
+                        return channel.eventLoop.makeFailedFuture(error)
+                    }
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
+            .cascade(to: promise)
+        return promise.futureResult
+    }
+
+    private static func isIPAddress(_ host: String) -> Bool {
+        (try? SocketAddress(ipAddress: host, port: 0)) != nil
+    }
+}
