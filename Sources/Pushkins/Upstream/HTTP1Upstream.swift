@@ -28,14 +28,27 @@ public final class HTTP1Upstream: UpstreamTransport {
         var shutDown = false
     }
 
-    /// `origin` is `http(s)://host[:port]`.
-    public init(origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil) throws {
+    /// `origin` is `http(s)://host[:port]`. With `checkPeers`, a connection made without the proxy
+    /// is refused before a request is written on it unless its peer is a global address.
+    public convenience init(origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, checkPeers: Bool = false) throws {
+        let parsed = try UpstreamOrigin(origin)
+        let context = parsed.secure ? try Self.tlsContext(tls, settings: settings) : nil
+        self.init(origin: parsed, settings: settings, tls: context, checkPeers: checkPeers)
+    }
+
+    /// With a TLS context made once for many origins (`OriginPools`).
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, checkPeers: Bool) {
         self.settings = settings
-        self.origin = try UpstreamOrigin(origin)
+        self.origin = origin
+        connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, checkPeer: checkPeers)
+        permits = AsyncLimiter(limit: settings.maxConnections)
+    }
+
+    /// A client TLS context offering HTTP/1.1.
+    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings) throws -> NIOSSLContext {
         var tls = tls ?? .makeClientConfiguration()
         tls.applicationProtocols = ["http/1.1"]
-        connector = try UpstreamConnector(origin: self.origin, settings: settings, tls: tls)
-        permits = AsyncLimiter(limit: settings.maxConnections)
+        return try UpstreamConnector.tlsContext(tls, settings: settings)
     }
 
     public func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {

@@ -42,7 +42,8 @@ public final class HTTP2Upstream: UpstreamTransport {
         self.origin = parsed
         var tls = tls
         tls.applicationProtocols = ["h2"]
-        connector = try UpstreamConnector(origin: parsed, settings: settings, tls: tls)
+        connector = UpstreamConnector(
+            origin: parsed, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings))
     }
 
     public func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {

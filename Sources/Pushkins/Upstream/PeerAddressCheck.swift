@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import NIOCore
 
 /// A connection refused because its peer is not a global address.
@@ -12,12 +11,9 @@ public struct PeerAddressRefused: Error, Sendable, CustomStringConvertible {
 /// addresses; the HTTP client resolves it again to connect, and a name may answer differently the
 /// second time (DNS rebinding). Checking the connected socket itself closes that gap: no request
 /// byte is ever written to a loopback, private or reserved address that was not allowed.
+///
+/// `UpstreamConnector` runs it on each new connection of Herald's own transports.
 enum PeerAddressCheck {
-    static func install(in configuration: inout HTTPClient.Configuration) {
-        configuration.http1_1ConnectionDebugInitializer = check
-        configuration.http2ConnectionDebugInitializer = check
-    }
-
     @Sendable static func check(_ channel: any Channel) -> EventLoopFuture<Void> {
         let kind = channel.remoteAddress.map(NetworkAddress.classify) ?? .nonPublic("unknown")
         guard case .nonPublic(let name) = kind else { return channel.eventLoop.makeSucceededVoidFuture() }

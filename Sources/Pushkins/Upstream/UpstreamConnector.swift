@@ -57,19 +57,25 @@ struct UpstreamConnector: Sendable {
     let proxy: ProxySettings?
     let tls: NIOSSLContext?
     let connectTimeout: TimeAmount
+    /// Refuse a connection whose peer is not a global address (`PeerAddressCheck`), before anything
+    /// is written on it. Not through the proxy: its peer is the proxy, which resolved the name.
+    let checkPeer: Bool
 
-    /// `tls` is used for https origins; extra CA files of `settings` are trusted.
-    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: TLSConfiguration?) throws {
+    /// `tls` is used for https origins.
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, checkPeer: Bool = false) {
         self.origin = origin
         proxy = settings.proxy.flatMap { $0.bypasses(origin.host) ? nil : $0 }
+        self.checkPeer = checkPeer && proxy == nil
         connectTimeout = TimeAmount(settings.connectTimeout)
-        if origin.secure {
-            var tls = tls ?? .makeClientConfiguration()
-            if !settings.trustedCAFiles.isEmpty { tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) } }
-            self.tls = try NIOSSLContext(configuration: tls)
-        } else {
-            self.tls = nil
-        }
+        self.tls = origin.secure ? tls : nil
+    }
+
+    /// The TLS context for `settings`: `tls` (or the system's defaults), trusting the extra CA
+    /// files of `settings` too.
+    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings) throws -> NIOSSLContext {
+        var tls = tls ?? .makeClientConfiguration()
+        if !settings.trustedCAFiles.isEmpty { tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) } }
+        return try NIOSSLContext(configuration: tls)
     }
 
     /// Connects, and once the tunnel and TLS handler are in place runs `configure` on the channel's
@@ -81,7 +87,7 @@ struct UpstreamConnector: Sendable {
         let promise = loop.makePromise(of: Ready.self)
         let timeout = loop.scheduleTask(in: connectTimeout) { promise.fail(UpstreamConnectionError.connectTimeout) }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
-        let (origin, proxy, tls) = (self.origin, self.proxy, self.tls)
+        let (origin, proxy, tls, checkPeer) = (self.origin, self.proxy, self.tls, self.checkPeer)
         ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -90,7 +96,9 @@ struct UpstreamConnector: Sendable {
                 // A connection made after the deadline is closed, not kept.
                 promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
                 let tunnel = channel.eventLoop.makePromise(of: Void.self)
-                if let proxy {
+                if checkPeer {
+                    PeerAddressCheck.check(channel).cascade(to: tunnel)
+                } else if let proxy {
                     do {
                         let handler = ConnectTunnel(target: origin.hostPort, proxy: proxy, promise: tunnel)
                         try channel.pipeline.syncOperations.addHandler(handler)

@@ -113,11 +113,9 @@ public final class UpstreamHTTPClient: UpstreamTransport {
     /// Without the proxy, for the hosts of `NO_PROXY` (only when both are set).
     private let direct: HTTPClient?
 
-    /// With `checkPeers`, every connection made without the proxy is refused before a request is
-    /// written on it unless its peer is a global address (`PeerAddressCheck`).
     public init(
         settings: UpstreamSettings, tls: TLSConfiguration = .makeClientConfiguration(),
-        httpVersion: HTTPClient.Configuration.HTTPVersion = .automatic, checkPeers: Bool = false
+        httpVersion: HTTPClient.Configuration.HTTPVersion = .automatic
     ) throws {
         self.settings = settings
         var tls = tls
@@ -144,13 +142,9 @@ public final class UpstreamHTTPClient: UpstreamTransport {
         // A refused or reset connection fails at once and goes to Herald's retry policy, instead of
         // being retried inside the client until the connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
-        // Through a proxy the peer is the proxy, and the proxy resolves the name: only the policy's
-        // own check applies there.
-        if checkPeers && settings.proxy == nil { PeerAddressCheck.install(in: &configuration) }
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         if let proxy = settings.proxy, !proxy.noProxy.isEmpty {
             configuration.proxy = nil
-            if checkPeers { PeerAddressCheck.install(in: &configuration) }
             self.direct = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         } else {
             self.direct = nil

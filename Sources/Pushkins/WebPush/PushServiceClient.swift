@@ -2,15 +2,16 @@ import Logging
 import Metrics
 import NIOCore
 
-/// How Web Push and UnifiedPush reach a device's endpoint: the app's `EndpointPolicy`, and HTTP
-/// clients that connect only where the policy allows. An endpoint whose addresses the policy
-/// checked is reached by a client that checks each connection's peer (`PeerAddressCheck`); one the
-/// operator allowed by name, or an app with `allow_private_endpoints`, by one that does not.
+/// How Web Push and UnifiedPush reach a device's endpoint: the app's `EndpointPolicy`, and
+/// keep-alive connection pools per push-service origin (`OriginPools`) that connect only where the
+/// policy allows. An endpoint whose addresses the policy checked is reached through pools that
+/// check each connection's peer (`PeerAddressCheck`); one the operator allowed by name, or an app
+/// with `allow_private_endpoints`, through pools that do not.
 final class PushServiceClient: Sendable {
     let policy: EndpointPolicy
     private let checked: UpstreamCall
     private let unchecked: UpstreamCall
-    private let clients: [UpstreamHTTPClient]
+    private let transports: [OriginPools]
     /// `herald_endpoint_refusals_total{pushkin}`: endpoints the policy or the address check refused.
     private let refusals: Counter
 
@@ -23,20 +24,16 @@ final class PushServiceClient: Sendable {
             resolver: environment.hostResolver)
         self.policy = policy
         let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics)
-        var clients: [UpstreamHTTPClient] = []
-        func call(checkPeers: Bool) throws -> UpstreamCall {
-            let client = try UpstreamHTTPClient(settings: upstream, checkPeers: checkPeers)
-            clients.append(client)
-            return UpstreamCall(transport: client, policy: retry, metrics: metrics)
-        }
-        self.checked = try call(checkPeers: true)
-        self.unchecked = try call(checkPeers: false)
-        self.clients = clients
+        let checked = OriginPools(settings: upstream, checkPeers: true)
+        let unchecked = OriginPools(settings: upstream, checkPeers: false)
+        self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics)
+        self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics)
+        self.transports = [checked, unchecked]
         self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
     }
 
     func shutdown() async {
-        for client in clients { await client.shutdown() }
+        for transport in transports { await transport.shutdown() }
     }
 
     /// The endpoint to POST to, or the outcome that ends the device here.

@@ -1,0 +1,72 @@
+import NIOSSL
+import Synchronization
+
+/// One `HTTP1Upstream` per origin, for upstreams whose URLs name many hosts (the push services of
+/// Web Push and UnifiedPush endpoints). A pool is made on an origin's first request; past
+/// `maxOrigins` the least recently used one is shut down to make room.
+public final class OriginPools: UpstreamTransport {
+    public let settings: UpstreamSettings
+    private let checkPeers: Bool
+    private let maxOrigins: Int
+    /// Made on the first https origin and shared by all.
+    private let tls = Mutex<NIOSSLContext?>(nil)
+    private let state = Mutex(State())
+
+    private struct State {
+        var pools: [String: (pool: HTTP1Upstream, lastUse: Int)] = [:]
+        var uses = 0
+        var shutDown = false
+    }
+
+    public init(settings: UpstreamSettings, checkPeers: Bool, maxOrigins: Int = 1024) {
+        self.settings = settings
+        self.checkPeers = checkPeers
+        self.maxOrigins = max(1, maxOrigins)
+    }
+
+    public func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
+        let origin = try UpstreamOrigin(request.url)
+        let (pool, evicted) = try pool(for: origin)
+        await evicted?.shutdown()
+        return try await pool.send(request)
+    }
+
+    public func shutdown() async {
+        let pools = state.withLock { state -> [HTTP1Upstream] in
+            state.shutDown = true
+            defer { state.pools = [:] }
+            return state.pools.values.map(\.pool)
+        }
+        for pool in pools { await pool.shutdown() }
+    }
+
+    /// The origin's pool, and the one shut out to make room for it, if any.
+    private func pool(for origin: UpstreamOrigin) throws -> (HTTP1Upstream, HTTP1Upstream?) {
+        let context = origin.secure ? try tlsContext() : nil
+        return try state.withLock { state in
+            guard !state.shutDown else { throw UpstreamConnectionError.shutDown }
+            state.uses += 1
+            if let entry = state.pools[origin.prefix] {
+                state.pools[origin.prefix] = (entry.pool, state.uses)
+                return (entry.pool, nil)
+            }
+            var evicted: HTTP1Upstream?
+            if state.pools.count >= maxOrigins, let oldest = state.pools.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+                evicted = oldest.value.pool
+                state.pools[oldest.key] = nil
+            }
+            let pool = HTTP1Upstream(origin: origin, settings: settings, tls: context, checkPeers: checkPeers)
+            state.pools[origin.prefix] = (pool, state.uses)
+            return (pool, evicted)
+        }
+    }
+
+    private func tlsContext() throws -> NIOSSLContext {
+        try tls.withLock { context in
+            if let context { return context }
+            let made = try HTTP1Upstream.tlsContext(nil, settings: settings)
+            context = made
+            return made
+        }
+    }
+}
