@@ -350,11 +350,21 @@ fi
 
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
 
+# The fakes are not the ceiling: what the fake APNs and FCM answer on their own, driven by Herald's
+# own transports with as many requests in flight as wrk's connections (no gateway in between).
+for target in apns fcm; do
+  if wanted "herald $target"; then
+    rate=$("$BIN/herald-fakes" --directory "$work/fakes" --drive "$target" --seconds "$DURATION" --concurrency "$CONNECTIONS")
+    results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "fake $target alone" "$rate" - - - - 0)")
+  fi
+done
+
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
 echo "(peakMiB is the process's high-water mark so far: Herald's grows across its runs; the adamant row is a"
 echo " second Herald: req/s there is transactions pushed per second, non-2xx the transactions not pushed;"
 echo " the apns N dev rows send N devices per request: cpu/req there is per request; the idle row's req/s"
-echo " column is the number of connections held open, and cpu/req its memory per connection)"
+echo " column is the number of connections held open, and cpu/req its memory per connection; the fake rows are"
+echo " what the fake answers alone, driven with the same concurrency: Herald's rows must stay below them)"
 for r in "${results[@]}"; do echo "$r"; done

@@ -27,10 +27,24 @@ struct HeraldFakes: AsyncParsableCommand {
     @Option(help: "With --status-load: how many distinct push requests to write to <directory>/status-requests.bin.")
     var count = 50_000
 
+    @Option(help: "Instead of serving: drive the running fakes of <directory> (apns or fcm) and print the requests/s they answered.")
+    var drive: String?
+
+    @Option(help: "With --drive: for how many seconds.")
+    var seconds: Double = 5
+
+    @Option(help: "With --drive: requests kept in flight.")
+    var concurrency = 64
+
     @Option(help: "Also run a fake ADAMANT node with this many users registered (signals to the service account).")
     var adamantDevices = 0
 
     func run() async throws {
+        if let target = drive {
+            let rate = try await FakeCeiling.drive(target: target, directory: directory, seconds: seconds, concurrency: concurrency)
+            print(String(format: "%.0f", rate))
+            return
+        }
         if let url = statusLoad {
             try await StatusLoad.prepare(url: url, clients: 20, count: count, output: directory + "/status-requests.bin")
             return
