@@ -1,3 +1,4 @@
+import Foundation
 import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
@@ -5,11 +6,17 @@ import Testing
 
 @testable import Pushkins
 
-/// Herald's own keep-alive HTTP/1.1 client (`HTTP1Upstream`, FCM's transport) against a real
-/// server on loopback: what it sends, how it reuses and bounds connections, and how it ends a
-/// request that gets no answer.
-@Suite struct HTTP1UpstreamTests {
-    func post(_ transport: HTTP1Upstream, _ base: String, _ path: String, _ body: String) async throws -> UpstreamResponse {
+/// Herald's own transports against real servers on loopback: the keep-alive HTTP/1.1 pool
+/// (`HTTP1Upstream`: what it sends, how it reuses and bounds connections, how it ends a request
+/// that gets no answer, TLS) and how `HTTP2Upstream` fails a connection that cannot serve it.
+@Suite struct UpstreamTransportTests {
+    static func directory() throws -> String {
+        let path = NSTemporaryDirectory() + "herald-upstream-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func post(_ transport: any UpstreamTransport, _ base: String, _ path: String, _ body: String) async throws -> UpstreamResponse {
         try await transport.send(UpstreamRequest(url: base + path, headers: HTTPHeaders(), body: ByteBuffer(string: body)))
     }
 
@@ -88,6 +95,46 @@ import Testing
         await transport.shutdown()
         await proxy.stop()
         await server.stop()
+    }
+
+    @Test func overHTTPSTheServerIsVerifiedWithTheExtraCA() async throws {
+        let pki = try TestPKI(directory: Self.directory())
+        let server = try await EchoHTTP1Server.start(tls: pki)
+        let trusting = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]))
+        let response = try await post(trusting, server.baseURL, "/tls", "ok")
+        #expect(String(buffer: response.body) == "/tls ok")
+        // Without the test CA the certificate is refused (the handshake fails, or the server sees the
+        // connection close first): a network error, and nothing reaches the server.
+        let strict = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings())
+        await #expect(throws: (any Error).self) { _ = try await post(strict, server.baseURL, "/tls", "no") }
+        #expect(server.requests == 1)
+        await trusting.shutdown()
+        await strict.shutdown()
+        await server.stop()
+    }
+
+    @Test func anHTTP2UpstreamRefusesAServerThatDoesNotSpeakHTTP2() async throws {
+        let pki = try TestPKI(directory: Self.directory())
+        let server = try await EchoHTTP1Server.start(tls: pki)
+        let transport = try HTTP2Upstream(
+            origin: server.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration())
+        await #expect(throws: UpstreamConnectionError.notHTTP2) { _ = try await post(transport, server.baseURL, "/h2", "") }
+        #expect(server.requests == 0)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func aServerThatNeverCompletesTheHandshakeEndsAtTheConnectTimeout() async throws {
+        // The fake proxy waits for a CONNECT head that a TLS ClientHello never completes: it accepts and stays silent.
+        let silent = try await FakeConnectProxy.start()
+        let base = "https://127.0.0.1:\(silent.port)"
+        let transport = try HTTP2Upstream(
+            origin: base, settings: UpstreamSettings(connectTimeout: .milliseconds(300)), tls: .makeClientConfiguration())
+        let started = ContinuousClock.now
+        await #expect(throws: UpstreamConnectionError.connectTimeout) { _ = try await post(transport, base, "/3/device/ab", "") }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        await transport.shutdown()
+        await silent.stop()
     }
 
     @Test func aBaseURLsOwnPathStaysInTheRequestPath() throws {

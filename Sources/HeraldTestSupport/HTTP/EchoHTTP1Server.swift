@@ -1,12 +1,13 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A plain HTTP/1.1 upstream on loopback for transport tests: it answers every request 200 with
 /// the request's path and body (`POST /a` with `xy` → `/a xy`), after `delay`, keeping the
 /// connection open unless told to close it. It counts connections and the most requests it had
-/// in flight at once.
+/// in flight at once. With a `TestPKI` it serves HTTPS (ALPN `http/1.1` only) as `localhost`.
 public final class EchoHTTP1Server: Sendable {
     public struct Options: Sendable {
         public var delay: TimeAmount = .zero
@@ -29,30 +30,42 @@ public final class EchoHTTP1Server: Sendable {
         let state = Mutex(State())
     }
 
-    public static func start() async throws -> EchoHTTP1Server {
+    public static func start(tls pki: TestPKI? = nil) async throws -> EchoHTTP1Server {
         let shared = Shared()
+        let context = try pki.map { pki -> NIOSSLContext in
+            let (certificateFile, keyFile) = try pki.issueServerCertificate(name: "echo")
+            var tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(certificateFile).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem)))
+            tls.applicationProtocols = ["http/1.1"]
+            return try NIOSSLContext(configuration: tls)
+        }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
                 shared.state.withLock { $0.connections += 1 }
                 return child.eventLoop.makeCompletedFuture {
+                    if let context { try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
                     try child.pipeline.syncOperations.configureHTTPServerPipeline()
                     try child.pipeline.syncOperations.addHandler(Echo(shared: shared))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return EchoHTTP1Server(port: channel.localAddress?.port ?? 0, channel: channel, shared: shared)
+        return EchoHTTP1Server(port: channel.localAddress?.port ?? 0, channel: channel, shared: shared, secure: pki != nil)
     }
 
     private let shared: Shared
 
-    private init(port: Int, channel: any Channel, shared: Shared) {
+    private let secure: Bool
+
+    private init(port: Int, channel: any Channel, shared: Shared, secure: Bool) {
+        self.secure = secure
         self.port = port
         self.channel = channel
         self.shared = shared
     }
 
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var baseURL: String { secure ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
     public func set(_ options: Options) { shared.state.withLock { $0.options = options } }
     public var connections: Int { shared.state.withLock { $0.connections } }
     public var maxInFlight: Int { shared.state.withLock { $0.maxInFlight } }

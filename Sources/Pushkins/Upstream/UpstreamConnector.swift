@@ -35,8 +35,8 @@ struct UpstreamOrigin: Sendable {
     func path(of url: String) throws -> String {
         if url.hasPrefix(prefix) {
             let rest = url.dropFirst(prefix.utf8.count)
-            if rest.isEmpty { return "/" }
-            if rest.hasPrefix("/") || rest.hasPrefix("?") { return rest.hasPrefix("?") ? "/" + rest : String(rest) }
+            if rest.isEmpty || rest.hasPrefix("?") { return "/" + rest }
+            if rest.hasPrefix("/") { return String(rest) }
         }
         throw UpstreamOriginError(url: url)
     }
