@@ -144,6 +144,7 @@ public final class HTTP2Upstream: UpstreamTransport {
             let ready = channel.eventLoop.makePromise(of: Void.self)
             let operations = channel.pipeline.syncOperations
             try operations.addHandler(HandshakeWatcher(promise: ready))
+            try operations.addHandler(FlushCoalescer())
             let multiplexer = try operations.configureHTTP2Pipeline(
                 mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
             ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
