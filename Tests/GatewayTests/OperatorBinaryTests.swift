@@ -180,6 +180,10 @@ import Testing
         #expect(exported.contains("POST /_matrix/push/v1/notify"))  // the request
         #expect(exported.contains("dispatch com.example.webpush"))  // the device
         #expect(exported.contains("webpush upstream"))  // the upstream call
+        // Recording spans carry their attributes (no-op spans are spared them).
+        for attribute in ["http.route", "http.response.status_code", "herald.outcome", "herald.pushkin", "herald.attempt"] {
+            #expect(exported.contains(attribute), "\(attribute)")
+        }
     }
 
     @Test(.enabled(if: binary != nil)) func sigtermExitsPromptlyWhenIdleThroughTheSameLoggedPath() async throws {

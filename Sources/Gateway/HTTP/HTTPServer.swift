@@ -208,11 +208,15 @@ public final class HTTPServer: Sendable {
     private func traced(_ request: ServerRequest) async -> ServerResponse {
         let route = handler.routeName(forPath: request.path)
         return await withSpan("\(request.method.rawValue) \(route ?? "(unmatched)")", ofKind: .server) { span in
-            span.attributes["http.request.method"] = request.method.rawValue
-            if let route { span.attributes["http.route"] = route }
-            span.attributes["herald.request_id"] = request.requestId
+            // Attributes only for a span that records: the no-op span would build and drop a dictionary for each.
+            let recording = span.isRecording
+            if recording {
+                span.attributes["http.request.method"] = request.method.rawValue
+                if let route { span.attributes["http.route"] = route }
+                span.attributes["herald.request_id"] = request.requestId
+            }
             let response = await handler.handle(request)
-            span.attributes["http.response.status_code"] = Int(response.status.code)
+            if recording { span.attributes["http.response.status_code"] = Int(response.status.code) }
             if response.status.code >= 500 { span.setStatus(.init(code: .error)) }
             return response
         }

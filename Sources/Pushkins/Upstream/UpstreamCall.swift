@@ -80,6 +80,7 @@ public struct UpstreamCall: Sendable {
             let response: UpstreamResponse
             do {
                 response = try await withSpan("\(metrics.type) upstream", ofKind: .client) { span in
+                    guard span.isRecording else { return try await metrics.measure { try await transport.send(request) } }
                     span.attributes["herald.attempt"] = attempt
                     let response = try await metrics.measure { try await transport.send(request) }
                     span.attributes["http.response.status_code"] = response.status

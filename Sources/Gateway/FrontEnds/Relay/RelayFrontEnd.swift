@@ -49,7 +49,7 @@ struct RelayFrontEnd: FrontEnd {
         let payload = RelayPayload.encode(body: message.body, senderKey: message.senderKey, salt: message.salt, extra: message.extra)
         guard payload.count <= APNsHosts.maxPayloadBytes else { throw .tooLarge(APNsHosts.maxPayloadBytes) }
         let sender = message.environment == .production ? production : development
-        let id = UUID().uuidString.lowercased()
+        let id = UUID().lowercasedString
         var requestLogger = logger
         requestLogger[metadataKey: "apns_id"] = "\(id)"
         let apnsMessage = APNsMessage(
