@@ -15,8 +15,13 @@ public final class SQLiteStatusStore: StatusStore {
     let pool: DatabasePool
     private let inserts = AtomicCounter()
 
+    private let cacheWrites: GroupCommit<CachedResponse>
+
     public init(path: String) throws {
-        pool = try DurableSQLite.open(path: path)
+        let pool = try DurableSQLite.open(path: path)
+        let inserts = self.inserts
+        self.pool = pool
+        cacheWrites = GroupCommit { entries in try await Self.writeCache(entries, pool: pool, inserts: inserts) }
     }
 
     public func migrate() async throws {
@@ -130,16 +135,35 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
-        let prune = inserts.add(1) % StatusStoreMaintenance.pruneEvery == 1
-        // The cache only spares a retried request its work: its commit is not synced
-        // (`synchronous=NORMAL` for this transaction; the WAL reaches the disk with the next
-        // registration's commit or checkpoint), so an answered push request costs no fsync.
+        try await cacheWrites.submit(CachedResponse(messageId: messageId, response: response, expires: expires, limit: limit))
+    }
+
+    /// One response-cache entry waiting for its write.
+    struct CachedResponse: Sendable {
+        var messageId: [UInt8]
+        var response: [UInt8]
+        var expires: Date
+        var limit: Int
+    }
+
+    /// Writes the entries of concurrent push requests in one transaction (`GroupCommit`). The
+    /// cache only spares a retried request its work: its commit is not synced
+    /// (`synchronous=NORMAL` for this transaction; the WAL reaches the disk with the next
+    /// registration's commit or checkpoint), so an answered push request costs no fsync.
+    private static func writeCache(_ entries: [CachedResponse], pool: DatabasePool, inserts: AtomicCounter) async throws {
+        // Insert k (from 1) prunes when k % pruneEvery == 1, as each insert alone would.
+        let before = inserts.add(entries.count) - entries.count
+        let prune = (before..<(before + entries.count)).contains { $0 % StatusStoreMaintenance.pruneEvery == 0 }
+        let limit = entries.last?.limit ?? 0
         try await pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
             try db.inTransaction {
-                try db.cachedStatement(sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)")
-                    .execute(arguments: [Data(messageId), Data(response), expires.timeIntervalSince1970])
+                let insert = try db.cachedStatement(
+                    sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)")
+                for entry in entries {
+                    try insert.execute(arguments: [Data(entry.messageId), Data(entry.response), entry.expires.timeIntervalSince1970])
+                }
                 guard prune else { return .commit }
                 try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
                 try db.execute(
