@@ -16,17 +16,12 @@ import Testing
     static var binary: String? { StatusDurabilityTests.heraldBinary }
 
     struct Herald {
-        let process: Process
+        let process: ChildProcess
         let log: String
 
         static func launch(_ binary: String, config: String, log: String) throws -> Herald {
             FileManager.default.createFile(atPath: log, contents: nil)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["serve", "--config", config]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-            try process.run()
+            let process = try ChildProcess.launch(binary, ["serve", "--config", config], error: log)
             return Herald(process: process, log: log)
         }
 

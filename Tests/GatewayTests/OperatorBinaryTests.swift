@@ -17,13 +17,10 @@ import Testing
 
     /// Runs `herald` with `arguments` to completion: exit status and standard output.
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(binary))
-        process.arguments = arguments
         let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.launch(
+            try #require(binary), arguments, outputDescriptor: pipe.fileHandleForWriting.fileDescriptor)
+        try pipe.fileHandleForWriting.close()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
@@ -210,13 +207,8 @@ import Testing
         let path = "\(dir)/herald.yaml"
         try Self.webpushConfig(dir, port: port).write(toFile: path, atomically: true, encoding: .utf8)
         let log = "\(dir)/herald.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "ulimit -n 64 && exec \"$0\" serve --config \"$1\"", try #require(Self.binary), path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
+        let process = try ChildProcess.launch(
+            "/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" serve --config \"$1\"", try #require(Self.binary), path], error: log)
         defer {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

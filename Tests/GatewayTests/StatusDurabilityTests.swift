@@ -51,13 +51,8 @@ import Testing
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    func launch(_ binary: String, config: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--config", config]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+    func launch(_ binary: String, config: String) throws -> ChildProcess {
+        let process = try ChildProcess.launch(binary, ["serve", "--config", config])
         return process
     }
 
@@ -131,12 +126,7 @@ import Testing
             .replacingOccurrences(of: "port: 0\n  shutdown_grace_period", with: "port: \(port)\n  shutdown_grace_period")
             .replacingOccurrences(of: "enabled: true", with: "enabled: false")
             .write(toFile: config, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--config", config]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.launch(binary, ["serve", "--config", config])
         for _ in 0..<300 {
             if (try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health")) == 200 { break }
             try await Task.sleep(for: .milliseconds(50))
