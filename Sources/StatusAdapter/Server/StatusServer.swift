@@ -195,6 +195,21 @@ public final class StatusServer: Sendable {
         return result
     }
 
+    /// Delivers several notifications at once; each result carries its position in `entries`.
+    private func deliverAll(_ entries: [(PushItem, Registration)], logger: Logger) async -> [(Int, DeviceOutcome, String?)] {
+        await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
+            for (position, entry) in entries.enumerated() {
+                group.addTask {
+                    let (outcome, pushkin) = await self.deliver(entry.0, registration: entry.1, logger: logger)
+                    return (position, outcome, pushkin)
+                }
+            }
+            var all: [(Int, DeviceOutcome, String?)] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+    }
+
     private func push(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         var response = PushResponse()
         response.messageID = request.messageID
@@ -239,16 +254,13 @@ public final class StatusServer: Sendable {
         }
 
         let logger = self.logger
-        let results = await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
-            for (position, entry) in queued.enumerated() {
-                group.addTask {
-                    let (outcome, pushkin) = await self.deliver(entry.item, registration: entry.registration, logger: logger)
-                    return (position, outcome, pushkin)
-                }
-            }
-            var all: [(Int, DeviceOutcome, String?)] = []
-            for await result in group { all.append(result) }
-            return all
+        let results: [(Int, DeviceOutcome, String?)]
+        if queued.count == 1, let only = queued.first {
+            // One device (the usual request): no child task to create and wait for.
+            let (outcome, pushkin) = await deliver(only.item, registration: only.registration, logger: logger)
+            results = [(0, outcome, pushkin)]
+        } else {
+            results = await deliverAll(queued.map { ($0.item, $0.registration) }, logger: logger)
         }
 
         var transientFailures = 0
