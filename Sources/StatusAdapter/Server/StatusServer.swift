@@ -195,9 +195,14 @@ public final class StatusServer: Sendable {
         return result
     }
 
-    /// Delivers several notifications at once; each result carries its position in `entries`.
+    /// Delivers the notifications at once; each result carries its position in `entries`. One (the
+    /// usual request) is delivered without a child task to create and wait for.
     private func deliverAll(_ entries: [(PushItem, Registration)], logger: Logger) async -> [(Int, DeviceOutcome, String?)] {
-        await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
+        if entries.count == 1, let (item, registration) = entries.first {
+            let (outcome, pushkin) = await deliver(item, registration: registration, logger: logger)
+            return [(0, outcome, pushkin)]
+        }
+        return await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
             for (position, entry) in entries.enumerated() {
                 group.addTask {
                     let (outcome, pushkin) = await self.deliver(entry.0, registration: entry.1, logger: logger)
@@ -254,14 +259,7 @@ public final class StatusServer: Sendable {
         }
 
         let logger = self.logger
-        let results: [(Int, DeviceOutcome, String?)]
-        if queued.count == 1, let only = queued.first {
-            // One device (the usual request): no child task to create and wait for.
-            let (outcome, pushkin) = await deliver(only.item, registration: only.registration, logger: logger)
-            results = [(0, outcome, pushkin)]
-        } else {
-            results = await deliverAll(queued.map { ($0.item, $0.registration) }, logger: logger)
-        }
+        let results = await deliverAll(queued.map { ($0.item, $0.registration) }, logger: logger)
 
         var transientFailures = 0
         for (position, outcome, pushkin) in results {

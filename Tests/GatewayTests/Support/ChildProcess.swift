@@ -56,7 +56,9 @@ final class ChildProcess: Sendable {
     func waitUntilExit() {
         guard exitStatus.withLock({ $0 }) == nil else { return }
         var status: Int32 = 0
-        while waitpid(processIdentifier, &status, 0) == -1 && errno == EINTR {}
+        var reaped: pid_t = -1
+        repeat { reaped = waitpid(processIdentifier, &status, 0) } while reaped == -1 && errno == EINTR
+        guard reaped == processIdentifier else { return }  // already reaped by another caller
         // The exit code, or the number of the signal that ended it (as Foundation's Process reports).
         let ended = status & 0x7F
         exitStatus.withLock { $0 = ended == 0 ? (status >> 8) & 0xFF : ended }
