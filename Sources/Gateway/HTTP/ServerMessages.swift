@@ -20,7 +20,7 @@ public struct ServerRequest: Sendable {
         self.uri = uri
         self.headers = headers
         self.body = body
-        self.requestId = requestId ?? RequestContext.accept(headers.first(name: "x-request-id")) ?? UUID().lowercasedString
+        self.requestId = requestId ?? RequestContext.accept(headers.first(name: "x-request-id")) ?? SecureRandom.uuid().lowercasedString
     }
 
     /// The path without the query string.

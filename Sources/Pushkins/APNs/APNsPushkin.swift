@@ -102,7 +102,7 @@ public final class APNsPushkin: APNsSending {
         if let pushType = message.pushType ?? config.pushType { headers.add(name: "apns-push-type", value: pushType) }
         if let expiration = message.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
         if let collapseId = message.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-        headers.add(name: "apns-id", value: message.id ?? UUID().lowercasedString)
+        headers.add(name: "apns-id", value: message.id ?? SecureRandom.uuid().lowercasedString)
         headers.add(name: "content-type", value: "application/json")
         let url = "\(config.baseURL)/3/device/\(message.deviceToken)"
         let buffer = ByteBuffer(bytes: body)

@@ -1,5 +1,6 @@
 import CSecp256k1
 import Foundation
+import Pushkins
 
 /// secp256k1 through libsecp256k1, as status-go (go-ethereum) uses it: recoverable signatures
 /// R||S||V with V ∈ {0,1}, recovery, compressed and uncompressed keys, and ECDH whose shared key
@@ -29,9 +30,8 @@ public enum Secp256k1 {
 
         /// A new random key.
         public init() {
-            var generator = SystemRandomNumberGenerator()
             while true {
-                let candidate = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let candidate = SecureRandom.bytes(32)
                 if let key = try? PrivateKey(rawRepresentation: candidate) {
                     self = key
                     return

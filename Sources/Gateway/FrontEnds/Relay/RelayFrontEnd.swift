@@ -49,7 +49,7 @@ struct RelayFrontEnd: FrontEnd {
         let payload = RelayPayload.encode(body: message.body, senderKey: message.senderKey, salt: message.salt, extra: message.extra)
         guard payload.count <= APNsHosts.maxPayloadBytes else { throw .tooLarge(APNsHosts.maxPayloadBytes) }
         let sender = message.environment == .production ? production : development
-        let id = UUID().lowercasedString
+        let id = SecureRandom.uuid().lowercasedString
         var requestLogger = logger
         requestLogger[metadataKey: "apns_id"] = "\(id)"
         let apnsMessage = APNsMessage(
