@@ -37,8 +37,10 @@ import Testing
         let p256dh = [UInt8](ua.publicKey.x963Representation)
         let a = try WebPushEncryption.encrypt(Array("hi".utf8), p256dh: p256dh, authSecret: auth)
         let b = try WebPushEncryption.encrypt(Array("hi".utf8), p256dh: p256dh, authSecret: auth)
-        #expect(a != b)
+        #expect(a[0..<16] != b[0..<16], "a fresh salt")
+        #expect(a[21..<86] != b[21..<86], "a fresh sender key")
         #expect(a.count == WebPushEncryption.overhead + 2)
+        #expect(try WebPushEncryption.decrypt(b, uaPrivate: ua, authSecret: auth) == Array("hi".utf8))
         #expect(try WebPushEncryption.decrypt(a, uaPrivate: ua, authSecret: auth) == Array("hi".utf8))
     }
 
