@@ -177,9 +177,11 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     /// GRDB's synchronous read, on the calling thread (a non-async function, so the asynchronous
-    /// overload is not chosen).
+    /// overload is not chosen). Each read is one SELECT, which SQLite runs on one snapshot by itself,
+    /// so the read is not wrapped in a transaction as `read` would (BEGIN and COMMIT were two of the
+    /// four statements each lookup ran).
     private func readHere<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
+        try pool.unsafeRead(body)
     }
 
     public func close() async {
