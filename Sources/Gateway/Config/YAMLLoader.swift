@@ -11,7 +11,9 @@ public enum YAMLLoader {
     public static func load(_ text: String) throws(Failure) -> ConfigValue {
         let node: Node?
         do {
-            node = try Yams.compose(yaml: text)
+            // No resolver: Yams' would match every scalar with NSRegularExpression
+            // (`YAMLImplicitType` says why and does the same).
+            node = try Yams.compose(yaml: text, .basic)
         } catch let error as YamlError {
             throw Failure(description: "invalid YAML: \(summary(error))")
         } catch {
@@ -38,7 +40,9 @@ public enum YAMLLoader {
     private static func convert(_ node: Node, path: String) throws(Failure) -> ConfigValue {
         switch node {
         case .scalar(let scalar):
-            switch node.tag.rawValue {
+            // `description` is the tag as written: empty when there was none.
+            let written = scalar.tag.description
+            switch written.isEmpty ? YAMLImplicitType.of(scalar.string).tag : written {
             case "tag:yaml.org,2002:null": return .null
             case "tag:yaml.org,2002:bool": if let b = node.bool { return .bool(b) }
             case "tag:yaml.org,2002:int": if let i = node.int { return .int(i) }
