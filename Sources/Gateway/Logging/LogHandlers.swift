@@ -74,7 +74,7 @@ public struct HeraldLogHandler: LogHandler {
     private static let output = Mutex(())
 
     private static func timestamp() -> String {
-        Date().formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon))
+        UTCTimestamp.string()
     }
 
     private static func needsQuoting(_ s: String, allowSpaces: Bool) -> Bool {
