@@ -72,14 +72,15 @@ public enum Keccak {
                 bc.2 = st[2] ^ st[7] ^ st[12] ^ st[17] ^ st[22]
                 bc.3 = st[3] ^ st[8] ^ st[13] ^ st[18] ^ st[23]
                 bc.4 = st[4] ^ st[9] ^ st[14] ^ st[19] ^ st[24]
-                let columns = [bc.0, bc.1, bc.2, bc.3, bc.4]
-                for i in 0..<5 {
-                    let t = columns[(i + 4) % 5] ^ rotl(columns[(i + 1) % 5], 1)
-                    st[i] ^= t
-                    st[i + 5] ^= t
-                    st[i + 10] ^= t
-                    st[i + 15] ^= t
-                    st[i + 20] ^= t
+                let d = (
+                    bc.4 ^ rotl(bc.1, 1), bc.0 ^ rotl(bc.2, 1), bc.1 ^ rotl(bc.3, 1), bc.2 ^ rotl(bc.4, 1), bc.3 ^ rotl(bc.0, 1)
+                )
+                for row in stride(from: 0, to: 25, by: 5) {
+                    st[row] ^= d.0
+                    st[row + 1] ^= d.1
+                    st[row + 2] ^= d.2
+                    st[row + 3] ^= d.3
+                    st[row + 4] ^= d.4
                 }
                 // ρ and π
                 var t = st[1]
@@ -105,5 +106,5 @@ public enum Keccak {
     }
 
     @inline(__always)
-    static func rotl(_ x: UInt64, _ n: UInt64) -> UInt64 { (x << n) | (x >> (64 - n)) }
+    static func rotl(_ x: UInt64, _ n: UInt64) -> UInt64 { (x &<< n) | (x &>> (64 &- n)) }  // n in 1...63
 }
