@@ -1,41 +1,52 @@
 import Foundation
 
-/// Random bytes and UUIDs from the operating system's generator (`getrandom` on Linux), eight bytes
-/// per call.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Random bytes and UUIDs from the operating system's generator, one system call per use.
 ///
 /// The obvious spellings cost more on Linux: Foundation's `UUID()` opens, reads and closes
-/// `/dev/urandom` for every UUID (three system calls and a descriptor), and `UInt8.random(using:)`
-/// makes one `getrandom` call per byte, sixteen for a Web Push salt.
+/// `/dev/urandom` for every UUID (three system calls and a descriptor), `SystemRandomNumberGenerator`
+/// makes one `getrandom` call per eight bytes, and `UInt8.random(using:)` one per byte (sixteen for
+/// a Web Push salt). `arc4random_buf` (glibc 2.36 and later, Darwin) fills the whole buffer with one
+/// `getrandom`.
 public enum SecureRandom {
     /// `count` random bytes.
     public static func bytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var offset = 0
-            while offset < count {
-                let word = generator.next()
-                withUnsafeBytes(of: word) { wordBytes in
-                    for byte in wordBytes where offset < count {
-                        buffer[offset] = byte
-                        offset += 1
-                    }
-                }
-            }
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            fill(UnsafeMutableRawBufferPointer(buffer))
             initialized = count
         }
     }
 
     /// A random (version 4, RFC 9562 §5.4) UUID.
     public static func uuid() -> UUID {
-        var generator = SystemRandomNumberGenerator()
-        // 122 random bits: the version nibble is 0100 and the variant bits are 10.
-        let high = (generator.next() & ~0xF000) | 0x4000
-        let low = (generator.next() & ~(0xC000 << 48)) | (0x8000 << 48)
         var value = uuid_t(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { bytes in
-            bytes.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
-            bytes.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
+            fill(bytes)
+            // 122 random bits: the version nibble is 0100 and the variant bits are 10.
+            bytes[6] = (bytes[6] & 0x0F) | 0x40
+            bytes[8] = (bytes[8] & 0x3F) | 0x80
         }
         return UUID(uuid: value)
+    }
+
+    private static func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        #if canImport(Glibc) || canImport(Darwin)
+            arc4random_buf(base, buffer.count)
+        #else
+            var generator = SystemRandomNumberGenerator()
+            for offset in stride(from: 0, to: buffer.count, by: 8) {
+                let length = min(8, buffer.count - offset)
+                withUnsafeBytes(of: generator.next()) { word in
+                    UnsafeMutableRawBufferPointer(start: base + offset, count: length)
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: word[0..<length]))
+                }
+            }
+        #endif
     }
 }
