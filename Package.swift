@@ -8,6 +8,14 @@ import PackageDescription
 let strict: [SwiftSetting] =
     ProcessInfo.processInfo.environment["HERALD_WERROR"] == "1" ? [.unsafeFlags(["-warnings-as-errors"])] : []
 
+/// On Linux, `herald` is linked by LLD (shipped with the toolchain) with packed relative
+/// relocations (DT_RELR, glibc 2.36 and later). Gold's 2 MiB relocation table, read by the dynamic
+/// loader at every start, becomes 0.5 MiB: an idle Herald is about 3 MiB smaller in resident memory
+/// (docs/operations.md, "Memory").
+let compactRelocations: [LinkerSetting] = [
+    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux]))
+]
+
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
@@ -146,7 +154,8 @@ let package = Package(
                 "Gateway",
                 "Pushkins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            linkerSettings: compactRelocations
         ),
         .target(
             name: "HeraldTestSupport",
