@@ -22,6 +22,29 @@ import Testing
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
     }
 
+    /// Strings without escapes: ASCII ones take a shortcut, the others are validated. Either way a
+    /// string parses exactly when its bytes are valid UTF-8, to the text they encode.
+    @Test func unescapedStringsParseExactlyWhenTheirBytesAreValidUTF8() throws {
+        var generator = SystemRandomNumberGenerator()
+        // Printable ASCII, DEL, and bytes of UTF-8 sequences: leads, continuations, never valid.
+        let alphabet: [UInt8] = [
+            0x20, 0x41, 0x7A, 0x7E, 0x7F, 0x80, 0xBF, 0xC0, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xED, 0xA0, 0xF0, 0x9F, 0xF5, 0xFF,
+        ]
+        var (accepted, refused) = (0, 0)
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...6, using: &generator)
+            let content = (0..<length).map { _ in alphabet.randomElement(using: &generator) ?? 0x41 }
+            let expected = String(validating: content, as: UTF8.self)
+            let parsed = try? JSONParser.parse([0x22] + content + [0x22])
+            #expect(parsed == expected.map(JSONValue.string), "bytes \(content)")
+            if expected == nil { refused += 1 } else { accepted += 1 }
+        }
+        #expect(accepted > 1000 && refused > 1000)
+        let object = try JSONParser.parse(#"{"xé": "café 🦉", "k": "plain"}"#)
+        #expect(object["xé"] == .string("café 🦉"))
+        #expect(object["k"] == .string("plain"))
+    }
+
     @Test func refusesDeepNestingInsteadOfOverflowingTheStack() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse(deep) }

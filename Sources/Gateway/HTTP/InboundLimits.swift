@@ -56,21 +56,24 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
+    /// The 408 answer, written from here, below the HTTP encoder, as raw bytes; made once.
+    private static let timeoutResponse: ByteBuffer = {
+        let body = ErrorResponder.response(
+            for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: .matrix
+        ).body
+        var raw = ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\n")
+        raw.writeString("Content-Length: \(body.readableBytes)\r\n\r\n")
+        var copy = body
+        raw.writeBuffer(&copy)
+        return raw
+    }()
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if awaitingRequest && timer == nil {
             let channel = context.channel
-            let body = ErrorResponder.response(
-                for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: .matrix
-            ).body
-            var raw = ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\n")
-            raw.writeString("Content-Length: \(body.readableBytes)\r\n\r\n")
-            var copy = body
-            raw.writeBuffer(&copy)
-            let response = raw
-            // Written from here, below the HTTP encoder: the response is raw bytes.
             let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
             timer = context.eventLoop.scheduleTask(in: timeout) {
-                bound.value.writeAndFlush(NIOAny(response)).whenComplete { _ in channel.close(promise: nil) }
+                bound.value.writeAndFlush(NIOAny(Self.timeoutResponse)).whenComplete { _ in channel.close(promise: nil) }
             }
         }
         context.fireChannelRead(data)

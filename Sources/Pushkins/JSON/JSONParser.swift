@@ -164,17 +164,28 @@ public struct JSONParser {
     private mutating func parseString() throws(Error) -> String {
         index += 1  // opening quote
         let start = index
+        // The OR of the string's bytes: below 0x80, the string is ASCII and valid as it is.
+        var high: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                guard let string = String(validating: bytes[start..<index], as: UTF8.self) else {
-                    throw Error(offset: start, reason: "invalid UTF-8 in string")
+                let string: String
+                if high < 0x80 {
+                    // `String(decoding:)` is specialised here; `String(validating:)` is a generic
+                    // call into the standard library, which looks up its type metadata every time.
+                    string = String(decoding: bytes[start..<index], as: UTF8.self)
+                } else {
+                    guard let valid = String(validating: bytes[start..<index], as: UTF8.self) else {
+                        throw Error(offset: start, reason: "invalid UTF-8 in string")
+                    }
+                    string = valid
                 }
                 index += 1
                 return string
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in string") }
+            high |= byte
             index += 1
         }
         var utf8 = Array(bytes[start..<index])
