@@ -324,10 +324,15 @@ fi
 
 if wanted "idle keep-alive conns"; then
 # Memory per idle keep-alive connection: 10 000 clients that each made one request and stay open.
+# Measured in a Herald of its own, started for it: in the Herald of the runs above, the connections
+# would reuse heap those runs freed, and look cheaper than they are. The bare SwiftNIO server is
+# measured the same way after its own run.
 IDLE=${IDLE_CONNECTIONS:-10000}
-idle_line=$(python3 - "$HERALD_PORT" "$HERALD_PID" "$IDLE" <<'PY'
+# idle_row NAME PORT PID PATH
+idle_row() {
+python3 - "$@" "$IDLE" <<'PY'
 import socket, sys, time
-port, pid, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+name, port, pid, path, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 def rss():
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS"):
@@ -336,19 +341,28 @@ before = rss()
 sockets = []
 for _ in range(count):
     s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     sockets.append(s)
 for s in sockets:
     s.recv(4096)
 time.sleep(1)
 after = rss()
-print(f"{'idle keep-alive conns':<22} {count:>10} {'-':>9} {'-':>9} {(after - before) / count:9.1f}KiB {after / 1024:9.1f} {0:>8}")
+print(f"{name:<22} {count:>10} {'-':>9} {'-':>9} {(after - before) / count:9.1f}KiB {after / 1024:9.1f} {0:>8}")
 PY
-)
-results+=("$idle_line")
+}
+IDLE_PORT=$(free_port)
+sed "s/^  port: $HERALD_PORT\$/  port: $IDLE_PORT/" "$work/herald.yaml" > "$work/herald-idle.yaml"
+"$HERALD" serve --config "$work/herald-idle.yaml" 2>"$work/herald-idle.log" &
+IDLE_PID=$!
+pids+=($IDLE_PID)
+wait_http "http://127.0.0.1:$IDLE_PORT/health"
+results+=("$(idle_row "idle keep-alive conns" "$IDLE_PORT" "$IDLE_PID" /health)")
+kill "$IDLE_PID"
 fi
 
 run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/push/v1/notify" "$work/webpush.json"
+# The bare SwiftNIO server's idle connections, after its run (so that its peak above is its own).
+if wanted "idle keep-alive conns"; then results+=("$(idle_row "swiftnio idle conns" "$HELLO_PORT" "$HELLO_PID" /)"); fi
 
 # The fakes are not the ceiling: what the fake APNs and FCM answer on their own, driven by Herald's
 # own transports with as many requests in flight as wrk's connections (no gateway in between).
@@ -364,7 +378,8 @@ echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u 
 printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
 echo "(peakMiB is the process's high-water mark so far: Herald's grows across its runs; the adamant row is a"
 echo " second Herald: req/s there is transactions pushed per second, non-2xx the transactions not pushed;"
-echo " the apns N dev rows send N devices per request: cpu/req there is per request; the idle row's req/s"
-echo " column is the number of connections held open, and cpu/req its memory per connection; the fake rows are"
+echo " the apns N dev rows send N devices per request: cpu/req there is per request; the idle rows' req/s"
+echo " column is the number of connections held open, and cpu/req the RSS per connection (Herald's in a Herald"
+echo " started for it, SwiftNIO's after its run), peakMiB the RSS with them all open; the fake rows are"
 echo " what the fake answers alone, driven with the same concurrency: Herald's rows must stay below them)"
 for r in "${results[@]}"; do echo "$r"; done
