@@ -20,17 +20,24 @@ sed "s#./data/#$scratch/#" config.yaml > "$scratch/config.yaml"
 rm -rf "$scratch"
 
 pgdir=""
+# The tests' scratch files (keys, stores, logs of the processes they start) go to one directory,
+# removed when the run ends, whatever its outcome.
+testtmp=$(mktemp -d "${TMPDIR:-/tmp}/herald-tests.XXXXXX")
+cleanup() {
+  rm -rf "$testtmp"
+  if [ -n "$pgdir" ]; then scripts/postgres.sh stop "$pgdir"; fi
+}
+trap cleanup EXIT
 if [ -z "${HERALD_TEST_POSTGRES_URL:-}" ] && [ "$(id -u)" -eq 0 ]; then
   if out=$(scripts/postgres.sh); then
     export HERALD_TEST_POSTGRES_URL=${out%% *}
     pgdir=${out#* }
     [ -f "$pgdir/ca.pem" ] && export HERALD_TEST_POSTGRES_CA="$pgdir/ca.pem"
-    trap 'scripts/postgres.sh stop "$pgdir"' EXIT
     echo "PostgreSQL for the store tests: $HERALD_TEST_POSTGRES_URL"
   fi
 fi
 [ -n "${HERALD_TEST_POSTGRES_URL:-}" ] || echo "note: no PostgreSQL; the PostgreSQL store tests are skipped" >&2
-swift test --skip-build
+TMPDIR=$testtmp swift test --skip-build
 
 # The package unpacks into an empty directory and runs there.
 scripts/test-package.sh
