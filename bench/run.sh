@@ -8,8 +8,9 @@
 # With ONLY=regex, only the runs whose names match are made (the bare SwiftNIO baseline always is):
 # ONLY='apns' for a quick A/B of the APNs rows.
 #
-# With PROFILE_DIR=dir, each run of Herald is also sampled with `perf`: its hottest symbols, the
-# frames with the largest inclusive share, and folded stacks for a flame graph go to dir.
+# With PROFILE_DIR=dir, each run of Herald is also sampled with `perf`: its hottest symbols, its
+# samples per library, the frames with the largest inclusive share, and folded stacks for a flame
+# graph go to dir.
 #
 # Everything listens on 127.0.0.1 only. Figures from one run are comparable with each other;
 # the machines are shared, so compare ratios, not absolute numbers across runs.
@@ -137,9 +138,13 @@ wait_http "http://127.0.0.1:$HELLO_PORT/"
 
 results=()
 wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]] || [[ $1 == swiftnio* ]]; }
-# run NAME PID URL BODYFILE [LUA]: one wrk run with a fixed body, or with a Lua script of its own.
+# run NAME PID URL BODYFILE [LUA] [RATE]: one wrk run with a fixed body, or with a Lua script of its
+# own. With RATE (requests/s), the run is paced: each connection waits a random, exponentially
+# distributed time (mean CONNECTIONS/RATE) before each request, so requests arrive about as a
+# Poisson stream of RATE/s instead of as fast as Herald answers.
+declare -A rates=()
 run() {
-  local name=$1 pid=$2 url=$3 body=$4 script=${5:-}
+  local name=$1 pid=$2 url=$3 body=$4 script=${5:-} rate=${6:-}
   wanted "$name" || return 0
   if [ -n "$script" ]; then
     cp "$script" "$work/post.lua"
@@ -150,8 +155,14 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = io.open("$body"):read("*a")
 LUA
   fi
-  # Warm up (not for scripted runs, whose requests must all be new).
-  [ -n "$script" ] || wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null
+  if [ -n "$rate" ]; then
+    cat >> "$work/post.lua" <<LUA
+local mean_ms = $CONNECTIONS * 1000 / $rate
+function delay() return -mean_ms * math.log(1 - math.random()) end
+LUA
+  fi
+  # Warm up (not for scripted runs, whose requests must all be new, nor for paced ones).
+  [ -n "$script" ] || [ -n "$rate" ] || wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null
   local before after out
   before=$(cpu_ticks "$pid")
   local perf_pid=""
@@ -166,6 +177,8 @@ LUA
     mkdir -p "$PROFILE_DIR"
     perf report -i "$work/$name.perf" --no-children --stdio --percent-limit 0.5 -g none 2>/dev/null \
       | grep -v '^$' > "$PROFILE_DIR/${name// /-}.txt" || true
+    perf report -i "$work/$name.perf" --no-children --stdio --sort dso -g none 2>/dev/null \
+      | grep -v '^#' | grep -v '^$' > "$PROFILE_DIR/${name// /-}.dso.txt" || true
     perf script -i "$work/$name.perf" 2>/dev/null > "$work/$name.script" || true
     python3 bench/perf-fold.py < "$work/$name.script" > "$PROFILE_DIR/${name// /-}.folded" || true
     python3 bench/perf-fold.py --top 60 < "$work/$name.script" > "$PROFILE_DIR/${name// /-}.top.txt" || true
@@ -178,20 +191,30 @@ LUA
   requests=$(awk '/requests in/ {print $1}' <<<"$out")
   errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
   cpu=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($after-$before)/t/max($requests,1)*1e6:.0f}')")
+  rates[$name]=$rps
   results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "$rps" "$p50" "$p99" "${cpu}µs" "$(peak_rss_mib "$pid")" "${errors:-0}")")
 }
+# half NAME: half the requests/s that the run NAME reached (the rate of its paced run).
+half() { python3 -c "print(max(1, int(float('${rates[$1]:-0}') / 2)))"; }
 
 NOTIFY="http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify"
 run "herald webpush" "$HERALD_PID" "$NOTIFY" "$work/webpush.json"
 run "herald apns" "$HERALD_PID" "$NOTIFY" "$work/apns.json"
 run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
+# The same notifies at half the rate each reached above: latency without the queue that 64
+# connections in a closed loop build on two shared cores.
+for row in webpush apns "fcm v1"; do
+  if wanted "herald $row" && wanted "herald $row half"; then
+    run "herald $row half" "$HERALD_PID" "$NOTIFY" "$work/${row%% *}.json" "" "$(half "herald $row")"
+  fi
+done
 run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
 run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 
 if wanted "herald status push" || wanted "herald status 1M regs"; then
 # Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
-# Two halves of distinct messages: one per status run (an answered message would be a cache hit).
-"$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 120000 2>>"$work/fakes.log"
+# Three thirds of distinct messages: one per status run (an answered message would be a cache hit).
+"$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 180000 2>>"$work/fakes.log"
 status_lua() {
 cat > "$work/status$1.lua" <<LUA
 local f = io.open("$work/status-requests.bin", "rb")
@@ -210,15 +233,20 @@ function setup(thread) thread:set("offset", threads); threads = threads + 1 end
 local n = 0
 function request()
   n = n + 1
-  local half = math.floor(#bodies / 2)
-  local body = bodies[((n * $THREADS + offset) % half) + 1 + $1 * half]
+  local third = math.floor(#bodies / 3)
+  local body = bodies[((n * $THREADS + offset) % third) + 1 + $1 * third]
   return wrk.format("POST", "/_status/v1/message", {["Content-Type"] = "application/x-protobuf"}, body)
 end
 LUA
 }
 status_lua 0
 status_lua 1
+status_lua 2
 run "herald status push" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status0.lua"
+if wanted "herald status push half"; then
+  run "herald status push half" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status2.lua" \
+    "$(half "herald status push")"
+fi
 # The same push requests against a store that also holds STATUS_REGISTRATIONS other registrations
 # (default 1 000 000): a push request must cost the same as with a few.
 python3 - "$work/status.sqlite" "${STATUS_REGISTRATIONS:-1000000}" <<'PY'
@@ -381,5 +409,6 @@ echo " second Herald: req/s there is transactions pushed per second, non-2xx the
 echo " the apns N dev rows send N devices per request: cpu/req there is per request; the idle rows' req/s"
 echo " column is the number of connections held open, and cpu/req the RSS per connection (Herald's in a Herald"
 echo " started for it, SwiftNIO's after its run), peakMiB the RSS with them all open; the fake rows are"
-echo " what the fake answers alone, driven with the same concurrency: Herald's rows must stay below them)"
+echo " what the fake answers alone, driven with the same concurrency: Herald's rows must stay below them;"
+echo " the half rows are paced at half the rate of the run above them, as a Poisson stream)"
 for r in "${results[@]}"; do echo "$r"; done
