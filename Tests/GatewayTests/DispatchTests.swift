@@ -42,6 +42,20 @@ import Testing
         #expect(concurrent == 3)
     }
 
+    /// docs/architecture.md, "One thread per request": a request is handled on its connection's
+    /// event loop, devices and all, not handed to Swift's cooperative pool.
+    @Test func aRequestIsHandledOnItsConnectionsEventLoop() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let response = try await herald.notify(
+            notifyBody(devices: [device("accept-1"), device("accept-2"), device("accept-3", app: "com.example.other")]))
+        await herald.stop()
+        #expect(response.status == 200)
+        #expect(probe.loops.count == 3)
+        #expect(probe.loops.allSatisfy { $0 != nil })
+        #expect(Set(probe.loops).count == 1)
+    }
+
     @Test(arguments: [["fail", "reject"], ["reject", "fail"], ["accept", "fail", "reject"]])
     func aFailedDeviceGives502ButKeepsTheKnownRejections(_ keys: [String]) async throws {
         let probe = Probe()

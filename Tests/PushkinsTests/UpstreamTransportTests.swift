@@ -1,7 +1,9 @@
+import Crypto
 import Foundation
 import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Testing
 
 @testable import Pushkins
@@ -24,6 +26,7 @@ import Testing
         let server = try await EchoHTTP1Server.start()
         var options = EchoHTTP1Server.Options()
         options.delay = .milliseconds(20)
+        options.holdAnswersUntilInFlight = 3
         server.set(options)
         let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxConnections: 3))
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
@@ -95,6 +98,63 @@ import Testing
         await transport.shutdown()
         await proxy.stop()
         await server.stop()
+    }
+
+    /// docs/architecture.md, "One thread per request": a connection is opened on the event loop of
+    /// the request that needs it, and an idle one on the request's own loop is taken first.
+    @Test func connectionsOpenOnTheRequestsEventLoopAndAreReusedThereFirst() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = Array(group.makeIterator())
+        let server = try await EchoHTTP1Server.start()
+        var options = EchoHTTP1Server.Options()
+        options.holdAnswersUntilInFlight = 2
+        server.set(options)
+        let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxConnections: 2))
+        func post(on loop: any EventLoop, _ path: String) async throws -> String {
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+                try await String(buffer: self.post(transport, server.baseURL, path, "").body)
+            }
+        }
+        // Two requests at once, one from each loop: a connection each, on its requester's loop.
+        async let first = post(on: loops[0], "/0")
+        async let second = post(on: loops[1], "/1")
+        #expect(try await [first, second] == ["/0 ", "/1 "])
+        let idle = transport.idleConnectionLoops
+        #expect(Set(idle.map { ObjectIdentifier($0 as AnyObject) }) == Set(loops.map { ObjectIdentifier($0 as AnyObject) }))
+        // A request from the loop whose connection is not the last idle one takes its own, not the last.
+        guard let own = idle.first, let other = idle.last else { return }
+        options.delay = .seconds(2)
+        server.set(options)
+        async let third = post(on: own, "/2")
+        let deadline = ContinuousClock.now + .seconds(2)
+        while transport.idleConnectionLoops.count > 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(transport.idleConnectionLoops.map { ObjectIdentifier($0 as AnyObject) } == [ObjectIdentifier(other as AnyObject)])
+        #expect(try await third == "/2 ")
+        #expect(server.connections == 2)
+        await transport.shutdown()
+        await server.stop()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func anHTTP2UpstreamOpensItsConnectionOnTheEventLoopItIsGiven() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = Array(group.makeIterator())
+        let pki = try TestPKI(directory: Self.directory())
+        let apns = try await FakeAPNs.start(
+            pki: pki, topic: "org.example.app", auth: .token(keyId: "K", teamId: "T", publicKey: P256.Signing.PrivateKey().publicKey))
+        let transport = try HTTP2Upstream(
+            origin: apns.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration(),
+            eventLoop: loops[1])
+        // Sent from the other loop: the connection still lives on the one given (no JWT, so APNs answers 403).
+        let response = try await withTaskExecutorPreference(EventLoopTaskExecutor(loops[0])) {
+            try await post(transport, apns.baseURL, "/3/device/\(String(repeating: "ab", count: 32))", "{}")
+        }
+        #expect(response.status == 403)
+        #expect(try await loops[1].submit { transport.isOnCurrentEventLoop }.get())
+        #expect(try await !loops[0].submit { transport.isOnCurrentEventLoop }.get())
+        await transport.shutdown()
+        await apns.stop()
+        try await group.shutdownGracefully()
     }
 
     @Test func overHTTPSTheServerIsVerifiedWithTheExtraCA() async throws {

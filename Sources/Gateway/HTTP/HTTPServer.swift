@@ -104,7 +104,7 @@ public final class HTTPServer: Sendable {
                             group.addTask { await self.turnAway(connection) }
                             continue
                         }
-                        group.addTask {
+                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
                             await self.serve(connection)
                             self.openConnections.add(-1)
                         }

@@ -12,6 +12,9 @@ public final class EchoHTTP1Server: Sendable {
     public struct Options: Sendable {
         public var delay: TimeAmount = .zero
         public var closeAfterEachAnswer = false
+        /// Answers wait until this many requests are in flight at once (at most `holdLimit`),
+        /// then go out after `delay`: a test of a pool's concurrency that does not depend on timing.
+        public var holdAnswersUntilInFlight = 0
         public init() {}
     }
 
@@ -21,7 +24,12 @@ public final class EchoHTTP1Server: Sendable {
         var inFlight = 0
         var maxInFlight = 0
         var requests = 0
+        var held: [@Sendable () -> Void] = []
+        var holding = true
     }
+
+    /// How long answers are held at most for `holdAnswersUntilInFlight`.
+    static let holdLimit: TimeAmount = .seconds(10)
 
     public let port: Int
     private let channel: any Channel
@@ -91,28 +99,48 @@ public final class EchoHTTP1Server: Sendable {
             case .body(var chunk):
                 body.writeBuffer(&chunk)
             case .end:
-                let options = shared.state.withLock { state -> Options in
-                    state.requests += 1
-                    state.inFlight += 1
-                    state.maxInFlight = max(state.maxInFlight, state.inFlight)
-                    return state.options
-                }
                 let answer = ByteBuffer(string: "\(path) \(String(buffer: body))")
                 let channel = context.channel
                 let shared = self.shared
-                context.eventLoop.scheduleTask(in: options.delay) {
-                    shared.state.withLock { $0.inFlight -= 1 }
-                    var headers = HTTPHeaders()
-                    headers.add(name: "Content-Length", value: String(answer.readableBytes))
-                    if options.closeAfterEachAnswer { headers.add(name: "Connection", value: "close") }
-                    channel.write(
-                        HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)), promise: nil)
-                    channel.write(HTTPServerResponsePart.body(.byteBuffer(answer)), promise: nil)
-                    channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in
-                        if options.closeAfterEachAnswer { channel.close(promise: nil) }
+                let options = shared.state.withLock { $0.options }
+                let reply: @Sendable () -> Void = {
+                    channel.eventLoop.scheduleTask(in: options.delay) {
+                        shared.state.withLock { $0.inFlight -= 1 }
+                        var headers = HTTPHeaders()
+                        headers.add(name: "Content-Length", value: String(answer.readableBytes))
+                        if options.closeAfterEachAnswer { headers.add(name: "Connection", value: "close") }
+                        channel.write(
+                            HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)),
+                            promise: nil)
+                        channel.write(HTTPServerResponsePart.body(.byteBuffer(answer)), promise: nil)
+                        channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in
+                            if options.closeAfterEachAnswer { channel.close(promise: nil) }
+                        }
+                    }
+                }
+                let (now, firstHeld) = shared.state.withLock { state -> ([@Sendable () -> Void], Bool) in
+                    state.requests += 1
+                    state.inFlight += 1
+                    state.maxInFlight = max(state.maxInFlight, state.inFlight)
+                    guard options.holdAnswersUntilInFlight > 0, state.holding else { return ([reply], false) }
+                    state.held.append(reply)
+                    guard state.inFlight >= options.holdAnswersUntilInFlight else { return ([], state.held.count == 1) }
+                    return (Self.release(&state), false)
+                }
+                now.forEach { $0() }
+                if firstHeld {
+                    context.eventLoop.scheduleTask(in: EchoHTTP1Server.holdLimit) {
+                        shared.state.withLock { Self.release(&$0) }.forEach { $0() }
                     }
                 }
             }
+        }
+
+        /// Ends the hold: the held answers, to be sent.
+        private static func release(_ state: inout State) -> [@Sendable () -> Void] {
+            state.holding = false
+            defer { state.held = [] }
+            return state.held
         }
     }
 }

@@ -8,7 +8,7 @@ import Synchronization
 /// `max_connections` requests in flight (further ones wait their turn), each on a connection of
 /// its own, an idle one reused before a new one is opened. A connection's single handler
 /// (`HTTP1Exchange`) writes the request and collects the answer on its event loop, so a request
-/// costs one hop there and one back (docs/architecture.md, "The upstream-call path").
+/// costs at most one hop there and one back (docs/architecture.md, "The upstream-call path").
 ///
 /// Connections idle for 60 s are closed, as is one the server will not keep open, one that failed
 /// or timed out. `request_timeout` bounds each request from the moment it is sent for, and
@@ -96,18 +96,24 @@ public final class HTTP1Upstream: UpstreamTransport {
         return HTTPRequestHead(version: .http1_1, method: request.method, uri: try origin.path(of: request.url), headers: headers)
     }
 
-    /// An idle connection that is still open, or a new one.
+    /// An idle connection that is still open, or a new one. Idle connections on the caller's own
+    /// event loop come first, and a new one is opened there: a request then stays on one thread
+    /// (docs/architecture.md, "One thread per request").
     private func connection() async throws -> any Channel {
         while true {
             let reused = try state.withLock { state -> (any Channel)? in
                 if state.shutDown { throw UpstreamConnectionError.shutDown }
+                if let local = state.idle.lastIndex(where: { $0.eventLoop.inEventLoop }) {
+                    return state.idle.remove(at: local)
+                }
                 return state.idle.popLast()
             }
             guard let reused else { break }
             if reused.isActive { return reused }
         }
         let maxBodyBytes = settings.maxResponseBytes
-        let channel = try await connector.connect(on: MultiThreadedEventLoopGroup.singleton.next()) { channel in
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
+        let channel = try await connector.connect(on: loop) { channel in
             let operations = channel.pipeline.syncOperations
             try operations.addHTTPClientHandlers()
             try operations.addHandler(IdleStateHandler(allTimeout: Self.idleTimeout))
@@ -126,6 +132,9 @@ public final class HTTP1Upstream: UpstreamTransport {
         channel.closeFuture.whenComplete { _ in self.forget(channel) }
         return channel
     }
+
+    /// The event loops of the idle connections, oldest first (for tests and diagnostics).
+    var idleConnectionLoops: [any EventLoop] { state.withLock { $0.idle.map(\.eventLoop) } }
 
     private func putBack(_ channel: any Channel) {
         let kept = state.withLock { state -> Bool in

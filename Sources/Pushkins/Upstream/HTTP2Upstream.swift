@@ -8,7 +8,8 @@ import Synchronization
 
 /// One long-lived HTTP/2 connection over TLS to one origin, on SwiftNIO directly: each request is a
 /// stream with a single handler (`HTTP2Exchange`) that writes it and collects the answer on the
-/// connection's event loop, so a request costs one hop there and one back (docs/architecture.md, "The upstream-call path").
+/// connection's event loop, so a request costs at most one hop there and one back
+/// (docs/architecture.md, "The upstream-call path").
 ///
 /// The connection is opened on the first request, through the outbound proxy's CONNECT tunnel
 /// unless the host is in its `NO_PROXY` list. Once it closes or the server sends GOAWAY, the next
@@ -20,6 +21,8 @@ public final class HTTP2Upstream: UpstreamTransport {
     public let settings: UpstreamSettings
     private let origin: UpstreamOrigin
     private let connector: UpstreamConnector
+    /// Where connections are opened; without one, on the requesting event loop.
+    private let eventLoop: (any EventLoop)?
     private let state = Mutex(State.idle)
 
     private struct Connection: Sendable {
@@ -34,12 +37,14 @@ public final class HTTP2Upstream: UpstreamTransport {
         case shutDown
     }
 
-    /// `origin` is `https://host[:port]`.
-    public init(origin: String, settings: UpstreamSettings, tls: TLSConfiguration) throws {
+    /// `origin` is `https://host[:port]`. Connections are opened on `eventLoop`, or without one on
+    /// the event loop of the request that opens them.
+    public init(origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil) throws {
         let parsed = try UpstreamOrigin(origin)
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }
         self.settings = settings
         self.origin = parsed
+        self.eventLoop = eventLoop
         var tls = tls
         tls.applicationProtocols = ["h2"]
         connector = UpstreamConnector(
@@ -76,6 +81,14 @@ public final class HTTP2Upstream: UpstreamTransport {
         }
     }
 
+    /// Whether the connection is ready and lives on the calling thread's event loop.
+    var isOnCurrentEventLoop: Bool {
+        state.withLock { state in
+            if case .ready(let connection) = state { return connection.channel.eventLoop.inEventLoop }
+            return false
+        }
+    }
+
     public func shutdown() async {
         let current = state.withLock { state -> Connection? in
             defer { state = .shutDown }
@@ -104,7 +117,7 @@ public final class HTTP2Upstream: UpstreamTransport {
             case .shutDown:
                 return .fail
             case .idle, .ready:
-                let loop = MultiThreadedEventLoopGroup.singleton.next()
+                let loop = eventLoop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
                 let promise = loop.makePromise(of: Connection.self)
                 state = .connecting(promise.futureResult)
                 return .open(promise)

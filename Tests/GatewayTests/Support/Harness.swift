@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Pushkins
 import Synchronization
 import Testing
@@ -158,6 +159,8 @@ final class ProbePushkin: Pushkin {
 final class Probe: Sendable {
     private struct State {
         var seen: [String] = []
+        /// For each dispatch, the event loop whose thread ran it (nil: a thread of Swift's pool).
+        var loops: [ObjectIdentifier?] = []
         var active = 0
         var maxActive = 0
         var released = false
@@ -165,8 +168,10 @@ final class Probe: Sendable {
     private let state = Mutex(State())
 
     func begin(_ key: String) {
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0 as AnyObject) }
         state.withLock {
             $0.seen.append(key)
+            $0.loops.append(loop)
             $0.active += 1
             $0.maxActive = max($0.maxActive, $0.active)
         }
@@ -188,6 +193,7 @@ final class Probe: Sendable {
         }
     }
     var seen: [String] { state.withLock { $0.seen } }
+    var loops: [ObjectIdentifier?] { state.withLock { $0.loops } }
     var maxActive: Int { state.withLock { $0.maxActive } }
     var active: Int { state.withLock { $0.active } }
 }
