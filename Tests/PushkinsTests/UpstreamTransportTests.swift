@@ -157,6 +157,39 @@ import Testing
         try await group.shutdownGracefully()
     }
 
+    /// The fake APNs verifies each distinct provider token once (as Apple does, since a token is
+    /// reused for up to an hour); a forged or expired token is still refused after a good one.
+    @Test func theFakeAPNsStillRefusesForgedAndExpiredTokensAfterAcceptingAGoodOne() async throws {
+        let pki = try TestPKI(directory: Self.directory())
+        let key = P256.Signing.PrivateKey()
+        let apns = try await FakeAPNs.start(
+            pki: pki, topic: "org.example.app", auth: .token(keyId: "K", teamId: "T", publicKey: key.publicKey))
+        let transport = try HTTP2Upstream(
+            origin: apns.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration())
+        func send(_ token: String) async throws -> String {
+            var headers = HTTPHeaders()
+            headers.add(name: "authorization", value: "bearer \(token)")
+            headers.add(name: "apns-topic", value: "org.example.app")
+            let response = try await transport.send(
+                UpstreamRequest(
+                    url: apns.baseURL + "/3/device/" + String(repeating: "ab", count: 32), headers: headers,
+                    body: ByteBuffer(string: #"{"aps":{}}"#)))
+            return "\(response.status) \(response.bodyText)"
+        }
+        let good = try APNsProviderToken(key: key, keyId: "K", teamId: "T").token()
+        let forged = try APNsProviderToken(key: P256.Signing.PrivateKey(), keyId: "K", teamId: "T").token()
+        let expired = try APNsProviderToken(key: key, keyId: "K", teamId: "T").token(now: Date() - 7200)
+        let otherTeam = try APNsProviderToken(key: key, keyId: "K", teamId: "U").token()
+        #expect(try await send(good) == "200 ")
+        #expect(try await send(forged) == #"403 {"reason":"InvalidProviderToken"}"#)
+        #expect(try await send(good) == "200 ")
+        #expect(try await send(expired) == #"403 {"reason":"ExpiredProviderToken"}"#)
+        #expect(try await send(otherTeam) == #"403 {"reason":"InvalidProviderToken"}"#)
+        #expect(apns.received.map(\.status) == [200, 403, 200, 403, 403])
+        await transport.shutdown()
+        await apns.stop()
+    }
+
     @Test func overHTTPSTheServerIsVerifiedWithTheExtraCA() async throws {
         let pki = try TestPKI(directory: Self.directory())
         let server = try await EchoHTTP1Server.start(tls: pki)

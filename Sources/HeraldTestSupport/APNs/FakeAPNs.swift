@@ -54,6 +54,7 @@ public final class FakeAPNs: Sendable {
     }
 
     private let state = Mutex(State())
+    fileprivate let verifiedTokens = Mutex<[String: (header: JSONValue, claims: JSONValue)]>([:])
     public let topic: String
     public let auth: Auth
     public let port: Int
@@ -157,35 +158,73 @@ public final class FakeAPNs: Sendable {
         var drop = false
     }
 
-    fileprivate func handle(head: HTTPRequestHead, body: [UInt8], connection: Int) async -> Reply {
+    /// The answer to one request, computed on the stream's event loop; only a behaviour that waits
+    /// (`.delay`) runs in a task.
+    fileprivate func answer(head: HTTPRequestHead, body: [UInt8], connection: Int, on eventLoop: any EventLoop)
+        -> EventLoopFuture<Reply>
+    {
         state.withLock {
             $0.streamsInFlight += 1
             $0.maxStreamsInFlight = max($0.maxStreamsInFlight, $0.streamsInFlight)
         }
-        defer { state.withLock { $0.streamsInFlight -= 1 } }
-        var headers: [String: String] = [:]
-        for (name, value) in head.headers { headers[name.lowercased()] = value }
+        var lowercased: [String: String] = [:]
+        for (name, value) in head.headers { lowercased[name.lowercased()] = value }
+        let headers = lowercased
         let prefix = "/3/device/"
         let token = head.uri.hasPrefix(prefix) ? String(head.uri.dropFirst(prefix.count)) : ""
-        var reply = check(head: head, headers: headers, token: token, body: body)
-        if reply == nil {
+        let reply: EventLoopFuture<Reply>
+        if let refused = check(head: head, headers: headers, token: token, body: body) {
+            reply = eventLoop.makeSucceededFuture(refused)
+        } else {
             let (behavior, index) = state.withLock { s -> (Behavior, Int) in
                 let n = s.served[token, default: 0]
                 s.served[token] = n + 1
                 return (s.behaviors[token] ?? s.defaultBehavior, n)
             }
-            reply = await perform(behavior, index: index)
+            if let now = performAtOnce(behavior, index: index) {
+                reply = eventLoop.makeSucceededFuture(now)
+            } else {
+                let promise = eventLoop.makePromise(of: Reply.self)
+                promise.completeWithTask { await self.perform(behavior, index: index) }
+                reply = promise.futureResult
+            }
         }
-        let final = reply ?? Reply(status: 200)
-        state.withLock { $0.answered += 1 }
-        guard recordRequests else { return final }
+        return reply.map { final in
+            self.finish(final, token: token, headers: headers, body: body, connection: connection)
+            return final
+        }
+    }
+
+    private func finish(_ reply: Reply, token: String, headers: [String: String], body: [UInt8], connection: Int) {
+        state.withLock {
+            $0.streamsInFlight -= 1
+            $0.answered += 1
+        }
+        guard recordRequests else { return }
         state.withLock {
             $0.received.append(
                 Received(
                     token: token, headers: headers, body: body, payload: try? JSONParser.parse(body), connection: connection,
-                    status: final.status, reason: final.reason))
+                    status: reply.status, reason: reply.reason))
         }
-        return final
+    }
+
+    /// The reply of a behaviour that does not wait, or nil for one that does.
+    private func performAtOnce(_ behavior: Behavior, index: Int) -> Reply? {
+        switch behavior {
+        case .accept: return Reply(status: 200)
+        case .fail(let status, let reason, let retryAfter): return Reply(status: status, reason: reason, retryAfter: retryAfter)
+        case .sequence(let list):
+            guard let last = list.last else { return Reply(status: 200) }
+            return performAtOnce(index < list.count ? list[index] : last, index: 0)
+        case .delay: return nil
+        case .goAway(let then):
+            guard var reply = performAtOnce(then, index: index) else { return nil }
+            reply.goAway = true
+            return reply
+        case .dropConnection:
+            return Reply(status: 0, drop: true)
+        }
     }
 
     private func perform(_ behavior: Behavior, index: Int) async -> Reply {
@@ -216,7 +255,7 @@ public final class FakeAPNs: Sendable {
             guard let bearer = headers["authorization"], bearer.hasPrefix("bearer ") else {
                 return Reply(status: 403, reason: "MissingProviderToken")
             }
-            guard let (header, claims) = JWT.verifyES256(String(bearer.dropFirst(7)), publicKey: publicKey),
+            guard let (header, claims) = verifiedProviderToken(String(bearer.dropFirst(7)), publicKey: publicKey),
                 header["alg"] == "ES256", header["kid"]?.stringValue == keyId, claims["iss"]?.stringValue == teamId,
                 let iat = claims["iat"]?.pythonInt
             else {
@@ -235,6 +274,21 @@ public final class FakeAPNs: Sendable {
         if body.count > 4096 { return Reply(status: 413, reason: "PayloadTooLarge") }
         guard case .object? = try? JSONParser.parse(body) else { return Reply(status: 400, reason: "PayloadEmpty") }
         return nil
+    }
+}
+
+extension FakeAPNs {
+    /// The token's header and claims if its signature verifies. A provider token is reused for up
+    /// to an hour, so, like Apple, the fake verifies each distinct token once; its claims are still
+    /// checked on every request.
+    fileprivate func verifiedProviderToken(_ jwt: String, publicKey: P256.Signing.PublicKey) -> (header: JSONValue, claims: JSONValue)? {
+        if let known = verifiedTokens.withLock({ $0[jwt] }) { return known }
+        guard let verified = JWT.verifyES256(jwt, publicKey: publicKey) else { return nil }
+        verifiedTokens.withLock {
+            if $0.count >= 64 { $0.removeAll() }
+            $0[jwt] = verified
+        }
+        return verified
     }
 }
 
@@ -268,9 +322,7 @@ private final class StreamHandler: ChannelInboundHandler {
             let body = self.body
             let connection = self.connection
             let bound = NIOLoopBound((context, self), eventLoop: context.eventLoop)
-            let promise = context.eventLoop.makePromise(of: FakeAPNs.Reply.self)
-            promise.completeWithTask { await fake.handle(head: head, body: body, connection: connection) }
-            promise.futureResult.whenSuccess { reply in
+            fake.answer(head: head, body: body, connection: connection, on: context.eventLoop).whenSuccess { reply in
                 let (context, handler) = bound.value
                 if reply.drop {
                     context.channel.parent?.close(promise: nil)
