@@ -10,10 +10,18 @@ let strict: [SwiftSetting] =
 
 /// On Linux, `herald` is linked by LLD (shipped with the toolchain) with packed relative
 /// relocations (DT_RELR, glibc 2.36 and later). Gold's 2 MiB relocation table, read by the dynamic
-/// loader at every start, becomes 0.5 MiB: an idle Herald is about 3 MiB smaller in resident memory
-/// (docs/operations.md, "Memory").
-let compactRelocations: [LinkerSetting] = [
-    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux]))
+/// loader at every start, becomes 0.5 MiB: an idle Herald is about 3 MiB smaller in resident memory.
+/// LLD also lays out first, together, the functions that start-up and the request paths run
+/// (scripts/herald.order, made by bench/order.sh); with one section per function, as
+/// scripts/release-build.sh compiles, far less of the binary becomes resident (docs/operations.md,
+/// "Memory"). Without function sections the order has nothing to move, and nothing changes.
+let compactLayout: [LinkerSetting] = [
+    .unsafeFlags(
+        [
+            "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+            "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/scripts/herald.order",
+            "-Xlinker", "--no-warn-symbol-ordering",
+        ], .when(platforms: [.linux]))
 ]
 
 let package = Package(
@@ -155,7 +163,7 @@ let package = Package(
                 "Pushkins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            linkerSettings: compactRelocations
+            linkerSettings: compactLayout
         ),
         .target(
             name: "HeraldTestSupport",

@@ -24,12 +24,12 @@ scripts/deps.sh
 # Room for the idle-connection run (10 000 sockets on each side).
 ulimit -n 65536 2>/dev/null || true
 echo "Building (release)…" >&2
-swift build -c release --product herald >&2
-swift build -c release --product herald-fakes >&2
-swift build -c release --product bench-hello >&2
-BIN=$(swift build -c release --show-bin-path)
+scripts/release-build.sh herald herald-fakes bench-hello >&2
+BIN=$(scripts/release-build.sh --show-bin-path)
 # HERALD=path runs another build of Herald against the same fakes (an A/B comparison).
 HERALD=${HERALD:-$BIN/herald}
+# FAKES=path likewise runs another build of the fake upstreams.
+FAKES=${FAKES:-$BIN/herald-fakes}
 
 work=$(mktemp -d)
 pids=()
@@ -42,7 +42,7 @@ cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 
 # Fake upstreams: Web Push, APNs (HTTP/2 + TLS, JWT checks), FCM (OAuth + v1).
-"$BIN/herald-fakes" --directory "$work/fakes" --adamant-devices "${ADAMANT_DEVICES:-10000}" 2>"$work/fakes.log" &
+"$FAKES" --directory "$work/fakes" --adamant-devices "${ADAMANT_DEVICES:-10000}" 2>"$work/fakes.log" &
 pids+=($!)
 for _ in $(seq 1 400); do [ -s "$work/fakes/fakes.json" ] && break; sleep 0.05; done
 fake() { python3 -c "import json,sys; d=json.load(open('$work/fakes/fakes.json')); print(eval('d'+sys.argv[1]))" "$1"; }
@@ -214,7 +214,7 @@ run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 if wanted "herald status push" || wanted "herald status 1M regs"; then
 # Status push requests: distinct signed messages (signature recovery, store lookups, APNs delivery).
 # Three thirds of distinct messages: one per status run (an answered message would be a cache hit).
-"$BIN/herald-fakes" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 180000 2>>"$work/fakes.log"
+"$FAKES" --directory "$work" --status-load "http://127.0.0.1:$HERALD_PORT" --count 180000 2>>"$work/fakes.log"
 status_lua() {
 cat > "$work/status$1.lua" <<LUA
 local f = io.open("$work/status-requests.bin", "rb")
@@ -396,7 +396,7 @@ if wanted "idle keep-alive conns"; then results+=("$(idle_row "swiftnio idle con
 # own transports with as many requests in flight as wrk's connections (no gateway in between).
 for target in apns fcm; do
   if wanted "herald $target"; then
-    rate=$("$BIN/herald-fakes" --directory "$work/fakes" --drive "$target" --seconds "$DURATION" --concurrency "$CONNECTIONS")
+    rate=$("$FAKES" --directory "$work/fakes" --drive "$target" --seconds "$DURATION" --concurrency "$CONNECTIONS")
     results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "fake $target alone" "$rate" - - - - 0)")
   fi
 done

@@ -9,10 +9,13 @@ cd "$(dirname "$0")/.."
 out=${1:-dist}
 configuration=${HERALD_PACKAGE_CONFIGURATION:-release}
 scripts/deps.sh
-flags=(-c "$configuration" --product herald)
-[ "$configuration" = release ] && flags+=(--static-swift-stdlib)
-swift build "${flags[@]}" >&2
-bin=$(swift build -c "$configuration" --show-bin-path)
+if [ "$configuration" = release ]; then
+  scripts/release-build.sh herald -- --static-swift-stdlib >&2
+  bin=$(scripts/release-build.sh --show-bin-path)
+else
+  swift build -c "$configuration" --product herald >&2
+  bin=$(swift build -c "$configuration" --show-bin-path)
+fi
 version=$("$bin/herald" --version | awk '{print $1}')
 name="herald-$version-linux-$(uname -m)"
 stage=$(mktemp -d)

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-swift build -c release --product herald >&2
-bin=$(swift build -c release --show-bin-path)
+scripts/release-build.sh herald >&2
+bin=$(scripts/release-build.sh --show-bin-path)
 git rev-parse HEAD > "$bin/herald.commit" 2>/dev/null || true
 exec "$bin/herald" serve --config "${1:-config.yaml}"
