@@ -14,7 +14,8 @@
 # bench/order.py lists the functions on those pages, in the order they were first touched.
 #
 #   bench/order.sh [seconds per run, default 3]   (as root: it sets the disk's read-ahead)
-# A second run, on the binary laid out by the first, lists fewer functions that never run.
+# Every function on a touched page is listed, run or not; a second run on the binary laid out by the
+# first does not make the list shorter (measured: 1 476 then 1 571 pages), so one run is enough.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
