@@ -20,17 +20,15 @@ import Testing
         let log: String
 
         static func launch(_ binary: String, config: String, log: String) throws -> Herald {
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             let process = try ChildProcess.launch(binary, ["serve", "--config", config], error: log)
             return Herald(process: process, log: log)
         }
 
         var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
-        func kill(_ signal: Int32) {
-            Glibc.kill(process.processIdentifier, signal)
-            process.waitUntilExit()
-        }
+        /// Sends `signal` and waits for the process to end.
+        func kill(_ signal: Int32) async { await process.stop(signal) }
     }
 
     func config(_ dir: String, node: FakeAdamantNode, apns: FakeAPNs, dev: FakeAPNs, store: String) throws -> String {
@@ -83,7 +81,7 @@ import Testing
         let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite")
         #expect(try await AdamantEndToEndTests.eventually { try await !store.pushed(among: ["\(one.id):apns:\(token)"]).isEmpty })
         await store.close()
-        first.kill(SIGKILL)
+        await first.kill(SIGKILL)
 
         let two = try node.addChat(from: sender, to: user)  // while no Herald runs
         let second = try Herald.launch(binary, config: path, log: "\(dir)/second.log")
@@ -91,7 +89,7 @@ import Testing
         let three = try node.addChat(from: sender, to: user)
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 3 })
         try await Task.sleep(for: .milliseconds(300))
-        second.kill(SIGTERM)
+        await second.kill(SIGTERM)
         await node.stop()
         await apns.stop()
         await dev.stop()
@@ -122,7 +120,7 @@ import Testing
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 1 })
         #expect(!follower.output.contains("ADAMANT polling lease taken"))  // one instance polls
         #expect(try await committed(store: store, key: "\(one.id):apns:\(token)"))
-        leader.kill(SIGKILL)
+        await leader.kill(SIGKILL)
 
         let two = try node.addChat(from: sender, to: user)
         let killed = ContinuousClock.now
@@ -130,7 +128,7 @@ import Testing
         #expect(ContinuousClock.now - killed < .seconds(5))  // taken over within seconds
         #expect(follower.output.contains("ADAMANT polling lease taken"))
         try await Task.sleep(for: .milliseconds(300))
-        follower.kill(SIGTERM)
+        await follower.kill(SIGTERM)
         await node.stop()
         await apns.stop()
         await dev.stop()

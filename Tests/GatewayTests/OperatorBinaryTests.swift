@@ -16,14 +16,18 @@ import Testing
     static var binary: String? { StatusDurabilityTests.heraldBinary }
 
     /// Runs `herald` with `arguments` to completion: exit status and standard output.
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         let pipe = Pipe()
         let process = try ChildProcess.launch(
             try #require(binary), arguments, outputDescriptor: pipe.fileHandleForWriting.fileDescriptor)
         try pipe.fileHandleForWriting.close()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        // Read and waited for on threads of their own, not the cooperative pool's (ChildProcess.exit).
+        let reader = pipe.fileHandleForReading
+        let data = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: reader.readDataToEndOfFile()) }
+        }
+        let status = await process.exit()
+        return (status, String(decoding: data, as: UTF8.self))
     }
 
     static func webpushConfig(_ dir: String, port: Int, apps: [String] = ["com.example.webpush"], extra: String = "") -> String {
@@ -54,8 +58,8 @@ import Testing
         ]
     }
 
-    @Test(.enabled(if: binary != nil)) func versionNamesTheReleaseAndTheCommit() throws {
-        let (status, output) = try Self.run(["--version"])
+    @Test(.enabled(if: binary != nil)) func versionNamesTheReleaseAndTheCommit() async throws {
+        let (status, output) = try await Self.run(["--version"])
         #expect(status == 0)
         #expect(output.hasPrefix(HeraldVersion.string + " (commit "))
     }
@@ -75,7 +79,7 @@ import Testing
             notifyBody(["event_id": "$e"], devices: [device(sub, endpoint: "http://127.0.0.1:1/x")]),
             headers: ["X-Request-Id": "req-e2e-42"])
         try await Task.sleep(for: .milliseconds(200))
-        herald.kill(SIGTERM)
+        await herald.kill(SIGTERM)
         await service.stop()
         let lines = herald.output.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
         #expect(response.status == 502)
@@ -110,7 +114,7 @@ import Testing
             if after.json == ["rejected": []] { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        herald.kill(SIGTERM)
+        await herald.kill(SIGTERM)
         await service.stop()
         #expect(before.json == ["rejected": [.string(sub.p256dh)]])  // unknown app before the reload
         #expect(after.json == ["rejected": []])
@@ -124,19 +128,19 @@ import Testing
         let service = try await FakeWebPushService.start()
         let path = "\(dir)/herald.yaml"
         try Self.webpushConfig(dir, port: 0).write(toFile: path, atomically: true, encoding: .utf8)
-        _ = try Self.run(["vapid-key", "--config", path])  // creates the key, as `serve` would
+        _ = try await Self.run(["vapid-key", "--config", path])  // creates the key, as `serve` would
         let good = service.subscribe()
         let gone = service.subscribe(behavior: .respond(status: 410))
         func subscription(_ s: FakeWebPushService.Subscription) -> String {
             #"{"endpoint":"\#(s.endpoint)","keys":{"p256dh":"\#(s.p256dh)","auth":"\#(s.auth)"}}"#
         }
-        let delivered = try Self.run([
+        let delivered = try await Self.run([
             "send-test", "--config", path, "--app-id", "com.example.webpush", "--subscription", subscription(good),
         ])
-        let rejected = try Self.run([
+        let rejected = try await Self.run([
             "send-test", "--config", path, "--app-id", "com.example.webpush", "--subscription", subscription(gone),
         ])
-        let unknown = try Self.run(["send-test", "--config", path, "--app-id", "com.example.nope", "--pushkey", "x"])
+        let unknown = try await Self.run(["send-test", "--config", path, "--app-id", "com.example.nope", "--pushkey", "x"])
         await service.stop()
         #expect(delivered.status == 0)
         #expect(delivered.output.contains("outcome: delivered"))
@@ -169,7 +173,7 @@ import Testing
             if exported.contains("webpush upstream") && exported.contains("POST /_matrix/push/v1/notify") { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        herald.kill(SIGTERM)
+        await herald.kill(SIGTERM)
         await service.stop()
         await collector.stop()
         #expect(response.status == 200)
@@ -192,8 +196,8 @@ import Testing
             let herald = try AdamantDurabilityTests.Herald.launch(try #require(Self.binary), config: path, log: "\(dir)/herald.log")
             try await StatusDurabilityTests().waitForHealth(port: port)
             let signalled = ContinuousClock.now
-            herald.kill(SIGTERM)
-            #expect(ContinuousClock.now - signalled < .seconds(1))
+            await herald.kill(SIGTERM)
+            #expect(try #require(herald.process.endedAt) - signalled < .seconds(1))
             #expect(herald.process.terminationStatus == 0)
             #expect(herald.output.contains("Shut down"))  // every stop ends the same awaited way
         }
@@ -209,10 +213,7 @@ import Testing
         let log = "\(dir)/herald.log"
         let process = try ChildProcess.launch(
             "/bin/sh", ["-c", "ulimit -n 64 && exec \"$0\" serve --config \"$1\"", try #require(Self.binary), path], error: log)
-        defer {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        defer { process.stopInBackground(SIGKILL) }
         try await StatusDurabilityTests().waitForHealth(port: port)
         // More connections than descriptors: the rest wait in the listen backlog.
         let sockets = (0..<120).map { _ in RawHTTP.openIdle(port: port) }

@@ -71,14 +71,14 @@ import Testing
             for _ in 0..<200 where !new.output.contains("POST /_matrix/push/v1/notify 200") {
                 try await Task.sleep(for: .milliseconds(25))
             }
-            old.kill(SIGTERM)
+            await old.kill(SIGTERM)
             try await Task.sleep(for: .milliseconds(300))
             stream.streaming.withLock { $0 = false }
             try await group.waitForAll()
             return new
         }
         try await Task.sleep(for: .milliseconds(200))
-        newHerald.kill(SIGTERM)
+        await newHerald.kill(SIGTERM)
         await service.stop()
 
         let result = stream.outcome.withLock { $0 }

@@ -95,14 +95,10 @@ import Testing
             let response = try Protobuf_PushNotificationRegistrationResponse(serializedBytes: try StatusTestClient.open(body).payload)
             #expect(response.success)
         }
-        kill(first.processIdentifier, SIGKILL)
-        first.waitUntilExit()
+        await first.stop(SIGKILL)
 
         let second = try launch(binary, config: config)
-        defer {
-            second.terminate()
-            second.waitUntilExit()
-        }
+        defer { second.stopInBackground(SIGTERM) }
         try await waitForHealth(port: port)
         #expect(try await RunningGatewayClient.json("\(base)/_status/v1/identity")?["public_key"]?.stringValue == identity)
         let query = try StatusTestClient.queryMessage(publicKeys: clients.map(\.hashedKey))
@@ -146,7 +142,7 @@ import Testing
         for _ in 0..<200 where service.received.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         kill(process.processIdentifier, SIGTERM)
         let answered = try await response
-        process.waitUntilExit()
+        await process.exit()
         await service.stop()
         #expect(answered.status == 200)
         #expect(answered.json == ["rejected": []])
@@ -236,11 +232,11 @@ struct URLRequestLite {
             #expect(try JSONParser.parse(response)["success"] == "ok")
         }
         let sentBeforeKill = Set(apns.received.map(\.token))
-        first.kill(SIGKILL)
+        await first.kill(SIGKILL)
         #expect(sentBeforeKill.count < tokens.count)  // the kill came with work still queued
 
         let second = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/second.log")
-        defer { second.kill(SIGTERM) }
+        defer { second.process.stopInBackground(SIGTERM) }
         for _ in 0..<500 where Set(apns.received.map(\.token)).count < tokens.count {
             try await Task.sleep(for: .milliseconds(20))
         }

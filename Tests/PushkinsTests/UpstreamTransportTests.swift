@@ -28,7 +28,10 @@ import Testing
         options.delay = .milliseconds(20)
         options.holdAnswersUntilInFlight = 3
         server.set(options)
-        let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxConnections: 3))
+        // Thirty requests share three connections, each waiting its turn within its request timeout:
+        // a generous one, so that a loaded machine's pace does not matter here.
+        let transport = try HTTP1Upstream(
+            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 3, requestTimeout: .seconds(60)))
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<30 { group.addTask { try await String(buffer: self.post(transport, server.baseURL, "/m/\(i)", "b\(i)").body) } }
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
@@ -64,7 +67,7 @@ import Testing
         slow.delay = .seconds(30)
         server.set(slow)
         let transport = try HTTP1Upstream(
-            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(2)))
+            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(4)))
         let started = ContinuousClock.now
         await #expect(throws: Deadline.Exceeded.self) { _ = try await post(transport, server.baseURL, "/slow", "") }
         #expect(ContinuousClock.now - started < .seconds(20))  // not the server's 30 s

@@ -56,13 +56,17 @@ public final class FakeFCM: HTTPHandler, Sendable {
     private let serveTask = Mutex<Task<Void, Never>?>(nil)
     public var baseURL: String { "http://127.0.0.1:\(server.port)" }
 
-    /// Starts on 127.0.0.1 and writes a service-account file (fresh RSA key) into `directory`.
+    /// The service accounts' RSA key, made once per process: making a 2048-bit key takes long
+    /// enough (a debug build's BoringSSL in particular) to slow the tests running beside it.
+    private static let accountKey: Result<_RSA.Signing.PrivateKey, any Error> = Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) }
+
+    /// Starts on 127.0.0.1 and writes a service-account file into `directory`.
     public static func start(
         directory: String, projectId: String = "herald-test", tokenLifetime: Int = 3600, port: Int = 0, recordRequests: Bool = true
     ) async throws -> FakeFCM {
         let box = HandlerBox<FakeFCM>()
         let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-fcm"))
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let key = try accountKey.get()
         let file = "\(directory)/service-account-\(UUID().uuidString.prefix(8)).json"
         let fake = FakeFCM(
             server: server, projectId: projectId, publicKey: key.publicKey, serviceAccountFile: file, tokenLifetime: tokenLifetime,

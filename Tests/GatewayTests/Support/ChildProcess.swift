@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -15,6 +16,7 @@ final class ChildProcess: Sendable {
 
     let processIdentifier: Int32
     private let exitStatus = Mutex<Int32?>(nil)
+    private let reapedAt = Mutex<ContinuousClock.Instant?>(nil)
 
     private init(pid: Int32) { processIdentifier = pid }
 
@@ -49,11 +51,34 @@ final class ChildProcess: Sendable {
     private static let closeFrom: CloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
         .map { unsafeBitCast($0, to: CloseFrom.self) }
 
-    /// Sends SIGTERM.
-    func terminate() { kill(processIdentifier, SIGTERM) }
+    /// Sends `signal` and waits for the process to end; its exit code or signal.
+    @discardableResult func stop(_ signal: Int32) async -> Int32 {
+        kill(processIdentifier, signal)
+        return await exit()
+    }
 
-    /// Waits for the process to end (once; later calls return at once).
-    func waitUntilExit() {
+    /// Sends `signal` and reaps the process once it ends, without waiting for it: for `defer`
+    /// blocks, which cannot wait asynchronously.
+    func stopInBackground(_ signal: Int32) {
+        kill(processIdentifier, signal)
+        Thread.detachNewThread { self.waitUntilExit() }
+    }
+
+    /// Waits for the process to end; its exit code or signal. The wait blocks a thread of its own,
+    /// never one of Swift's cooperative pool: that pool has as many threads as the machine has
+    /// cores (two in CI), and the servers and clients of every other test running meanwhile need
+    /// them.
+    @discardableResult func exit() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                self.waitUntilExit()
+                continuation.resume(returning: self.terminationStatus)
+            }
+        }
+    }
+
+    /// Waits for the process to end (once; later calls return at once), blocking the calling thread.
+    private func waitUntilExit() {
         guard exitStatus.withLock({ $0 }) == nil else { return }
         var status: Int32 = 0
         var reaped: pid_t = -1
@@ -61,9 +86,14 @@ final class ChildProcess: Sendable {
         guard reaped == processIdentifier else { return }  // already reaped by another caller
         // The exit code, or the number of the signal that ended it (as Foundation's Process reports).
         let ended = status & 0x7F
+        reapedAt.withLock { $0 = .now }
         exitStatus.withLock { $0 = ended == 0 ? (status >> 8) & 0xFF : ended }
     }
 
-    /// After `waitUntilExit()`: the exit code, or the signal that ended the process.
+    /// Once it has ended: when the wait for it returned. A test's own clock may read later than
+    /// this, by as long as the test waited for a thread of the busy cooperative pool.
+    var endedAt: ContinuousClock.Instant? { reapedAt.withLock { $0 } }
+
+    /// Once it has ended: the exit code, or the signal that ended the process.
     var terminationStatus: Int32 { exitStatus.withLock { $0 } ?? -1 }
 }
