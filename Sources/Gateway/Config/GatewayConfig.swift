@@ -26,6 +26,8 @@ public struct GatewayConfig: Sendable {
         /// With `reusePort`: how long a stopping Herald keeps accepting after handing new
         /// connections over to its successor.
         public var reusePortHandover: Duration = .milliseconds(500)
+        /// On shutdown, how long a connection accepted but without a request yet gets to start one.
+        public var shutdownFirstRequestWait: Duration = .seconds(2)
     }
 
     public struct Log: Sendable {
@@ -97,6 +99,7 @@ extension GatewayConfig {
             config.http.shutdownGracePeriod = http.seconds("shutdown_grace_period", default: 30, range: 0...3600)
             config.http.reusePort = http.bool("reuse_port", default: false)
             config.http.reusePortHandover = http.seconds("reuse_port_handover", default: 0.5, range: 0...60)
+            config.http.shutdownFirstRequestWait = http.seconds("shutdown_first_request_wait", default: 2, range: 0...60)
             http.warnUnknownKeys()
         }
         if config.http.bindAddresses.isEmpty { diagnostics.error("http.bind_addresses", "must name at least one address") }

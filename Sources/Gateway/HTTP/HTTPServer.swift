@@ -33,6 +33,7 @@ public final class HTTPServer: Sendable {
     ) async throws -> HTTPServer {
         let idleTimeout = limits.idleTimeout
         let readTimeout = limits.requestReadTimeout
+        let firstRequestWait = limits.shutdownFirstRequestWait
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
         let channel = try await ServerBootstrap(group: group)
@@ -64,6 +65,9 @@ public final class HTTPServer: Sendable {
                     let deadline = RequestReadDeadline(timeout: readTimeout)
                     try child.pipeline.syncOperations.addHandler(deadline)
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
+                    let pipelineHandler = try child.pipeline.syncOperations.handler(type: HTTPServerPipelineHandler.self)
+                    try child.pipeline.syncOperations.addHandler(
+                        FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))
                     try child.pipeline.syncOperations.addHandler(MalformedRequestResponder())
                     try child.pipeline.syncOperations.addHandler(RequestReadMarker(deadline: deadline))
                     return try Connection(

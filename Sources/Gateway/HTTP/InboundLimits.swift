@@ -15,6 +15,9 @@ public struct InboundLimits: Sendable {
     public var maxDiscardedBodyBytes = 8 << 20
     /// Request-body bytes held in memory across every connection of every listener sharing it.
     public var bodyBudget: BodyBudget?
+    /// On shutdown, how long a connection that has not started its first request gets to start it
+    /// (`FirstRequestGrace`).
+    public var shutdownFirstRequestWait: TimeAmount = .seconds(2)
 
     public init() {}
 }

@@ -94,6 +94,7 @@ public final class Gateway: Sendable {
         inboundLimits.requestReadTimeout = .nanoseconds(config.http.requestReadTimeout.nanoseconds)
         inboundLimits.idleTimeout = .nanoseconds(config.http.idleTimeout.nanoseconds)
         inboundLimits.maxDiscardedBodyBytes = config.http.maxDiscardedBodyBytes
+        inboundLimits.shutdownFirstRequestWait = .nanoseconds(config.http.shutdownFirstRequestWait.nanoseconds)
         inboundLimits.bodyBudget = BodyBudget(limit: config.http.maxBufferedBodyBytes)
         let reusePort = config.http.reusePort ? config.http.reusePortHandover : nil
         for address in config.http.bindAddresses {

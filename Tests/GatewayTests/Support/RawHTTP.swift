@@ -46,6 +46,25 @@ enum RawHTTP {
             let sent = chunk.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent < 0 { break }
         }
+        return readToEnd(fd)
+    }
+
+    /// Sends `head` on `fd` (a socket from `openIdle`), and returns what the server sent back
+    /// before closing (or after 15 s); closes `fd`. On a thread of its own, as `exchangeOffPool`.
+    static func sendOffPool(fd: Int32, head: String) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                defer { close(fd) }
+                var timeout = timeval(tv_sec: 15, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                continuation.resume(returning: readToEnd(fd))
+            }
+        }
+    }
+
+    /// What arrives on `fd` until the peer closes (or the receive timeout).
+    private static func readToEnd(_ fd: Int32) -> String {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
