@@ -18,7 +18,8 @@ final class APNsConnectionPool: UpstreamTransport {
     private let pending: Gauge
     private let pendingCount = AtomicCounter()
 
-    init(config: APNsConfig, metrics: any MetricsFactory) throws {
+    /// The members share one TLS context, of `contexts`.
+    init(config: APNsConfig, metrics: any MetricsFactory, contexts: TLSContexts) throws {
         queueTime = Metrics.Timer(label: "sygnal_apns_queue_time", dimensions: [], factory: metrics)
         pending = Gauge(label: "sygnal_pending_apns_requests", dimensions: [], factory: metrics)
         var members: [HTTP2Upstream] = []
@@ -32,7 +33,8 @@ final class APNsConnectionPool: UpstreamTransport {
             }
             members.append(
                 try HTTP2Upstream(
-                    origin: config.baseURL, settings: config.upstream, tls: tls, eventLoop: loops[member % loops.count]))
+                    origin: config.baseURL, settings: config.upstream, tls: tls, eventLoop: loops[member % loops.count],
+                    contexts: contexts))
         }
         self.members = members
         self.load = members.map { _ in AsyncLimiter(limit: config.maxConcurrentStreams) }

@@ -14,13 +14,13 @@ public final class APNsPushkin: APNsSending {
     private let pool: APNsConnectionPool
     private let providerToken: APNsProviderToken?
     private let upstream: UpstreamCall
-    private let environment: PushkinEnvironment
+    let environment: PushkinEnvironment
 
     public init(name: String, config: APNsConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         self.environment = environment
-        let pool = try APNsConnectionPool(config: config, metrics: environment.metrics)
+        let pool = try APNsConnectionPool(config: config, metrics: environment.metrics, contexts: environment.tlsContexts)
         self.pool = pool
         self.upstream = UpstreamCall(
             transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: "apns", pushkin: name, factory: environment.metrics))

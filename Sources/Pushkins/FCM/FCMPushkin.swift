@@ -22,7 +22,7 @@ public final class FCMPushkin: FCMSending {
         self.config = config
         let client = try UpstreamHTTPClient(settings: config.upstream)
         self.client = client
-        let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream)
+        let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream, contexts: environment.tlsContexts)
         self.transport = transport
         let upstream = UpstreamCall(
             transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: "gcm", pushkin: name, factory: environment.metrics))

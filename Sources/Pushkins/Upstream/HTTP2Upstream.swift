@@ -38,8 +38,10 @@ public final class HTTP2Upstream: UpstreamTransport {
     }
 
     /// `origin` is `https://host[:port]`. Connections are opened on `eventLoop`, or without one on
-    /// the event loop of the request that opens them.
-    public init(origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil) throws {
+    /// the event loop of the request that opens them. The TLS context is one of `contexts` when given.
+    public init(
+        origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil, contexts: TLSContexts? = nil
+    ) throws {
         let parsed = try UpstreamOrigin(origin)
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }
         self.settings = settings
@@ -48,7 +50,7 @@ public final class HTTP2Upstream: UpstreamTransport {
         var tls = tls
         tls.applicationProtocols = ["h2"]
         connector = UpstreamConnector(
-            origin: parsed, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings))
+            origin: parsed, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings, shared: contexts))
     }
 
     public func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {

@@ -8,8 +8,9 @@ public final class OriginPools: UpstreamTransport {
     public let settings: UpstreamSettings
     private let checkPeers: Bool
     private let maxOrigins: Int
-    /// Made on the first https origin and shared by all.
+    /// Made on the first https origin and shared by all, one of `contexts` when given.
     private let tls = Mutex<NIOSSLContext?>(nil)
+    private let contexts: TLSContexts?
     private let state = Mutex(State())
 
     private struct State {
@@ -18,8 +19,9 @@ public final class OriginPools: UpstreamTransport {
         var shutDown = false
     }
 
-    public init(settings: UpstreamSettings, checkPeers: Bool, maxOrigins: Int = 1024) {
+    public init(settings: UpstreamSettings, checkPeers: Bool, maxOrigins: Int = 1024, contexts: TLSContexts? = nil) {
         self.settings = settings
+        self.contexts = contexts
         self.checkPeers = checkPeers
         self.maxOrigins = max(1, maxOrigins)
     }
@@ -64,7 +66,7 @@ public final class OriginPools: UpstreamTransport {
     private func tlsContext() throws -> NIOSSLContext {
         try tls.withLock { context in
             if let context { return context }
-            let made = try HTTP1Upstream.tlsContext(nil, settings: settings)
+            let made = try HTTP1Upstream.tlsContext(nil, settings: settings, shared: contexts)
             context = made
             return made
         }

@@ -71,10 +71,11 @@ struct UpstreamConnector: Sendable {
     }
 
     /// The TLS context for `settings`: `tls` (or the system's defaults), trusting the extra CA
-    /// files of `settings` too.
-    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings) throws -> NIOSSLContext {
+    /// files of `settings` too; one of `shared` when given.
+    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings, shared: TLSContexts? = nil) throws -> NIOSSLContext {
         var tls = tls ?? .makeClientConfiguration()
         if !settings.trustedCAFiles.isEmpty { tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) } }
+        if let shared { return try shared.context(for: tls) }
         return try NIOSSLContext(configuration: tls)
     }
 

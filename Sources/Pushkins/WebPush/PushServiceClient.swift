@@ -24,8 +24,8 @@ final class PushServiceClient: Sendable {
             resolver: environment.hostResolver)
         self.policy = policy
         let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics)
-        let checked = OriginPools(settings: upstream, checkPeers: true)
-        let unchecked = OriginPools(settings: upstream, checkPeers: false)
+        let checked = OriginPools(settings: upstream, checkPeers: true, contexts: environment.tlsContexts)
+        let unchecked = OriginPools(settings: upstream, checkPeers: false, contexts: environment.tlsContexts)
         self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics)
         self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics)
         self.transports = [checked, unchecked]
