@@ -33,6 +33,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
+        MallocArenas.apply(environment: ProcessInfo.processInfo.environment)
         let gateway: Gateway
         do {
             gateway = try await Bootstrap.makeGateway(configPath: options.path, bootstrapLogging: true)
