@@ -256,13 +256,14 @@ import Testing
             "data": ["endpoint": .string(sub.endpoint), "auth": .string(sub.auth)],
         ]
         let badURL = device(sub, data: ["endpoint": "mailto:x@example.org"])
+        let spaceInURL = device(sub, data: ["endpoint": .string(sub.endpoint + " x")])
         let noAuth: JSONValue = [
             "app_id": "com.example.webpush", "pushkey": .string(sub.p256dh), "data": ["endpoint": .string(sub.endpoint)],
         ]
-        let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [noData, badKey, badURL, noAuth]))
+        let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [noData, badKey, badURL, noAuth, spaceInURL]))
         await setup.stop()
         #expect(response.status == 200)
-        #expect(response.json?["rejected"]?.arrayValue?.count == 4)
+        #expect(response.json?["rejected"]?.arrayValue?.count == 5)
         #expect(setup.service.received.isEmpty)
     }
 

@@ -45,6 +45,29 @@ import Testing
         await server.stop()
     }
 
+    /// `OriginPools`: one pool per origin, reused for every URL on it (found without parsing the
+    /// URL again), the least recently used one shut down past `maxOrigins`; a URL with a space is
+    /// refused without a request even when its origin has a pool.
+    @Test func originPoolsReuseEachOriginsPoolAndEvictTheLeastRecentlyUsed() async throws {
+        let (a, b, c) = (try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start())
+        let pools = OriginPools(settings: UpstreamSettings(maxConnections: 1), checkPeers: false, maxOrigins: 2)
+        func post(_ server: EchoHTTP1Server, _ path: String) async throws -> String {
+            try await String(buffer: self.post(pools, server.baseURL, path, "x").body)
+        }
+        #expect(try await post(a, "/1") == "/1 x")
+        #expect(try await post(b, "/2?q=1") == "/2?q=1 x")
+        #expect(try await post(a, "/3") == "/3 x")  // A is now the most recently used
+        #expect(try await post(c, "/4") == "/4 x")  // B's pool makes room
+        #expect(try await post(a, "/5") == "/5 x")
+        #expect(try await post(b, "/6") == "/6 x")
+        await #expect(throws: UpstreamOriginError.self) { try await post(a, "/a space") }
+        await pools.shutdown()
+        #expect(a.connections == 1)  // one connection, kept across its four requests
+        #expect(a.requests == 3)  // the refused URL never reached it
+        #expect(b.connections == 2)  // its pool was shut down, and made again
+        for server in [a, b, c] { await server.stop() }
+    }
+
     @Test func aConnectionTheServerClosesIsNotReused() async throws {
         let server = try await EchoHTTP1Server.start()
         var options = EchoHTTP1Server.Options()

@@ -26,14 +26,22 @@ struct UpstreamOrigin: Sendable {
         let bracketed = self.host.contains(":") ? "[\(self.host)]" : self.host
         authority = port == defaultPort ? bracketed : "\(bracketed):\(port)"
         hostPort = "\(bracketed):\(port)"
-        // `scheme://authority` as written: a base URL's own path stays in the request's path.
-        let afterScheme = url.range(of: "://").map(\.upperBound) ?? url.startIndex
-        prefix = String(url[..<(url[afterScheme...].firstIndex(where: { $0 == "/" || $0 == "?" }) ?? url.endIndex)])
+        prefix = Self.prefix(of: url)
     }
 
-    /// A request URL's path (and query) on this origin.
+    /// `scheme://authority` as `url` writes it, without parsing the rest: a base URL's own path
+    /// stays in the request's path.
+    static func hasSpaceOrControl(_ url: String) -> Bool { url.utf8.contains { $0 <= 0x20 || $0 == 0x7F } }
+
+    static func prefix(of url: String) -> String {
+        let afterScheme = url.range(of: "://").map(\.upperBound) ?? url.startIndex
+        return String(url[..<(url[afterScheme...].firstIndex(where: { $0 == "/" || $0 == "?" }) ?? url.endIndex)])
+    }
+
+    /// A request URL's path (and query) on this origin. A URL with a space or a control character
+    /// is refused: it would make a broken request line.
     func path(of url: String) throws -> String {
-        if url.hasPrefix(prefix) {
+        if url.hasPrefix(prefix), !Self.hasSpaceOrControl(url) {
             let rest = url.dropFirst(prefix.utf8.count)
             if rest.isEmpty || rest.hasPrefix("?") { return "/" + rest }
             if rest.hasPrefix("/") { return String(rest) }

@@ -53,8 +53,11 @@ public final class EndpointPolicy: Sendable {
         self.resolver = resolver
     }
 
+    /// The endpoint's parts; nil for what is no http(s) URL, or has a space or control character
+    /// (which Foundation's parser would take, and no push service serves).
     public static func parse(_ url: String) -> Endpoint? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+        guard !UpstreamOrigin.hasSpaceOrControl(url), let components = URLComponents(string: url),
+            let scheme = components.scheme?.lowercased(),
             scheme == "https" || scheme == "http", let rawHost = components.host, !rawHost.isEmpty
         else { return nil }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
