@@ -11,8 +11,9 @@ import Testing
     let e2e = APNsEndToEndTests()
 
     @Test func theServersStreamLimitHoldsWhenItIsBelowTheConfiguredOne() async throws {
-        // max_concurrent_streams defaults far above the 3 the server allows: the extra streams wait.
-        let setup = try await e2e.start(extra: "max_connections: 1", maxConcurrentStreams: 3, limit: 5000)
+        // max_concurrent_streams defaults far above the 3 the server allows: the extra streams wait
+        // (within a request timeout no loaded machine reaches: a timed-out request is sent again).
+        let setup = try await e2e.start(extra: "max_connections: 1\nrequest_timeout: 60", maxConcurrentStreams: 3, limit: 5000)
         setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
         let keys = (0..<30).map { _ in APNsEndToEndTests.pushkey() }
         let response = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: keys.map { e2e.device($0) }))

@@ -290,6 +290,32 @@ extension HTTPEdgeTests {
         #expect(unanswered == "")  // closed by the server once the wait was over
     }
 
+    /// Connections that arrive while the listener closes are closed, not left open without an
+    /// owner (SwiftNIO traps on those: the whole process would end, requests in progress with it).
+    @Test func connectionsArrivingWhileTheListenerClosesAreClosed() async throws {
+        for _ in 0..<10 {
+            let herald = try await start("  shutdown_first_request_wait: 0\n")
+            let port = herald.gateway.ports[0]
+            let connecting = Mutex(true)
+            async let attempts = withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                Thread.detachNewThread {
+                    var count = 0
+                    while connecting.withLock({ $0 }) {
+                        let fd = RawHTTP.openIdle(port: port)
+                        if fd >= 0 { close(fd) }
+                        count += 1
+                    }
+                    continuation.resume(returning: count)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            await herald.stop()
+            connecting.withLock { $0 = false }
+            let done = await attempts
+            #expect(done > 0)
+        }
+    }
+
     @Test func aClientTricklingItsRequestHeadIsCut() async throws {
         let herald = try await start("  request_read_timeout: 1\n")
         let started = ContinuousClock.now

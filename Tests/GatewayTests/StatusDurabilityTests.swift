@@ -237,7 +237,7 @@ struct URLRequestLite {
 
         let second = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/second.log")
         defer { second.process.stopInBackground(SIGTERM) }
-        for _ in 0..<500 where Set(apns.received.map(\.token)).count < tokens.count {
+        for _ in 0..<1500 where Set(apns.received.map(\.token)).count < tokens.count {
             try await Task.sleep(for: .milliseconds(20))
         }
         await apns.stop()

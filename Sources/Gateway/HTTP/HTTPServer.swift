@@ -22,6 +22,7 @@ public final class HTTPServer: Sendable {
     private let accessLog: AccessLog?
     private let limits: InboundLimits
     private let openConnections = AtomicCounter()
+    private let pending: PendingConnections
     /// With `SO_REUSEPORT`: how long to keep accepting after steering new connections away.
     private let handover: Duration?
 
@@ -36,6 +37,7 @@ public final class HTTPServer: Sendable {
         let firstRequestWait = limits.shutdownFirstRequestWait
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
+        let pending = PendingConnections()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -70,20 +72,25 @@ public final class HTTPServer: Sendable {
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))
                     try child.pipeline.syncOperations.addHandler(MalformedRequestResponder())
                     try child.pipeline.syncOperations.addHandler(RequestReadMarker(deadline: deadline))
-                    return try Connection(
-                        wrappingChannelSynchronously: child, configuration: .init(isOutboundHalfClosureEnabled: true))
+                    let connection = try pending.make(for: child) {
+                        try Connection(wrappingChannelSynchronously: $0, configuration: .init(isOutboundHalfClosureEnabled: true))
+                    }
+                    guard let connection else { throw PendingConnections.Closed() }
+                    return connection
                 }
             }
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
-            localAddress: address, channel: channel, quiesce: quiesce, handler: handler, logger: logger, accessLog: accessLog,
-            limits: limits, handover: reusePort)
+            localAddress: address, channel: channel, quiesce: quiesce, pending: pending, handler: handler, logger: logger,
+            accessLog: accessLog, limits: limits, handover: reusePort)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
-        handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits, handover: Duration?
+        pending: PendingConnections, handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits,
+        handover: Duration?
     ) {
+        self.pending = pending
         self.handover = handover
         self.accessLog = accessLog
         self.limits = limits
@@ -103,6 +110,7 @@ public final class HTTPServer: Sendable {
             do {
                 try await channel.executeThenClose { inbound in
                     for try await connection in inbound {
+                        pending.taken(connection)
                         guard openConnections.add(1) <= limits.maxConnections else {
                             openConnections.add(-1)
                             group.addTask { await self.turnAway(connection) }
@@ -116,6 +124,9 @@ public final class HTTPServer: Sendable {
                 }
             } catch {
                 logger.error("Listener failed", metadata: ["error": "\(error)"])
+            }
+            for connection in pending.closeAll() {
+                group.addTask { try? await connection.executeThenClose { _, outbound in outbound.finish() } }
             }
         }
     }
