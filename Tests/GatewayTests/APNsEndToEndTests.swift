@@ -238,7 +238,9 @@ import Testing
     }
 
     @Test func aThousandConcurrentDevicesShareAtMostTheConfiguredConnections() async throws {
-        let setup = try await start(extra: "max_connections: 2", maxConcurrentStreams: 100, limit: 5000)
+        // Timeouts no loaded machine reaches: a request timed out is sent again, and counted twice here.
+        let setup = try await start(
+            extra: "max_connections: 2\nconnect_timeout: 60\nrequest_timeout: 60", maxConcurrentStreams: 100, limit: 5000)
         let keys = (0..<1000).map { _ in Self.pushkey() }
         setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
         let response = try await setup.herald.notify(notifyBody(Self.message, devices: keys.map { device($0) }))

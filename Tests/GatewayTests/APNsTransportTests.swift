@@ -44,7 +44,8 @@ import Testing
 
     @Test func throughTheProxyTheTunnelCarriesTheNotificationWithCredentials() async throws {
         let proxy = try await FakeConnectProxy.start(username: "herald", password: "s3cret")
-        let setup = try await e2e.start(top: "proxy: 'http://herald:s3cret@127.0.0.1:\(proxy.port)'")
+        let setup = try await e2e.start(
+            extra: "connect_timeout: 60\nrequest_timeout: 60", top: "proxy: 'http://herald:s3cret@127.0.0.1:\(proxy.port)'")
         let key = APNsEndToEndTests.pushkey()
         let first = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
         let tunnels = proxy.connects
