@@ -30,9 +30,10 @@ public final class HTTP1Upstream: UpstreamTransport {
 
     /// `origin` is `http(s)://host[:port]`. With `checkPeers`, a connection made without the proxy
     /// is refused before a request is written on it unless its peer is a global address. The TLS
-    /// context is one of `contexts` when given.
+    /// context is one of `contexts`.
     public convenience init(
-        origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, checkPeers: Bool = false, contexts: TLSContexts? = nil
+        origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, checkPeers: Bool = false,
+        contexts: TLSContexts = TLSContexts()
     ) throws {
         let parsed = try UpstreamOrigin(origin)
         let context = parsed.secure ? try Self.tlsContext(tls, settings: settings, shared: contexts) : nil
@@ -48,7 +49,9 @@ public final class HTTP1Upstream: UpstreamTransport {
     }
 
     /// A client TLS context offering HTTP/1.1.
-    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings, shared: TLSContexts? = nil) throws -> NIOSSLContext {
+    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings, shared: TLSContexts = TLSContexts()) throws
+        -> NIOSSLContext
+    {
         var tls = tls ?? .makeClientConfiguration()
         tls.applicationProtocols = ["http/1.1"]
         return try UpstreamConnector.tlsContext(tls, settings: settings, shared: shared)

@@ -38,9 +38,10 @@ public final class HTTP2Upstream: UpstreamTransport {
     }
 
     /// `origin` is `https://host[:port]`. Connections are opened on `eventLoop`, or without one on
-    /// the event loop of the request that opens them. The TLS context is one of `contexts` when given.
+    /// the event loop of the request that opens them. The TLS context is one of `contexts`.
     public init(
-        origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil, contexts: TLSContexts? = nil
+        origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil,
+        contexts: TLSContexts = TLSContexts()
     ) throws {
         let parsed = try UpstreamOrigin(origin)
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }

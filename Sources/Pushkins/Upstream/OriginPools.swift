@@ -1,4 +1,3 @@
-import NIOSSL
 import Synchronization
 
 /// One `HTTP1Upstream` per origin, for upstreams whose URLs name many hosts (the push services of
@@ -8,9 +7,8 @@ public final class OriginPools: UpstreamTransport {
     public let settings: UpstreamSettings
     private let checkPeers: Bool
     private let maxOrigins: Int
-    /// Made on the first https origin and shared by all, one of `contexts` when given.
-    private let tls = Mutex<NIOSSLContext?>(nil)
-    private let contexts: TLSContexts?
+    /// Where the https origins' TLS context comes from, made on the first and shared by all.
+    private let contexts: TLSContexts
     private let state = Mutex(State())
 
     private struct State {
@@ -19,7 +17,7 @@ public final class OriginPools: UpstreamTransport {
         var shutDown = false
     }
 
-    public init(settings: UpstreamSettings, checkPeers: Bool, maxOrigins: Int = 1024, contexts: TLSContexts? = nil) {
+    public init(settings: UpstreamSettings, checkPeers: Bool, maxOrigins: Int = 1024, contexts: TLSContexts = TLSContexts()) {
         self.settings = settings
         self.contexts = contexts
         self.checkPeers = checkPeers
@@ -39,12 +37,15 @@ public final class OriginPools: UpstreamTransport {
     /// was made). The pool refuses a URL that is no request target (`UpstreamOrigin.path(of:)`).
     private func existingPool(for url: String) -> HTTP1Upstream? {
         let prefix = UpstreamOrigin.prefix(of: url)
-        return state.withLock { state in
-            guard !state.shutDown, let entry = state.pools[prefix] else { return nil }
-            state.uses += 1
-            state.pools[prefix] = (entry.pool, state.uses)
-            return entry.pool
-        }
+        return state.withLock { state in state.shutDown ? nil : Self.use(prefix, in: &state) }
+    }
+
+    /// The pool of `prefix`, if there is one, marked as the most recently used.
+    private static func use(_ prefix: String, in state: inout State) -> HTTP1Upstream? {
+        guard let entry = state.pools[prefix] else { return nil }
+        state.uses += 1
+        state.pools[prefix] = (entry.pool, state.uses)
+        return entry.pool
     }
 
     public func shutdown() async {
@@ -58,14 +59,11 @@ public final class OriginPools: UpstreamTransport {
 
     /// The origin's pool, and the one shut out to make room for it, if any.
     private func pool(for origin: UpstreamOrigin) throws -> (HTTP1Upstream, HTTP1Upstream?) {
-        let context = origin.secure ? try tlsContext() : nil
+        let context = origin.secure ? try HTTP1Upstream.tlsContext(nil, settings: settings, shared: contexts) : nil
         return try state.withLock { state in
             guard !state.shutDown else { throw UpstreamConnectionError.shutDown }
+            if let pool = Self.use(origin.prefix, in: &state) { return (pool, nil) }
             state.uses += 1
-            if let entry = state.pools[origin.prefix] {
-                state.pools[origin.prefix] = (entry.pool, state.uses)
-                return (entry.pool, nil)
-            }
             var evicted: HTTP1Upstream?
             if state.pools.count >= maxOrigins, let oldest = state.pools.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 evicted = oldest.value.pool
@@ -74,15 +72,6 @@ public final class OriginPools: UpstreamTransport {
             let pool = HTTP1Upstream(origin: origin, settings: settings, tls: context, checkPeers: checkPeers)
             state.pools[origin.prefix] = (pool, state.uses)
             return (pool, evicted)
-        }
-    }
-
-    private func tlsContext() throws -> NIOSSLContext {
-        try tls.withLock { context in
-            if let context { return context }
-            let made = try HTTP1Upstream.tlsContext(nil, settings: settings, shared: contexts)
-            context = made
-            return made
         }
     }
 }

@@ -79,12 +79,13 @@ struct UpstreamConnector: Sendable {
     }
 
     /// The TLS context for `settings`: `tls` (or the system's defaults), trusting the extra CA
-    /// files of `settings` too; one of `shared` when given.
-    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings, shared: TLSContexts? = nil) throws -> NIOSSLContext {
+    /// files of `settings` too; one of `shared`.
+    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings, shared: TLSContexts = TLSContexts()) throws
+        -> NIOSSLContext
+    {
         var tls = tls ?? .makeClientConfiguration()
         if !settings.trustedCAFiles.isEmpty { tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) } }
-        if let shared { return try shared.context(for: tls) }
-        return try NIOSSLContext(configuration: tls)
+        return try shared.context(for: tls)
     }
 
     /// Connects, and once the tunnel and TLS handler are in place runs `configure` on the channel's
