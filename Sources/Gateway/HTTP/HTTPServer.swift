@@ -12,7 +12,7 @@ import Tracing
 /// 413 at once and the connection closed, so it is never left half-read. `shutdown()` stops
 /// accepting, lets requests in progress finish and closes idle keep-alive connections.
 public final class HTTPServer: Sendable {
-    public typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    typealias Connection = ServerConnection
 
     public let localAddress: SocketAddress
     private let channel: NIOAsyncChannel<Connection, Never>
@@ -35,6 +35,7 @@ public final class HTTPServer: Sendable {
         let idleTimeout = limits.idleTimeout
         let readTimeout = limits.requestReadTimeout
         let firstRequestWait = limits.shutdownFirstRequestWait
+        let router = handler
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
         let pending = PendingConnections()
@@ -71,10 +72,9 @@ public final class HTTPServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))
                     try child.pipeline.syncOperations.addHandler(MalformedRequestResponder())
-                    try child.pipeline.syncOperations.addHandler(RequestReadMarker(deadline: deadline))
-                    let connection = try pending.make(for: child) {
-                        try Connection(wrappingChannelSynchronously: $0, configuration: .init(isOutboundHalfClosureEnabled: true))
-                    }
+                    let handler = ConnectionHandler(router: router, limits: limits, deadline: deadline)
+                    try child.pipeline.syncOperations.addHandler(handler)
+                    let connection = pending.make(for: child) { ServerConnection(channel: child, handler: handler) }
                     guard let connection else { throw PendingConnections.Closed() }
                     return connection
                 }
@@ -113,7 +113,7 @@ public final class HTTPServer: Sendable {
                         pending.taken(connection)
                         guard openConnections.add(1) <= limits.maxConnections else {
                             openConnections.add(-1)
-                            group.addTask { await self.turnAway(connection) }
+                            connection.turnAway()
                             continue
                         }
                         group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
@@ -122,12 +122,12 @@ public final class HTTPServer: Sendable {
                         }
                     }
                 }
+            } catch is CancellationError {
+                // The server's task was cancelled: its connections' tasks close them.
             } catch {
                 logger.error("Listener failed", metadata: ["error": "\(error)"])
             }
-            for connection in pending.closeAll() {
-                group.addTask { try? await connection.executeThenClose { _, outbound in outbound.finish() } }
-            }
+            for connection in pending.closeAll() { connection.channel.close(promise: nil) }
         }
     }
 
@@ -162,61 +162,20 @@ public final class HTTPServer: Sendable {
     }
 
     private func serve(_ connection: Connection) async {
-        let channel = connection.channel
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                var machine = ConnectionStateMachine()
-                machine.minimumDiscard = limits.maxDiscardedBodyBytes
-                var held = 0  // body bytes of the request in progress taken from the budget
-                defer { limits.bodyBudget?.release(held) }
-                var policy = handler.policy(forPath: "/")
-                for try await part in inbound {
-                    let action: ConnectionStateMachine.Action
-                    switch part {
-                    case .head(let head):
-                        policy = handler.policy(forPath: Self.path(of: head.uri))
-                        action = machine.head(head, limit: policy.maxBodyBytes)
-                    case .body(let chunk):
-                        if let budget = limits.bodyBudget, case .receiving = machine.state {
-                            guard budget.take(chunk.readableBytes) else {
-                                try await turnAway(outbound: outbound, version: .http1_1, dialect: policy.dialect, channel: channel)
-                                return
-                            }
-                            held += chunk.readableBytes
-                        }
-                        action = machine.body(chunk)
-                    case .end:
-                        action = machine.end()
-                    }
-                    switch action {
-                    case .none:
-                        continue
-                    case .sendContinue(let version):
-                        try await outbound.write(.head(HTTPResponseHead(version: version, status: .continue)))
-                    case .close:
-                        return
-                    case .refuse(let limit, let version):
-                        try await refuse(limit: limit, dialect: policy.dialect, version: version, outbound: outbound, channel: channel)
-                    case .dispatch(let head, let body):
-                        let request = ServerRequest(method: head.method, uri: head.uri, headers: head.headers, body: body)
-                        let started = ContinuousClock.now
-                        var response = await RequestContext.$requestId.withValue(request.requestId) {
-                            await self.traced(request)
-                        }
-                        limits.bodyBudget?.release(held)
-                        held = 0
-                        response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
-                        try await write(response, version: head.version, keepAlive: head.isKeepAlive, to: outbound)
-                        accessLog?.record(
-                            request, status: response.status, responseBytes: response.body.readableBytes,
-                            duration: ContinuousClock.now - started)
-                        if machine.responded(keepAlive: head.isKeepAlive) == .close { return }
-                    }
-                }
+        while let read = await connection.nextRequest() {
+            let request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
+            let started = ContinuousClock.now
+            var response = await RequestContext.$requestId.withValue(request.requestId) {
+                await self.traced(request)
             }
-        } catch {
-            logger.debug("Connection ended with an error", metadata: ["error": "\(error)"])
+            response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
+            let open = await connection.respond(response, to: read.head)
+            accessLog?.record(
+                request, status: response.status, responseBytes: response.body.readableBytes, duration: ContinuousClock.now - started)
+            guard open else { break }
+            await connection.writable()
         }
+        await connection.closed()
     }
 
     /// Handles `request` inside a server span (a no-op unless tracing is enabled).
@@ -237,59 +196,8 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// More connections than `max_connections`: 503 with `Retry-After`, then close.
-    private func turnAway(_ connection: Connection) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            // Answer the first request (HTTP allows no response before one), then close.
-            for try await part in inbound {
-                guard case .head(let head) = part else { continue }
-                try await turnAway(outbound: outbound, version: head.version, dialect: .matrix, channel: connection.channel)
-                return
-            }
-        }
-    }
-
-    private func turnAway(
-        outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, version: HTTPVersion, dialect: ErrorDialect, channel: any Channel
-    ) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "Retry-After", value: "1")
-        let busy = ErrorResponder.response(
-            for: GatewayError(.serviceUnavailable, "M_LIMIT_EXCEEDED", "The server is busy; retry shortly", headers: headers),
-            dialect: dialect)
-        try await write(busy, version: version, keepAlive: false, to: outbound)
-        outbound.finish()
-    }
-
     static func path(of uri: String) -> String {
         uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
-    }
-
-    /// Answers 413, half-closes, and gives the client five seconds (as nginx lingers) to stop
-    /// sending before closing.
-    private func refuse(
-        limit: Int, dialect: ErrorDialect, version: HTTPVersion, outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
-        channel: any Channel
-    ) async throws {
-        let tooLarge = ErrorResponder.response(for: GatewayError.tooLarge(limit: limit), dialect: dialect)
-        try await write(tooLarge, version: version, keepAlive: false, to: outbound)
-        outbound.finish()
-        channel.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
-    }
-
-    private func write(
-        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool,
-        to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
-    ) async throws {
-        var headers = response.headers
-        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
-        if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(version: version, status: response.status, headers: headers)
-        if response.body.readableBytes > 0 {
-            try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(response.body)), .end(nil)])
-        } else {
-            try await outbound.write(contentsOf: [.head(head), .end(nil)])
-        }
     }
 }
 

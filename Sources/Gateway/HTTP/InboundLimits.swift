@@ -97,25 +97,3 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 }
-
-/// Tells `RequestReadDeadline` (before the decoder) where requests end and responses finish.
-final class RequestReadMarker: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    let deadline: RequestReadDeadline
-
-    init(deadline: RequestReadDeadline) { self.deadline = deadline }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data) { deadline.requestComplete() }
-        context.fireChannelRead(data)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { deadline.responseComplete() }
-        context.write(data, promise: promise)
-    }
-}

@@ -5,12 +5,11 @@ import Synchronization
 /// The connections a listener has accepted and wrapped but not yet handed to `HTTPServer.serve()`.
 ///
 /// When the listener closes, SwiftNIO drops the connections still on their way to the accept loop;
-/// a dropped connection is left open with no owner, and SwiftNIO traps when its writer is released
-/// unfinished: the whole process would end, with the requests it was still answering. So each
+/// a dropped connection would be left open with no owner and no task to answer it. So each
 /// connection is recorded here when it is made and forgotten when the loop takes it; once the loop
-/// has ended, the rest are closed properly, and no connection is made any more.
+/// has ended, the rest are closed, and no connection is made any more.
 final class PendingConnections: Sendable {
-    typealias Connection = HTTPServer.Connection
+    typealias Connection = ServerConnection
 
     private struct State {
         var open = true
@@ -19,10 +18,10 @@ final class PendingConnections: Sendable {
     private let state = Mutex(State())
 
     /// Makes a connection and records it; nil once the listener is done taking connections.
-    func make(for channel: any Channel, _ wrap: (any Channel) throws -> Connection) rethrows -> Connection? {
-        try state.withLock { state in
+    func make(for channel: any Channel, _ wrap: () -> Connection) -> Connection? {
+        state.withLock { state in
             guard state.open else { return nil }
-            let connection = try wrap(channel)
+            let connection = wrap()
             state.waiting[ObjectIdentifier(channel)] = connection
             return connection
         }

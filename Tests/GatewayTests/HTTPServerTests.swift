@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import NIOCore
+import Synchronization
+import Testing
+
+@testable import Gateway
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The HTTP server on its own, with a handler that answers each request with its path, padded to
+/// `size` bytes, and counts them: the order of pipelined answers, a client that does not read its
+/// answers, and a server whose task is cancelled.
+@Suite struct HTTPServerTests {
+    final class Echo: HTTPHandler {
+        let size: Int
+        let handled = Atomic<Int>(0)
+
+        init(size: Int = 0) { self.size = size }
+
+        func handle(_ request: ServerRequest) async -> ServerResponse {
+            handled.add(1, ordering: .relaxed)
+            var body = ByteBuffer(string: request.path)
+            body.writeRepeatingByte(UInt8(ascii: "."), count: max(0, size - body.readableBytes))
+            return ServerResponse(status: .ok, body: body)
+        }
+    }
+
+    static func bind(_ handler: Echo) async throws -> HTTPServer {
+        try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"))
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrderAndConnectionCloseEndsTheConnection() async throws {
+        let server = try await Self.bind(Echo())
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await server.serve() }
+            let started = ContinuousClock.now
+            let answer = await RawHTTP.exchangeOffPool(
+                port: server.port,
+                head: "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+                    + "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            // The server closed after the third answer: the client did not wait for its 15 s timeout.
+            #expect(ContinuousClock.now - started < .seconds(10))
+            let answers = answer.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(answers.count == 3)
+            #expect(answers.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == ["/a", "/b", "/c"])
+            #expect(answers.allSatisfy { $0.hasPrefix("200 OK\r\n") && $0.contains("X-Request-Id: ") })
+            #expect(answers.last?.lowercased().contains("connection: close") == true)
+            #expect(answers.first?.lowercased().contains("connection: close") == false)
+            await server.shutdown()
+        }
+    }
+
+    @Test func aClientThatDoesNotReadItsAnswersIsNotReadFromEither() async throws {
+        let echo = Echo(size: 256 * 1024)
+        let server = try await Self.bind(echo)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await server.serve() }
+            let requests = 200
+            let client = BlockingClient(port: server.port, receiveBuffer: 64 * 1024)
+            client.send(String(repeating: "GET /x HTTP/1.1\r\nHost: x\r\n\r\n", count: requests))
+            try await Task.sleep(for: .seconds(1))
+            // The answers fill the socket buffers; past them the server waits instead of holding
+            // every answer in memory.
+            let whileNotReading = echo.handled.load(ordering: .relaxed)
+            #expect(whileNotReading < requests / 2)
+            let received = await client.readOffPool(bytes: requests * (256 * 1024))
+            #expect(received >= requests * (256 * 1024))
+            #expect(echo.handled.load(ordering: .relaxed) == requests)
+            client.close()
+            await server.shutdown()
+        }
+    }
+
+    @Test func cancellingTheServerClosesItsIdleConnectionsAndReturns() async throws {
+        let server = try await Self.bind(Echo())
+        let client = BlockingClient(port: server.port, receiveBuffer: nil)
+        let started = ContinuousClock.now
+        await withDiscardingTaskGroup { group in
+            group.addTask { await server.serve() }
+            // One request answered: the connection is the server's, idle between requests.
+            client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(await client.readOffPool(bytes: 1) > 0)
+            group.cancelAll()
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(await client.readToEndOffPool().closed)
+        client.close()
+    }
+}
+
+/// A blocking TCP client whose reads run on threads of their own (never on Swift's cooperative
+/// pool, which the server under test needs).
+final class BlockingClient: Sendable {
+    let fd: Int32
+
+    init(port: Int, receiveBuffer: Int?) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+
+    func send(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until at least `bytes` have arrived, the peer closes, or 20 s pass; returns how many arrived.
+    func readOffPool(bytes: Int) async -> Int {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var total = 0
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while total < bytes {
+                    let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+                    if n <= 0 { break }
+                    total += n
+                }
+                continuation.resume(returning: total)
+            }
+        }
+    }
+
+    /// Reads until the peer closes (`closed`) or 20 s pass.
+    func readToEndOffPool() async -> (bytes: Int, closed: Bool) {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var total = 0
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+                    if n == 0 { return continuation.resume(returning: (total, true)) }
+                    if n < 0 { return continuation.resume(returning: (total, false)) }
+                    total += n
+                }
+            }
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+}
