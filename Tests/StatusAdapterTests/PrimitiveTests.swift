@@ -44,6 +44,14 @@ import Testing
         let long = Keccak.shake256([], outputLength: 300)
         #expect(long.count == 300)
         #expect(Array(long.prefix(64)).hex == Keccak.shake256([]).hex)
+        // Python's hashlib.shake_256(b"").hexdigest(300)
+        #expect(
+            long.hex
+                == "46b9dd2b0ba88d13233b3feb743eeb243fcd52ea62b81b82b50c27646ed5762fd75dc4ddd8c0f200cb05019d67b592f6fc821c49479ab48640292eacb3b7c4be"
+                + "141e96616fb13957692cc7edd0b45ae3dc07223c8e92937bef84bc0eab862853349ec75546f58fb7c2775c38462c5010d846c185c15111e595522a6bcd16cf86"
+                + "f3d122109e3b1fdd943b6aec468a2d621a7c06c6a957c62b54dafc3be87567d677231395f6147293b68ceab7a9e0c58d864e8efde4e1b9a46cbe854713672f5c"
+                + "aaae314ed9083dab4b099f8e300f01b8650f1f4b1d8fcf3f3cb53fb8e9eb2ea203bdc970f50ae55428a91f7f53ac266b28419c3778a15fd248d339ede785fb7f"
+                + "5a1aaa96d313eacc890936c173cdcd0fab882c45755feb3aed96d477ff96390bf9a66d1368b208e21f7c10d0")
     }
 
     @Test func keysFromTheVectors() {
