@@ -336,8 +336,8 @@ public final class StatusServer: Sendable {
         default: return (.dropped(reason: .noPushkin("token type \(registration.tokenType.rawValue) cannot be delivered")), nil)
         }
         let data: JSONObject = [
-            "encryptedMessage": .string("0x" + [UInt8](item.message).hex), "chatId": .string("0x" + [UInt8](item.chatID).hex),
-            "publicKey": .string("0x" + [UInt8](item.publicKey).hex),
+            "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),
+            "publicKey": .string("0x" + Hex.encode(item.publicKey)),
         ]
         var context = DispatchContext(requestId: "status", logger: logger)
         context.logger[metadataKey: "installation"] = "\(registration.installationID)"
