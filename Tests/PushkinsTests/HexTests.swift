@@ -1,0 +1,19 @@
+import Foundation
+import Testing
+
+@testable import Pushkins
+
+@Suite struct HexTests {
+    /// Every byte value, from contiguous storage (an array, `Data`) and from a plain sequence.
+    @Test func everyByteIsTwoLowercaseDigits() {
+        let all = (0...255).map { UInt8($0) }
+        let expected = all.map { String(format: "%02x", $0) }.joined()
+        #expect(Hex.encode(all) == expected)
+        #expect(Hex.encode(Data(all)) == expected)
+        #expect(Hex.encode(all.lazy.map { $0 }) == expected)
+        var appended: [UInt8] = Array("0x".utf8)
+        Hex.append(all, to: &appended)
+        #expect(String(decoding: appended, as: UTF8.self) == "0x" + expected)
+        #expect(Hex.encode([UInt8]()) == "")
+    }
+}
