@@ -91,8 +91,7 @@ import Testing
     }
 }
 
-/// A blocking TCP client whose reads run on threads of their own (never on Swift's cooperative
-/// pool, which the server under test needs).
+/// A blocking TCP client whose reads run on threads of their own (`offPool`).
 final class BlockingClient: Sendable {
     let fd: Int32
 
@@ -118,34 +117,23 @@ final class BlockingClient: Sendable {
 
     /// Reads until at least `bytes` have arrived, the peer closes, or 20 s pass; returns how many arrived.
     func readOffPool(bytes: Int) async -> Int {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var total = 0
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                while total < bytes {
-                    let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
-                    if n <= 0 { break }
-                    total += n
-                }
-                continuation.resume(returning: total)
-            }
-        }
+        await offPool { self.read(upTo: bytes).bytes }
     }
 
     /// Reads until the peer closes (`closed`) or 20 s pass.
     func readToEndOffPool() async -> (bytes: Int, closed: Bool) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var total = 0
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                while true {
-                    let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
-                    if n == 0 { return continuation.resume(returning: (total, true)) }
-                    if n < 0 { return continuation.resume(returning: (total, false)) }
-                    total += n
-                }
-            }
+        await offPool { self.read(upTo: .max) }
+    }
+
+    private func read(upTo bytes: Int) -> (bytes: Int, closed: Bool) {
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while total < bytes {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return (total, n == 0) }
+            total += n
         }
+        return (total, false)
     }
 
     func close() { Glibc.close(fd) }

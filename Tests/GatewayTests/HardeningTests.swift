@@ -297,16 +297,14 @@ extension HTTPEdgeTests {
             let herald = try await start("  shutdown_first_request_wait: 0\n")
             let port = herald.gateway.ports[0]
             let connecting = Mutex(true)
-            async let attempts = withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-                Thread.detachNewThread {
-                    var count = 0
-                    while connecting.withLock({ $0 }) {
-                        let fd = RawHTTP.openIdle(port: port)
-                        if fd >= 0 { close(fd) }
-                        count += 1
-                    }
-                    continuation.resume(returning: count)
+            async let attempts = offPool {
+                var count = 0
+                while connecting.withLock({ $0 }) {
+                    let fd = RawHTTP.openIdle(port: port)
+                    if fd >= 0 { close(fd) }
+                    count += 1
                 }
+                return count
             }
             try await Task.sleep(for: .milliseconds(50))
             await herald.stop()

@@ -23,9 +23,7 @@ import Testing
         try pipe.fileHandleForWriting.close()
         // Read and waited for on threads of their own, not the cooperative pool's (ChildProcess.exit).
         let reader = pipe.fileHandleForReading
-        let data = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: reader.readDataToEndOfFile()) }
-        }
+        let data = await offPool { reader.readDataToEndOfFile() }
         let status = await process.exit()
         return (status, String(decoding: data, as: UTF8.self))
     }

@@ -64,16 +64,12 @@ final class ChildProcess: Sendable {
         Thread.detachNewThread { self.waitUntilExit() }
     }
 
-    /// Waits for the process to end; its exit code or signal. The wait blocks a thread of its own,
-    /// never one of Swift's cooperative pool: that pool has as many threads as the machine has
-    /// cores (two in CI), and the servers and clients of every other test running meanwhile need
-    /// them.
+    /// Waits for the process to end; its exit code or signal. The wait blocks a thread of its own
+    /// (`offPool`).
     @discardableResult func exit() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                self.waitUntilExit()
-                continuation.resume(returning: self.terminationStatus)
-            }
+        await offPool {
+            self.waitUntilExit()
+            return self.terminationStatus
         }
     }
 

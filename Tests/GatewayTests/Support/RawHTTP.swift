@@ -6,16 +6,11 @@ import Foundation
 
 /// A blocking raw TCP client, for requests no HTTP client library will send as-is.
 enum RawHTTP {
-    /// Runs `exchange` on its own thread, so that blocking socket calls never hold a thread of
-    /// Swift's cooperative pool (which the server under test needs).
+    /// Runs `exchange` on its own thread (`offPool`).
     static func exchangeOffPool(port: Int, head: String, chunks: [[UInt8]] = [], waitFirst: Bool = false, sendAll: Bool = false) async
         -> String
     {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(returning: exchange(port: port, head: head, chunks: chunks, waitFirst: waitFirst, sendAll: sendAll))
-            }
-        }
+        await offPool { exchange(port: port, head: head, chunks: chunks, waitFirst: waitFirst, sendAll: sendAll) }
     }
 
     /// Sends `head`, then `chunks` (stopping once the server has answered, unless `sendAll`; with
@@ -52,14 +47,12 @@ enum RawHTTP {
     /// Sends `head` on `fd` (a socket from `openIdle`), and returns what the server sent back
     /// before closing (or after 15 s); closes `fd`. On a thread of its own, as `exchangeOffPool`.
     static func sendOffPool(fd: Int32, head: String) async -> String {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                defer { close(fd) }
-                var timeout = timeval(tv_sec: 15, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                continuation.resume(returning: readToEnd(fd))
-            }
+        await offPool {
+            defer { close(fd) }
+            var timeout = timeval(tv_sec: 15, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return readToEnd(fd)
         }
     }
 
