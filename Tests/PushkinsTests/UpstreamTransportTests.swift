@@ -3,6 +3,7 @@ import Foundation
 import HeraldTestSupport
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import Testing
 
@@ -181,6 +182,30 @@ import Testing
         await transport.shutdown()
         await apns.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// A connection has 2^30 client stream ids: one that has used its last retires, its request
+    /// fails as a network error (which the retry policy sends again), and the next request opens a
+    /// new connection.
+    @Test func anHTTP2ConnectionThatHasUsedItsLastStreamIdIsReplaced() async throws {
+        let pki = try TestPKI(directory: Self.directory())
+        let apns = try await FakeAPNs.start(
+            pki: pki, topic: "org.example.app", auth: .token(keyId: "K", teamId: "T", publicKey: P256.Signing.PrivateKey().publicKey))
+        let transport = try HTTP2Upstream(
+            origin: apns.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration(),
+            firstStreamID: HTTP2StreamID(Int32.max - 2))
+        let path = "/3/device/\(String(repeating: "ab", count: 32))"
+        // No JWT: APNs answers 403, which is an answer all the same.
+        #expect(try await post(transport, apns.baseURL, path, "{}").status == 403)
+        #expect(try await post(transport, apns.baseURL, path, "{}").status == 403)
+        await #expect(throws: UpstreamConnectionError.closedUnanswered) {
+            try await post(transport, apns.baseURL, path, "{}")
+        }
+        #expect(try await post(transport, apns.baseURL, path, "{}").status == 403)
+        #expect(apns.connectionsAccepted == 2)
+        #expect(apns.received.count == 3)
+        await transport.shutdown()
+        await apns.stop()
     }
 
     /// The fake APNs verifies each distinct provider token once (as Apple does, since a token is

@@ -3,19 +3,21 @@ import NIOHPACK
 import NIOHTTP1
 import NIOHTTP2
 
-/// One request on its own HTTP/2 stream: it writes the request once the stream is active, reads
-/// the answer (keeping at most `maxBodyBytes` of its body) and completes `promise`. A stream that
-/// closes or fails first fails it; completing a promise twice is ignored, so the deadline and
-/// cancellation may fail it from outside at any time.
-final class HTTP2Exchange: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
-    private let requestHeaders: HPACKHeaders
-    private let requestBody: ByteBuffer?
-    private let maxBodyBytes: Int
-    private let promise: EventLoopPromise<UpstreamResponse>
-    private var sent = false
+/// One request on an HTTP/2 connection: what it sends, and the answer collected so far (at most
+/// `maxBodyBytes` of its body). `HTTP2Streams` gives it a stream and feeds it that stream's frames;
+/// completing `promise` twice is ignored, so the deadline and cancellation may fail it from outside
+/// at any time. Its state is touched only on the connection's event loop.
+final class HTTP2Exchange: @unchecked Sendable {
+    let requestHeaders: HPACKHeaders
+    let requestBody: ByteBuffer?
+    let maxBodyBytes: Int
+    let promise: EventLoopPromise<UpstreamResponse>
+    /// Its stream, once `HTTP2Streams` has opened one.
+    var streamID: HTTP2StreamID?
+    /// Given up on (deadline, cancellation) before it was started: it is not started.
+    var abandoned = false
+    /// DATA bytes received on its stream since the last stream WINDOW_UPDATE.
+    var unacknowledged = 0
     private var status: Int?
     private var headers = HTTPHeaders()
     private var body = ByteBuffer()
@@ -27,73 +29,43 @@ final class HTTP2Exchange: ChannelInboundHandler {
         self.promise = promise
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { send(context: context) }
+    enum Progress {
+        case reading
+        case done
+        /// The answer cannot be read: fail with this, and reset the stream.
+        case failed(UpstreamConnectionError)
     }
 
-    func channelActive(context: ChannelHandlerContext) {
-        send(context: context)
-        context.fireChannelActive()
-    }
-
-    private func send(context: ChannelHandlerContext) {
-        guard !sent else { return }
-        sent = true
-        let hasBody = (requestBody?.readableBytes ?? 0) > 0
-        context.write(wrapOutboundOut(.headers(.init(headers: requestHeaders, endStream: !hasBody))), promise: nil)
-        if hasBody, let requestBody {
-            context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(requestBody), endStream: true))), promise: nil)
-        }
-        context.flush()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+    /// Takes one frame of the answer.
+    func receive(_ payload: HTTP2Frame.FramePayload) -> Progress {
+        switch payload {
         case .headers(let frame):
             if status == nil {
                 guard let text = frame.headers.first(name: ":status"), let code = Int(text), (100..<600).contains(code) else {
-                    fail(.malformedResponse, context: context)
-                    return
+                    return .failed(.malformedResponse)
                 }
-                if code < 200 { return }  // informational: the real answer follows
+                if code < 200 { return .reading }  // informational: the real answer follows
                 status = code
                 for (name, value, _) in frame.headers where !name.hasPrefix(":") { headers.add(name: name, value: value) }
             }
-            if frame.endStream { finish(context: context) }
+            return frame.endStream ? finish() : .reading
         case .data(let frame):
             if case .byteBuffer(var chunk) = frame.data {
                 let room = maxBodyBytes - body.readableBytes
                 if room > 0, var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { body.writeBuffer(&slice) }
             }
-            if frame.endStream { finish(context: context) }
+            return frame.endStream ? finish() : .reading
         case .rstStream(let code):
-            fail(.reset(code), context: context)
+            return .failed(.reset(code))
         default:
-            break
+            return .reading
         }
     }
 
-    private func finish(context: ChannelHandlerContext) {
-        guard let status else {
-            fail(.malformedResponse, context: context)
-            return
-        }
+    private func finish() -> Progress {
+        guard let status else { return .failed(.malformedResponse) }
         promise.succeed(UpstreamResponse(status: status, headers: headers, body: body))
-    }
-
-    private func fail(_ error: UpstreamConnectionError, context: ChannelHandlerContext) {
-        promise.fail(error)
-        context.close(promise: nil)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        promise.fail(UpstreamConnectionError.closedUnanswered)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        promise.fail(error)
-        context.close(promise: nil)
+        return .done
     }
 
     /// The request's headers for HTTP/2: pseudo-headers first, names in lower case.

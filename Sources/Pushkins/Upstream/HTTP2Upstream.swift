@@ -7,8 +7,8 @@ import NIOTLS
 import Synchronization
 
 /// One long-lived HTTP/2 connection over TLS to one origin, on SwiftNIO directly: each request is a
-/// stream with a single handler (`HTTP2Exchange`) that writes it and collects the answer on the
-/// connection's event loop, so a request costs at most one hop there and one back
+/// stream that `HTTP2Streams` opens, writes and collects the answer of on the connection's event
+/// loop (`HTTP2Exchange`), so a request costs at most one hop there and one back
 /// (docs/architecture.md, "The upstream-call path").
 ///
 /// The connection is opened on the first request, through the outbound proxy's CONNECT tunnel
@@ -24,10 +24,12 @@ public final class HTTP2Upstream: UpstreamTransport {
     /// Where connections are opened; without one, on the requesting event loop.
     private let eventLoop: (any EventLoop)?
     private let state = Mutex(State.idle)
+    /// The first stream id of each connection (tests start near the last to see a connection use them up).
+    let firstStreamID: HTTP2StreamID
 
     private struct Connection: Sendable {
         let channel: any Channel
-        let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+        let streams: NIOLoopBound<HTTP2Streams>
     }
 
     private enum State {
@@ -41,8 +43,9 @@ public final class HTTP2Upstream: UpstreamTransport {
     /// the event loop of the request that opens them. The TLS context is one of `contexts`.
     public init(
         origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil,
-        contexts: TLSContexts = TLSContexts()
+        contexts: TLSContexts = TLSContexts(), firstStreamID: HTTP2StreamID = 1
     ) throws {
+        self.firstStreamID = firstStreamID
         let parsed = try UpstreamOrigin(origin)
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }
         self.settings = settings
@@ -62,25 +65,24 @@ public final class HTTP2Upstream: UpstreamTransport {
         let promise = loop.makePromise(of: UpstreamResponse.self)
         let headers = HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let maxBodyBytes = settings.maxResponseBytes
-        let body = request.body
-        let stream = connection.multiplexer.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(
-                    HTTP2Exchange(headers: headers, body: body, maxBodyBytes: maxBodyBytes, promise: promise))
-            }
+        let exchange = HTTP2Exchange(headers: headers, body: request.body, maxBodyBytes: maxBodyBytes, promise: promise)
+        let streams = connection.streams
+        if loop.inEventLoop {
+            streams.value.start(exchange)
+        } else {
+            loop.execute { streams.value.start(exchange) }
         }
-        stream.whenFailure { promise.fail($0) }
         let limit = settings.requestTimeout
         let timeout = loop.scheduleTask(deadline: deadline) {
             promise.fail(Deadline.Exceeded(after: limit))
-            stream.whenSuccess { $0.close(promise: nil) }
+            streams.value.abandon(exchange)
         }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
         return try await withTaskCancellationHandler {
             try await promise.futureResult.get()
         } onCancel: {
             promise.fail(CancellationError())
-            stream.whenSuccess { $0.close(promise: nil) }
+            loop.execute { streams.value.abandon(exchange) }
         }
     }
 
@@ -156,17 +158,18 @@ public final class HTTP2Upstream: UpstreamTransport {
             }
         }
         let linger = TimeAmount(settings.requestTimeout)
+        let firstStreamID = self.firstStreamID
         connector.connect(on: future.eventLoop) { [weak self] channel in
             let ready = channel.eventLoop.makePromise(of: Void.self)
             let operations = channel.pipeline.syncOperations
             try operations.addHandler(HandshakeWatcher(promise: ready))
             try operations.addHandler(FlushCoalescer())
-            let multiplexer = try operations.configureHTTP2Pipeline(
-                mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
-            ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
+            try operations.addHandler(NIOHTTP2Handler(mode: .client))
+            let streams = HTTP2Streams(firstStreamID: firstStreamID)
+            try operations.addHandler(streams)
             try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })
             channel.closeFuture.whenComplete { [weak self] _ in self?.retire(channel) }
-            let connection = Connection(channel: channel, multiplexer: multiplexer)
+            let connection = Connection(channel: channel, streams: NIOLoopBound(streams, eventLoop: channel.eventLoop))
             return ready.futureResult.map { connection }
         }.cascade(to: promise)
     }
@@ -200,8 +203,8 @@ private final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHan
 }
 
 /// Watches the connection's own frames. The server's first SETTINGS succeeds `ready`: only then
-/// is its `MAX_CONCURRENT_STREAMS` known, so no stream is opened before. A GOAWAY, or a protocol
-/// error reported on the connection, retires it: the next request opens a new connection, the
+/// is its `MAX_CONCURRENT_STREAMS` known, so no stream is opened before. A GOAWAY, a protocol
+/// error reported on the connection, or its last stream id used, retires it: the next request opens a new connection, the
 /// streams in flight here may still finish, and the connection is closed once they have had
 /// `linger` (the request timeout) to do so.
 private final class ConnectionWatcher: ChannelInboundHandler {
@@ -228,6 +231,11 @@ private final class ConnectionWatcher: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         ready.fail(error)
         goAway(context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is HTTP2Streams.StreamIDsExhausted { goAway(context: context) }
+        context.fireUserInboundEventTriggered(event)
     }
 
     private func goAway(context: ChannelHandlerContext) {
