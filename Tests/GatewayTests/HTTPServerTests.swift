@@ -96,19 +96,9 @@ final class BlockingClient: Sendable {
     let fd: Int32
 
     init(port: Int, receiveBuffer: Int?) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var size = receiveBuffer {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
+        fd = RawHTTP.connectLoopback(port: port, receiveBuffer: receiveBuffer)
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
     }
 
     func send(_ text: String) {

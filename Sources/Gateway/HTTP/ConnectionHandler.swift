@@ -78,7 +78,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 busy(dialect: .matrix)
                 return
             }
-            policy = router.policy(forPath: HTTPServer.path(of: head.uri))
+            policy = router.policy(forPath: ServerRequest.path(of: head.uri))
             action = machine.head(head, limit: policy.maxBodyBytes)
         case .body(let chunk):
             if let bodyBudget, machine.isReceiving {
@@ -105,17 +105,16 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             // sending before closing; the state machine reads and discards its body meanwhile.
             finish(closing: nil)
             let tooLarge = ErrorResponder.response(for: GatewayError.tooLarge(limit: limit), dialect: policy.dialect)
+            write(tooLarge, version: version, keepAlive: false, context: context, thenClose: .output)
             let channel = context.channel
-            write(tooLarge, version: version, keepAlive: false, context: context).whenComplete { _ in
-                channel.close(mode: .output, promise: nil)
-            }
             context.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
         case .dispatch(let head, let body):
-            ready = ReadRequest(head: head, body: body)
-            if let waiter, let request = ready {
+            let request = ReadRequest(head: head, body: body)
+            if let waiter {
                 self.waiter = nil
-                ready = nil
                 waiter.resume(returning: request)
+            } else {
+                ready = request
             }
         }
     }
@@ -153,11 +152,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         // pipeline handler pass on a pipelined next request at once, from inside the write.
         let open = machine.responded(keepAlive: head.isKeepAlive) == .none
         if !open { finish(closing: nil) }
-        let written = write(response, version: head.version, keepAlive: head.isKeepAlive, context: context)
-        if !open {
-            let channel = context.channel
-            written.whenComplete { _ in channel.close(promise: nil) }
-        }
+        write(response, version: head.version, keepAlive: head.isKeepAlive, context: context, thenClose: open ? nil : .all)
         return open
     }
 
@@ -177,7 +172,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         resumeWriter()
     }
 
-    /// More request bodies than the body budget allows in memory: 503 with `Retry-After`, then close.
+    /// 503 with `Retry-After`, then close: past the body budget, or past `max_connections`.
     private func busy(dialect: ErrorDialect) {
         guard let context else { return }
         var headers = HTTPHeaders()
@@ -186,13 +181,13 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             for: GatewayError(.serviceUnavailable, "M_LIMIT_EXCEEDED", "The server is busy; retry shortly", headers: headers),
             dialect: dialect)
         finish(closing: nil)
-        let channel = context.channel
-        write(busy, version: version, keepAlive: false, context: context).whenComplete { _ in channel.close(promise: nil) }
+        write(busy, version: version, keepAlive: false, context: context, thenClose: .all)
     }
 
+    /// Writes `response`; with `thenClose`, closes the connection that way once it is written.
     private func write(
-        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext
-    ) -> EventLoopFuture<Void> {
+        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext, thenClose mode: CloseMode?
+    ) {
         var headers = response.headers
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
@@ -201,7 +196,12 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
         }
         deadline.responseComplete()
-        return context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        guard let mode else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(mode: mode, promise: nil) }
     }
 
     /// Hands out no more requests; with `closing`, closes the connection that way now.
@@ -231,22 +231,5 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             self.writabilityWaiter = nil
             writabilityWaiter.resume()
         }
-    }
-}
-
-extension ConnectionStateMachine {
-    var isReceiving: Bool {
-        if case .receiving = state { return true }
-        return false
-    }
-
-    var isResponding: Bool {
-        if case .responding = state { return true }
-        return false
-    }
-
-    var isDraining: Bool {
-        if case .draining = state { return true }
-        return false
     }
 }

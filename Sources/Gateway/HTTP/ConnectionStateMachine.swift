@@ -98,3 +98,21 @@ struct ConnectionStateMachine {
         return .none
     }
 }
+
+extension ConnectionStateMachine {
+    // Where the connection is, for `ConnectionHandler`.
+    var isReceiving: Bool {
+        if case .receiving = state { return true }
+        return false
+    }
+
+    var isResponding: Bool {
+        if case .responding = state { return true }
+        return false
+    }
+
+    var isDraining: Bool {
+        if case .draining = state { return true }
+        return false
+    }
+}

@@ -12,10 +12,8 @@ import Tracing
 /// 413 at once and the connection closed, so it is never left half-read. `shutdown()` stops
 /// accepting, lets requests in progress finish and closes idle keep-alive connections.
 public final class HTTPServer: Sendable {
-    typealias Connection = ServerConnection
-
     public let localAddress: SocketAddress
-    private let channel: NIOAsyncChannel<Connection, Never>
+    private let channel: NIOAsyncChannel<ServerConnection, Never>
     private let quiesce: ServerQuiescingHelper
     private let handler: any HTTPHandler
     private let logger: Logger
@@ -86,7 +84,7 @@ public final class HTTPServer: Sendable {
     }
 
     private init(
-        localAddress: SocketAddress, channel: NIOAsyncChannel<Connection, Never>, quiesce: ServerQuiescingHelper,
+        localAddress: SocketAddress, channel: NIOAsyncChannel<ServerConnection, Never>, quiesce: ServerQuiescingHelper,
         pending: PendingConnections, handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits,
         handover: Duration?
     ) {
@@ -161,7 +159,7 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private func serve(_ connection: Connection) async {
+    private func serve(_ connection: ServerConnection) async {
         while let read = await connection.nextRequest() {
             let request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
             let started = ContinuousClock.now
@@ -196,9 +194,6 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    static func path(of uri: String) -> String {
-        uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
-    }
 }
 
 /// Closes a connection that has been idle for the read timeout.

@@ -9,16 +9,14 @@ import Synchronization
 /// connection is recorded here when it is made and forgotten when the loop takes it; once the loop
 /// has ended, the rest are closed, and no connection is made any more.
 final class PendingConnections: Sendable {
-    typealias Connection = ServerConnection
-
     private struct State {
         var open = true
-        var waiting: [ObjectIdentifier: Connection] = [:]
+        var waiting: [ObjectIdentifier: ServerConnection] = [:]
     }
     private let state = Mutex(State())
 
     /// Makes a connection and records it; nil once the listener is done taking connections.
-    func make(for channel: any Channel, _ wrap: () -> Connection) -> Connection? {
+    func make(for channel: any Channel, _ wrap: () -> ServerConnection) -> ServerConnection? {
         state.withLock { state in
             guard state.open else { return nil }
             let connection = wrap()
@@ -28,12 +26,12 @@ final class PendingConnections: Sendable {
     }
 
     /// The accept loop took `connection`: it is the loop's to close now.
-    func taken(_ connection: Connection) {
+    func taken(_ connection: ServerConnection) {
         _ = state.withLock { $0.waiting.removeValue(forKey: ObjectIdentifier(connection.channel)) }
     }
 
     /// After the accept loop: stops making connections, and returns those it never took.
-    func closeAll() -> [Connection] {
+    func closeAll() -> [ServerConnection] {
         state.withLock { state in
             state.open = false
             defer { state.waiting = [:] }

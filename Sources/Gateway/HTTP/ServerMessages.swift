@@ -24,7 +24,10 @@ public struct ServerRequest: Sendable {
     }
 
     /// The path without the query string.
-    public var path: String {
+    public var path: String { Self.path(of: uri) }
+
+    /// The path of a request target without its query string.
+    static func path(of uri: String) -> String {
         guard let q = uri.firstIndex(of: "?") else { return uri }
         return String(uri[..<q])
     }

@@ -17,17 +17,9 @@ enum RawHTTP {
     /// `waitFirst`, only once the server has answered something, as a client expecting 100 does),
     /// and returns what the server sent back before closing (or after 15 s).
     static func exchange(port: Int, head: String, chunks: [[UInt8]] = [], waitFirst: Bool = false, sendAll: Bool = false) -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = connectLoopback(port: port)
         guard fd >= 0 else { return "" }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return "" }
         var timeout = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -69,14 +61,25 @@ enum RawHTTP {
     }
 
     /// A connected socket that sends nothing (an idle client); close it with `close(_:)`.
-    static func openIdle(port: Int) -> Int32 {
+    static func openIdle(port: Int) -> Int32 { connectLoopback(port: port) }
+
+    /// A socket connected to 127.0.0.1:`port` (its receive buffer set first, when given), or -1.
+    static func connectLoopback(port: Int, receiveBuffer: Int? = nil) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
+        let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return -1
         }
         return fd
     }
