@@ -286,6 +286,26 @@ import Testing
         #expect(setup.apns.received(token: Self.hex(dropped)).map(\.status) == [0, 200])
     }
 
+    /// A stream APNs resets is that request's failure only: it is sent again on the same
+    /// connection, and the other requests on it are untouched.
+    @Test func aResetStreamIsRetriedOnTheSameConnection() async throws {
+        // A reset left unnoticed would wait out the request timeout before the retry.
+        let setup = try await start(extra: "max_connections: 1\nrequest_timeout: 30")
+        let reset = Self.pushkey()
+        let other = Self.pushkey()
+        setup.apns.script(Self.hex(reset), .sequence([.resetStream, .accept]))
+        let started = ContinuousClock.now
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(reset), device(other)]))
+        let elapsed = ContinuousClock.now - started
+        await setup.stop()
+        #expect(elapsed < .seconds(15))
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": []])
+        #expect(setup.apns.received(token: Self.hex(reset)).map(\.status) == [0, 200])
+        #expect(setup.apns.received(token: Self.hex(other)).map(\.status) == [200])
+        #expect(setup.apns.connectionsAccepted == 1)
+    }
+
     @Test func aHangingAPNsTimesOutWithinTheBudgetAnd502s() async throws {
         let setup = try await start(extra: "request_timeout: 1\nmax_attempts: 2")
         let key = Self.pushkey()

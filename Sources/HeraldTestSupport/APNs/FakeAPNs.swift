@@ -23,6 +23,8 @@ public final class FakeAPNs: Sendable {
         indirect case goAway(then: Behavior)
         /// Close the TCP connection without answering.
         case dropConnection
+        /// Reset the request's stream (RST_STREAM) without answering; the connection stays open.
+        case resetStream
     }
 
     public struct Received: Sendable {
@@ -156,6 +158,7 @@ public final class FakeAPNs: Sendable {
         var retryAfter: String?
         var goAway = false
         var drop = false
+        var reset = false
     }
 
     /// The answer to one request, computed on the stream's event loop; only a behaviour that waits
@@ -224,6 +227,8 @@ public final class FakeAPNs: Sendable {
             return reply
         case .dropConnection:
             return Reply(status: 0, drop: true)
+        case .resetStream:
+            return Reply(status: 0, reset: true)
         }
     }
 
@@ -243,6 +248,8 @@ public final class FakeAPNs: Sendable {
             return reply
         case .dropConnection:
             return Reply(status: 0, drop: true)
+        case .resetStream:
+            return Reply(status: 0, reset: true)
         }
     }
 
@@ -326,6 +333,10 @@ private final class StreamHandler: ChannelInboundHandler {
                 let (context, handler) = bound.value
                 if reply.drop {
                     context.channel.parent?.close(promise: nil)
+                    return
+                }
+                if reply.reset {
+                    context.close(promise: nil)  // closing an open stream sends RST_STREAM (CANCEL)
                     return
                 }
                 var headers = HTTPHeaders()
