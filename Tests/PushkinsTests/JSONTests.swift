@@ -88,28 +88,3 @@ import Testing
         #expect(JSONWriter.string(try JSONParser.parse(text)) == text)
     }
 }
-
-@Suite struct AsyncLimiterTests {
-    @Test func neverMoreThanTheLimitAtOnce() async {
-        let limiter = AsyncLimiter(limit: 3)
-        let peak = AtomicCounter()
-        let now = AtomicCounter()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<50 {
-                group.addTask {
-                    try? await limiter.withPermit {
-                        let current = now.add(1)
-                        while true {
-                            let seen = peak.current
-                            if current <= seen || peak.increment(ifBelow: current) { break }
-                        }
-                        await Task.yield()
-                        now.add(-1)
-                    }
-                }
-            }
-        }
-        #expect(peak.current <= 3)
-        #expect(limiter.inUse == 0)
-    }
-}
