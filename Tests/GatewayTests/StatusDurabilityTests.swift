@@ -106,6 +106,72 @@ import Testing
         let infos = try Protobuf_PushNotificationQueryResponse(serializedBytes: try StatusTestClient.open(answer).payload).info
         #expect(Set(infos.map { [UInt8]($0.publicKey) }) == Set(clients.map(\.hashedKey)))
     }
+
+    /// Push requests' answers are written to the store behind the answer (docs/status-protocol.md):
+    /// on SIGTERM, what was answered and not yet written is stored before Herald exits, so after a
+    /// restart every duplicate gets its first answer again and nothing is sent twice.
+    @Test(.enabled(if: heraldBinary != nil, "needs the herald executable (swift build --build-tests)"))
+    func answeredPushRequestsSurviveSIGTERM() async throws {
+        let binary = try #require(Self.heraldBinary)
+        let dir = temporaryDirectory()
+        let pki = try TestPKI(directory: dir)
+        let key = try APNsTestKey(directory: dir)
+        let apns = try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth)
+        let port = Self.freePort()
+        let config = "\(dir)/herald.yaml"
+        try
+            (Self.listenerYAML(port: port)
+                + """
+                apps:
+                  im.status.ios:
+                    type: apns
+                    keyfile: \(dir)/AuthKey.p8
+                    key_id: ABC123DEFG
+                    team_id: TEAM123456
+                    topic: im.status.ethereum
+                    base_url: \(apns.baseURL)
+                    tls_ca_file: \(pki.caFile)
+                status:
+                  store: \(dir)/status.sqlite
+                  apns_app: im.status.ios
+                """).write(toFile: config, atomically: true, encoding: .utf8)
+        let base = "http://127.0.0.1:\(port)"
+
+        let first = try launch(binary, config: config)
+        try await waitForHealth(port: port)
+        let identity = try #require(try await RunningGatewayClient.json("\(base)/_status/v1/identity")?["public_key"]?.stringValue)
+        let server = try Secp256k1.PublicKey(bytes: try #require([UInt8](hex: identity)))
+        let recipient = StatusTestClient()
+        let accessToken = UUID().uuidString.lowercased()
+        let registration = try recipient.registration(server: server, token: "0a0b0c0d", accessToken: accessToken)
+        _ = try await RunningGatewayClient.post(
+            "\(base)/_status/v1/message", body: try recipient.registrationMessage(registration, server: server))
+        let sender = StatusTestClient()
+        let requests = try (0..<40).map { n -> [UInt8] in
+            var request = Protobuf_PushNotificationRequest()
+            request.messageID = Data(Keccak.keccak256(Array("durable-\(n)".utf8)))
+            request.requests = [sender.notification(to: recipient, accessToken: accessToken)]
+            return try StatusTestClient.pushMessage(request)
+        }
+        var answers: [[UInt8]] = []
+        for request in requests {
+            let answer = try await RunningGatewayClient.post("\(base)/_status/v1/message", body: request)
+            #expect(try StatusTestClient.open(answer).type == 21)
+            answers.append(answer)
+        }
+        #expect(apns.received.count == requests.count)
+        await first.stop(SIGTERM)
+        #expect(first.terminationStatus == 0)
+
+        let second = try launch(binary, config: config)
+        defer { second.stopInBackground(SIGTERM) }
+        try await waitForHealth(port: port)
+        for (request, answer) in zip(requests, answers) {
+            #expect(try await RunningGatewayClient.post("\(base)/_status/v1/message", body: request) == answer)
+        }
+        #expect(apns.received.count == requests.count)  // no duplicate was sent again
+        await apns.stop()
+    }
 }
 
 /// The real process and the real signal: SIGTERM lets a request in progress finish, then Herald exits 0.

@@ -89,8 +89,8 @@ final class TestPostgresStore: StatusStore {
     func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
         try await inner.cachedResponse(messageId: messageId, now: now)
     }
-    func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
-        try await inner.cacheResponse(messageId: messageId, response: response, expires: expires, limit: limit)
+    func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
+        try await inner.cacheResponses(entries, limit: limit)
     }
     func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         try await inner.enqueueGorush(bodies, maxJobs: maxJobs, maxBytes: maxBytes)

@@ -26,6 +26,8 @@ public struct StatusConfig: Sendable {
     public var maxMessageBytes = 1 << 20
     public var responseCacheLifetime: TimeInterval = 86_400
     public var responseCacheLimit = 100_000
+    /// Answers remembered and not yet written to the store; beyond it a push request waits for the writer.
+    public var responseCacheMaxPending = 10_000
 
     public var gorush = Gorush()
 
@@ -76,6 +78,7 @@ public struct StatusConfig: Sendable {
         result.maxMessageBytes = config.int("max_message_bytes", default: 1 << 20, range: 1024...(16 << 20))
         result.responseCacheLifetime = config.seconds("response_cache_lifetime", default: 86_400, range: 0...(30 * 86_400)).seconds
         result.responseCacheLimit = config.int("response_cache_limit", default: 100_000, range: 0...10_000_000)
+        result.responseCacheMaxPending = config.int("response_cache_max_pending", default: 10_000, range: 1...1_000_000)
         if let gorush = config.map("gorush") {
             result.gorush.enabled = gorush.bool("enabled", default: true)
             result.gorush.maxNotification = gorush.int("max_notification", default: 100, range: 1...100_000)

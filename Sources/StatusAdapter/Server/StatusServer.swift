@@ -20,6 +20,8 @@ public final class StatusServer: Sendable {
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
+    /// Answered push requests, for their duplicates.
+    let responses: ResponseCache
     private let inFlight = Mutex<[[UInt8]: ReadinessGate<Result<[UInt8], StatusRequestError>>]>([:])
 
     public init(
@@ -33,7 +35,13 @@ public final class StatusServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
+        self.responses = ResponseCache(
+            store: store, limit: config.responseCacheLimit, maxPending: config.responseCacheMaxPending, logger: logger)
     }
+
+    /// Writes the answers of push requests to the store until graceful shutdown, then those left
+    /// (`ResponseCache`). The Status service runs it while the server is up.
+    public func runResponseCache() async { await responses.run() }
 
     public var publicKey: Secp256k1.PublicKey { identity.publicKey }
 
@@ -171,7 +179,7 @@ public final class StatusServer: Sendable {
 
     /// Answers a duplicate with the cached response, and lets concurrent duplicates share one dispatch.
     private func pushOnce(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
-        if let cached = try? await store.cachedResponse(messageId: messageId, now: Date()) {
+        if let cached = try? await responses.response(to: messageId, now: Date()) {
             counters.increment("herald_status_push_requests_total", [("result", "replayed")])
             return .success(cached)
         }
@@ -290,9 +298,8 @@ public final class StatusServer: Sendable {
         do {
             let bytes = try StatusEnvelope.wrap(response, type: .pushNotificationResponse, key: identity)
             if config.responseCacheLimit > 0 {
-                try? await store.cacheResponse(
-                    messageId: messageId, response: bytes, expires: Date().addingTimeInterval(config.responseCacheLifetime),
-                    limit: config.responseCacheLimit)
+                // Remembered before the request leaves `inFlight`: a duplicate finds one or the other.
+                await responses.remember(messageId, response: bytes, expires: Date().addingTimeInterval(config.responseCacheLifetime))
             }
             counters.increment("herald_status_push_requests_total", [("result", "answered")])
             return .success(bytes)

@@ -65,7 +65,8 @@ public final class StatusService: Service {
         _ = Counter(label: "herald_status_push_requests_total", dimensions: [("result", "answered")], factory: metrics)
         logger.notice("Status push-notification server ready", metadata: ["public_key": "0x\(server.publicKey.compressed.hex)"])
         ready.open(server)
-        try? await gracefulShutdown()
+        // Until graceful shutdown: the response cache's writer, which then stores what is left.
+        await server.runResponseCache()
         await store.close()
     }
 }

@@ -148,14 +148,21 @@ public final class PostgresStatusStore: StatusStore {
         return nil
     }
 
-    public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
-        try await exec(
-            """
-            INSERT INTO status_responses (message_id, response, expires_at)
-            VALUES (\(ByteBuffer(bytes: messageId)), \(ByteBuffer(bytes: response)), \(expires.timeIntervalSince1970))
-            ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
-            """)
-        guard inserts.add(1) % StatusStoreMaintenance.pruneEvery == 1 else { return }
+    /// One insert per entry (each its own statement on a pooled connection); pruning as the
+    /// protocol describes.
+    public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
+        guard !entries.isEmpty else { return }
+        for entry in entries {
+            try await exec(
+                """
+                INSERT INTO status_responses (message_id, response, expires_at)
+                VALUES (\(ByteBuffer(bytes: entry.messageId)), \(ByteBuffer(bytes: entry.response)), \(entry.expires.timeIntervalSince1970))
+                ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
+                """)
+        }
+        // Insert k (from 1) prunes when k % pruneEvery == 1, as each insert alone would.
+        let before = inserts.add(entries.count) - entries.count
+        guard (before..<(before + entries.count)).contains(where: { $0 % StatusStoreMaintenance.pruneEvery == 0 }) else { return }
         try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
         try await exec(
             """

@@ -15,13 +15,8 @@ public final class SQLiteStatusStore: StatusStore {
     let pool: DatabasePool
     private let inserts = AtomicCounter()
 
-    private let cacheWrites: GroupCommit<CachedResponse>
-
     public init(path: String) throws {
-        let pool = try DurableSQLite.open(path: path)
-        let inserts = self.inserts
-        self.pool = pool
-        cacheWrites = GroupCommit { entries in try await Self.writeCache(entries, pool: pool, inserts: inserts) }
+        pool = try DurableSQLite.open(path: path)
     }
 
     public func migrate() async throws {
@@ -134,27 +129,16 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
-        try await cacheWrites.submit(CachedResponse(messageId: messageId, response: response, expires: expires, limit: limit))
-    }
-
-    /// One response-cache entry waiting for its write.
-    struct CachedResponse: Sendable {
-        var messageId: [UInt8]
-        var response: [UInt8]
-        var expires: Date
-        var limit: Int
-    }
-
-    /// Writes the entries of concurrent push requests in one transaction (`GroupCommit`). The
-    /// cache only spares a retried request its work: its commit is not synced
-    /// (`synchronous=NORMAL` for this transaction; the WAL reaches the disk with the next
-    /// registration's commit or checkpoint), so an answered push request costs no fsync.
-    private static func writeCache(_ entries: [CachedResponse], pool: DatabasePool, inserts: AtomicCounter) async throws {
+    /// Writes the entries in one transaction (the Status server's response cache writes the
+    /// answers of many push requests at once: `ResponseCache`). The cache only spares a retried
+    /// request its work: its commit is not synced (`synchronous=NORMAL` for this transaction; the
+    /// WAL reaches the disk with the next registration's commit or checkpoint), so an answered push
+    /// request costs no fsync.
+    public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
+        guard !entries.isEmpty else { return }
         // Insert k (from 1) prunes when k % pruneEvery == 1, as each insert alone would.
         let before = inserts.add(entries.count) - entries.count
         let prune = (before..<(before + entries.count)).contains { $0 % StatusStoreMaintenance.pruneEvery == 0 }
-        let limit = entries.last?.limit ?? 0
         try await pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }

@@ -45,10 +45,11 @@ public protocol StatusStore: GorushQueueStore {
     /// The response given to a push request, if it was answered within its lifetime.
     func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]?
 
-    /// Remembers the response to a push request until `expires`. Expired entries, and the oldest
-    /// beyond `limit`, are pruned on the first insert and every `StatusStoreMaintenance.pruneEvery`
-    /// inserts after it (pruning on every insert would scan up to `limit` rows each time).
-    func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws
+    /// Remembers the responses to push requests, each until its `expires`, in one transaction
+    /// where the store has them. Expired entries, and the oldest beyond `limit`, are pruned on the
+    /// first insert and every `StatusStoreMaintenance.pruneEvery` inserts after it (pruning on every
+    /// insert would scan up to `limit` rows each time).
+    func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws
 
     /// What must run while the store is used (PostgreSQL's connection pool), in the gateway's
     /// service group before anything that uses the store.
@@ -60,6 +61,24 @@ public protocol StatusStore: GorushQueueStore {
 
 extension StatusStore {
     public var services: [any Service] { [] }
+
+    /// Remembers one response (`cacheResponses` with one entry).
+    public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
+        try await cacheResponses([CachedResponse(messageId: messageId, response: response, expires: expires)], limit: limit)
+    }
+}
+
+/// The response given to a push request, kept until `expires` for its duplicates.
+public struct CachedResponse: Sendable, Equatable {
+    public var messageId: [UInt8]
+    public var response: [UInt8]
+    public var expires: Date
+
+    public init(messageId: [UInt8], response: [UInt8], expires: Date) {
+        self.messageId = messageId
+        self.response = response
+        self.expires = expires
+    }
 }
 
 public enum StatusStoreMaintenance {

@@ -1,0 +1,170 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The answers given to push requests, kept so that a duplicate gets the same answer again
+/// (docs/status-protocol.md, "Herald's decisions"), and written to the store behind the answer.
+///
+/// An answer is remembered here at once and found here until the store holds it, so a request is
+/// answered without waiting for a write and a duplicate arriving meanwhile still finds it. One
+/// writer (`run`, in the Status service) stores in one transaction whatever was answered in the
+/// `batchWindow` after the first answer it wakes for, and while it wrote the batch before: a busy
+/// server writes many answers per commit, the writer wakes once for them, and no request waits
+/// for a commit. At most `maxPending` answers wait for the writer; beyond that a request waits for it to
+/// catch up. On graceful shutdown the writer stores what is left before the store is closed.
+final class ResponseCache: Sendable {
+    private struct Pending: Sendable {
+        var response: [UInt8]
+        var expires: Date
+        /// Which remembering this is (an id answered again after its entry expired is a new one).
+        var sequence: UInt64
+    }
+
+    private struct State {
+        /// Remembered and not yet in the store (taken by the writer or not).
+        var pending: [[UInt8]: Pending] = [:]
+        /// Not yet taken by the writer, in the order they were answered.
+        var unwritten: [(entry: CachedResponse, sequence: UInt64)] = []
+        var sequence: UInt64 = 0
+        /// The writer, waiting for answers to write.
+        var writer: CheckedContinuation<Void, Never>?
+        /// Requests waiting for room (`maxPending` reached).
+        var full: [CheckedContinuation<Void, Never>] = []
+        var stopping = false
+    }
+
+    private let state = Mutex(State())
+    private let store: any StatusStore
+    /// The store's bound on entries (`response_cache_limit`).
+    let limit: Int
+    /// `response_cache_max_pending`.
+    let maxPending: Int
+    private let logger: Logger
+    /// How long the writer gathers answers before it writes them.
+    static let batchWindow = Duration.milliseconds(5)
+
+    init(store: any StatusStore, limit: Int, maxPending: Int, logger: Logger) {
+        self.store = store
+        self.limit = limit
+        self.maxPending = max(1, maxPending)
+        self.logger = logger
+    }
+
+    /// Answers remembered and not yet stored (for tests and diagnostics).
+    var pendingCount: Int { state.withLock { $0.pending.count } }
+
+    /// The answer given to `messageId`, if it is still to be kept at `now`.
+    func response(to messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+        let pending = state.withLock { $0.pending[messageId] }
+        if let pending { return pending.expires > now ? pending.response : nil }
+        return try await store.cachedResponse(messageId: messageId, now: now)
+    }
+
+    /// Remembers the answer to `messageId` until `expires`. Returns once it is remembered (it is
+    /// found from then on); the store gets it with the writer's next batch.
+    func remember(_ messageId: [UInt8], response: [UInt8], expires: Date) async {
+        while true {
+            let (added, writer) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
+                guard s.pending.count < maxPending || s.stopping else { return (false, nil) }
+                s.sequence += 1
+                s.pending[messageId] = Pending(response: response, expires: expires, sequence: s.sequence)
+                s.unwritten.append((CachedResponse(messageId: messageId, response: response, expires: expires), s.sequence))
+                defer { s.writer = nil }
+                return (true, s.writer)
+            }
+            if added {
+                writer?.resume()
+                return
+            }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let wait = state.withLock { s -> Bool in
+                    guard s.pending.count >= maxPending && !s.stopping else { return false }
+                    s.full.append(continuation)
+                    return true
+                }
+                if !wait { continuation.resume() }
+            }
+        }
+    }
+
+    /// The writer: stores what is remembered, batch by batch, until graceful shutdown or
+    /// cancellation, and then what is left.
+    func run() async {
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                while await waitForAnswers() {
+                    // Answers arriving in the next few milliseconds join this batch: under load a
+                    // commit stores many, and the writer is woken once for them all.
+                    if !state.withLock({ $0.stopping }) { try? await Task.sleep(for: Self.batchWindow) }
+                    if let batch = takeUnwritten() { await write(batch) }
+                }
+            } onGracefulShutdown: {
+                self.stop()
+            }
+        } onCancel: {
+            self.stop()
+        }
+        // Whatever was answered up to the stop.
+        while let batch = takeUnwritten() { await write(batch) }
+    }
+
+    /// Stores everything remembered so far (tests).
+    func flush() async {
+        while let batch = takeUnwritten() { await write(batch) }
+    }
+
+    private func stop() {
+        let writer = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.stopping = true
+            defer { s.writer = nil }
+            return s.writer
+        }
+        writer?.resume()
+    }
+
+    private func takeUnwritten() -> [(entry: CachedResponse, sequence: UInt64)]? {
+        state.withLock { s in
+            guard !s.unwritten.isEmpty else { return nil }
+            defer { s.unwritten = [] }
+            return s.unwritten
+        }
+    }
+
+    /// Waits until there are answers to write (true) or the writer is stopped with none left (false).
+    private func waitForAnswers() async -> Bool {
+        while true {
+            let ready = state.withLock { s -> Bool? in
+                if !s.unwritten.isEmpty { return true }
+                return s.stopping ? false : nil
+            }
+            if let ready { return ready }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let wait = state.withLock { s -> Bool in
+                    guard s.unwritten.isEmpty && !s.stopping else { return false }
+                    s.writer = continuation
+                    return true
+                }
+                if !wait { continuation.resume() }
+            }
+        }
+    }
+
+    /// Writes `batch`; its entries are then found in the store, or, if the write failed, not at
+    /// all (a duplicate is then processed again, as after a crash).
+    private func write(_ batch: [(entry: CachedResponse, sequence: UInt64)]) async {
+        do {
+            try await store.cacheResponses(batch.map(\.entry), limit: limit)
+        } catch {
+            logger.error("Status response cache write failed", metadata: ["error": "\(error)", "entries": "\(batch.count)"])
+        }
+        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            for (entry, sequence) in batch where s.pending[entry.messageId]?.sequence == sequence {
+                s.pending[entry.messageId] = nil
+            }
+            defer { s.full = [] }
+            return s.full
+        }
+        for request in waiting { request.resume() }
+    }
+}

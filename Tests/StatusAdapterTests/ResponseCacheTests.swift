@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import Pushkins
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import StatusAdapter
+
+/// Push requests' answers are written behind the answer (docs/status-protocol.md): found at once,
+/// stored in batches by one writer, bounded, and stored on stop.
+@Suite struct ResponseCacheTests {
+    struct Failed: Error {}
+
+    /// A SQLite store whose response-cache writes are recorded, the first held until `release`
+    /// opens, and failed while `failing` is set.
+    final class RecordingStore: StatusStore {
+        let inner: SQLiteStatusStore
+        let batches = Mutex<[[[UInt8]]]>([])
+        let release = ReadinessGate<Void>()
+        let failing = Mutex(false)
+
+        init() async throws {
+            inner = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+            try await inner.migrate()
+        }
+
+        func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
+            let first = batches.withLock { batches in
+                batches.append(entries.map(\.messageId))
+                return batches.count == 1
+            }
+            if first { try await release.wait() }
+            if failing.withLock({ $0 }) { throw Failed() }
+            try await inner.cacheResponses(entries, limit: limit)
+        }
+
+        func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+            try await inner.cachedResponse(messageId: messageId, now: now)
+        }
+        func migrate() async throws {}
+        func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] { candidate }
+        func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? { nil }
+        func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] { [] }
+        func write(_ row: StoredRegistration) async throws -> Bool { true }
+        func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {}
+        func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool { true }
+        func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] { [] }
+        func completeGorush(id: Int64) async throws {}
+        func recoverGorushClaims() async throws {}
+        func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) { (0, 0) }
+        func close() async { await inner.close() }
+    }
+
+    static func cache(_ store: RecordingStore, maxPending: Int = 1000) -> ResponseCache {
+        var logger = Logger(label: "response-cache-test")
+        logger.logLevel = .critical
+        return ResponseCache(store: store, limit: 1000, maxPending: maxPending, logger: logger)
+    }
+
+    static let later = Date().addingTimeInterval(600)
+
+    /// Waits until `condition` holds (at most about 10 s).
+    static func until(_ condition: () -> Bool) async throws {
+        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(condition())
+    }
+
+    @Test func answersAreFoundAtOnceAndWrittenInBatchesWhileTheWriterIsBusy() async throws {
+        let store = try await RecordingStore()
+        let cache = Self.cache(store)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await cache.run() }
+            await cache.remember([1], response: [10], expires: Self.later)
+            try await Self.until { store.batches.withLock { $0.count } == 1 }  // the writer holds [1]
+            for n in 2...50 { await cache.remember([UInt8(n)], response: [UInt8(n), 0], expires: Self.later) }
+            // Every answer is found although none is in the store yet, and no one waited for a write.
+            #expect(try await cache.response(to: [1], now: Date()) == [10])
+            #expect(try await cache.response(to: [50], now: Date()) == [50, 0])
+            #expect(try await store.cachedResponse(messageId: [50], now: Date()) == nil)
+            store.release.open(())
+            try await Self.until { cache.pendingCount == 0 }
+            group.cancelAll()
+        }
+        // The 49 answered during the first write went together in the next one.
+        #expect(store.batches.withLock { $0 } == [[[1]], (2...50).map { [UInt8($0)] }])
+        #expect(try await store.cachedResponse(messageId: [50], now: Date()) == [50, 0])
+        #expect(try await cache.response(to: [1], now: Date()) == [10])
+        #expect(try await cache.response(to: [1], now: Self.later.addingTimeInterval(1)) == nil)  // expired
+    }
+
+    @Test func aRequestWaitsWhenMaxPendingAnswersAreUnwritten() async throws {
+        let store = try await RecordingStore()
+        let cache = Self.cache(store, maxPending: 3)
+        let third = ReadinessGate<Void>()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await cache.run() }
+            await cache.remember([1], response: [1], expires: Self.later)
+            try await Self.until { store.batches.withLock { $0.count } == 1 }
+            await cache.remember([2], response: [2], expires: Self.later)
+            await cache.remember([3], response: [3], expires: Self.later)
+            group.addTask {
+                await cache.remember([4], response: [4], expires: Self.later)
+                third.open(())
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(third.value == nil)  // three unwritten: the fourth waits
+            #expect(try await cache.response(to: [4], now: Date()) == nil)
+            store.release.open(())
+            try await third.wait()
+            try await Self.until { cache.pendingCount == 0 }
+            group.cancelAll()
+        }
+        for n: UInt8 in 1...4 { #expect(try await store.cachedResponse(messageId: [n], now: Date()) == [n]) }
+    }
+
+    @Test func aFailedWriteForgetsItsAnswersSoTheirDuplicatesAreProcessedAgain() async throws {
+        let store = try await RecordingStore()
+        store.failing.withLock { $0 = true }
+        store.release.open(())
+        let cache = Self.cache(store)
+        await cache.remember([7], response: [7], expires: Self.later)
+        await cache.flush()
+        #expect(cache.pendingCount == 0)
+        #expect(try await cache.response(to: [7], now: Date()) == nil)
+        store.failing.withLock { $0 = false }
+        await cache.remember([8], response: [8], expires: Self.later)
+        await cache.flush()
+        #expect(try await store.cachedResponse(messageId: [8], now: Date()) == [8])
+    }
+
+    /// The writer as the Status service runs it: a service of the gateway's group.
+    struct Writer: Service {
+        let cache: ResponseCache
+        func run() async throws { await cache.run() }
+    }
+
+    @Test func whatIsLeftIsWrittenOnGracefulShutdown() async throws {
+        let store = try await RecordingStore()
+        let cache = Self.cache(store)
+        var logger = Logger(label: "response-cache-test")
+        logger.logLevel = .critical
+        let group = ServiceGroup(configuration: .init(services: [Writer(cache: cache)], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            await cache.remember([1], response: [1], expires: Self.later)
+            try await Self.until { store.batches.withLock { $0.count } == 1 }
+            for n: UInt8 in 2...9 { await cache.remember([n], response: [n], expires: Self.later) }
+            await group.triggerGracefulShutdown()  // while [1] is being written and eight more wait
+            try await Task.sleep(for: .milliseconds(50))
+            store.release.open(())
+            try await tasks.waitForAll()
+        }
+        #expect(cache.pendingCount == 0)
+        for n: UInt8 in 1...9 { #expect(try await store.cachedResponse(messageId: [n], now: Date()) == [n]) }
+    }
+}
