@@ -7,22 +7,27 @@
 # together (release builds compile every module with one section per function,
 # scripts/release-build.sh), they take a few MiB (docs/operations.md, "Memory").
 #
-# How: bench/run.sh runs its Web Push, APNs, FCM, Status and relay rows, and the idle connections,
-# with every Herald under `perf record -e page-faults -d`. Before each start the binary is dropped
-# from the page cache, and read-ahead on its disk is off for the run (put back at the end), so each
-# fault brings in exactly one page and the faults name every code page the run touched.
-# bench/order.py lists the functions on those pages, in the order they were first touched.
+# How: a trace build of herald (in .build-trace) starts every function on a page of its own, so
+# that a page of its code that is touched names the one function on it. bench/run.sh runs its Web
+# Push, APNs, FCM, Status and relay rows, and the idle connections, with that Herald under
+# `perf record -e page-faults -d`. Before each start the binary is dropped from the page cache, and
+# read-ahead on its disk is off for the run (put back at the end), so each fault brings in exactly
+# one page and the faults name every function the run executed. bench/order.py lists them in the
+# order they were first touched. (Traced in the release build's own layout, the pages touched also
+# hold the functions around those that ran: the list was about 40 000 functions, most never run.)
 #
 #   bench/order.sh [seconds per run, default 3]   (as root: it sets the disk's read-ahead)
-# Every function on a touched page is listed, run or not; a second run on the binary laid out by the
-# first does not make the list shorter (measured: 1 476 then 1 571 pages), so one run is enough.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 command -v perf >/dev/null || { echo "order: needs perf (Debian's linux-perf)" >&2; exit 1; }
 scripts/release-build.sh herald herald-fakes bench-hello >&2
 BIN=$(scripts/release-build.sh --show-bin-path)
-binary=$(realpath "$BIN/herald")
+# The trace build: the same code, each function aligned to a page (its own build folder).
+align=(-Xswiftc -Xllvm -Xswiftc -align-all-functions=12 -Xcc -mllvm -Xcc -align-all-functions=12
+  -Xcxx -mllvm -Xcxx -align-all-functions=12)
+HERALD_RELEASE_BUILD=.build-trace scripts/release-build.sh herald -- "${align[@]}" >&2
+binary=$(realpath "$(HERALD_RELEASE_BUILD=.build-trace scripts/release-build.sh --show-bin-path)/herald")
 work=$(mktemp -d)
 disk=$(lsblk -no PKNAME "$(df --output=source "$binary" | tail -1)" 2>/dev/null || true)
 [ -n "$disk" ] || disk=$(basename "$(df --output=source "$binary" | tail -1)")
@@ -38,7 +43,7 @@ exec perf record -q -e page-faults -c 1 -d -o "$work/perf.\$\$.data" -- "$binary
 SH
 chmod +x "$work/herald"
 HERALD="$work/herald" ONLY='herald (webpush|apns|fcm v1|status push|relay|apns 10 dev)$|idle' IDLE_CONNECTIONS=200 \
-  bench/run.sh "${1:-3}" 64 >/dev/null
+  WAIT_TRIES=1200 bench/run.sh "${1:-3}" 64 >/dev/null
 for data in "$work"/perf.*.data; do perf script -i "$data" --show-mmap-events -F addr 2>/dev/null; done > "$work/faults.txt"
 nm -S --defined-only "$binary" > "$work/nm.txt"
 readelf -lW "$binary" > "$work/segments.txt"
