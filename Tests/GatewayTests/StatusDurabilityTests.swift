@@ -37,6 +37,32 @@ import Testing
         """
     }
 
+    /// Writes the config of a Herald on `port` whose Status server (SQLite store in `directory`)
+    /// delivers through the fake `apns` (its key written there by `APNsTestKey`); returns its path.
+    static func statusWithAPNsConfig(port: Int, directory dir: String, apns: FakeAPNs, pki: TestPKI, statusExtra: String = "") throws
+        -> String
+    {
+        let config = "\(dir)/herald.yaml"
+        try
+            (listenerYAML(port: port)
+                + """
+                apps:
+                  im.status.ios:
+                    type: apns
+                    keyfile: \(dir)/AuthKey.p8
+                    key_id: ABC123DEFG
+                    team_id: TEAM123456
+                    topic: im.status.ethereum
+                    base_url: \(apns.baseURL)
+                    tls_ca_file: \(pki.caFile)
+                status:
+                  store: \(dir)/status.sqlite
+                  apns_app: im.status.ios
+
+                """ + statusExtra).write(toFile: config, atomically: true, encoding: .utf8)
+        return config
+    }
+
     static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -118,23 +144,7 @@ import Testing
         let key = try APNsTestKey(directory: dir)
         let apns = try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth)
         let port = Self.freePort()
-        let config = "\(dir)/herald.yaml"
-        try
-            (Self.listenerYAML(port: port)
-                + """
-                apps:
-                  im.status.ios:
-                    type: apns
-                    keyfile: \(dir)/AuthKey.p8
-                    key_id: ABC123DEFG
-                    team_id: TEAM123456
-                    topic: im.status.ethereum
-                    base_url: \(apns.baseURL)
-                    tls_ca_file: \(pki.caFile)
-                status:
-                  store: \(dir)/status.sqlite
-                  apns_app: im.status.ios
-                """).write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try Self.statusWithAPNsConfig(port: port, directory: dir, apns: apns, pki: pki)
         let base = "http://127.0.0.1:\(port)"
 
         let first = try launch(binary, config: config)
@@ -264,25 +274,12 @@ struct URLRequestLite {
         let apns = try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth)
         apns.scriptDefault(.delay(.milliseconds(10), then: .accept))  // slow enough for a queue to build up
         let port = StatusDurabilityTests.freePort()
-        let config = "\(dir)/herald.yaml"
-        try
-            (StatusDurabilityTests.listenerYAML(port: port)
-                + """
-                apps:
-                  im.status.ios:
-                    type: apns
-                    keyfile: \(dir)/AuthKey.p8
-                    key_id: ABC123DEFG
-                    team_id: TEAM123456
-                    topic: im.status.ethereum
-                    base_url: \(apns.baseURL)
-                    tls_ca_file: \(pki.caFile)
-                status:
-                  store: \(dir)/status.sqlite
-                  apns_app: im.status.ios
+        let config = try StatusDurabilityTests.statusWithAPNsConfig(
+            port: port, directory: dir, apns: apns, pki: pki,
+            statusExtra: """
                   gorush:
                     workers: 2
-                """).write(toFile: config, atomically: true, encoding: .utf8)
+                """)
 
         let first = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/first.log")
         try await StatusDurabilityTests().waitForHealth(port: port)
