@@ -138,6 +138,31 @@ import Testing
         await store.close()
     }
 
+    /// Over its limit, the SQLite cache is cut to nine tenths of it, keeping the answers that expire
+    /// last, and is not walked again until the limit is reached again.
+    @Test func theSQLiteCacheIsCutToNineTenthsOfItsLimit() async throws {
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        try await store.migrate()
+        let now = Date()
+        let entries: [CachedResponse] = (1...300).map { (n: Int) -> CachedResponse in
+            let id: [UInt8] = [UInt8(n / 256), UInt8(n % 256)]
+            return CachedResponse(messageId: id, response: [1], expires: now.addingTimeInterval(Double(1000 + n)))
+        }
+        // The first insert prunes (nothing to cut), then insert 257 does: 257 rows, over the limit of 100.
+        try await store.cacheResponses(Array(entries[0..<1]), limit: 100)
+        try await store.cacheResponses(Array(entries[1..<257]), limit: 100)
+        let count: @Sendable () async throws -> Int = {
+            try await store.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM status_responses") ?? -1 }
+        }
+        #expect(try await count() == 90)
+        #expect(try await store.cachedResponse(messageId: [1, 1], now: now) == [1])  // 257, the last to expire
+        #expect(try await store.cachedResponse(messageId: [0, 168], now: now) == [1])  // 168, the 90th from the last
+        #expect(try await store.cachedResponse(messageId: [0, 167], now: now) == nil)
+        try await store.cacheResponses(Array(entries[257...]), limit: 100)
+        #expect(try await count() == 133)  // no pruning insert among these
+        await store.close()
+    }
+
     @Test func theResponseCacheIsNotSyncedButRegistrationsStillAre() async throws {
         let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
         try await store.migrate()

@@ -150,11 +150,17 @@ public final class SQLiteStatusStore: StatusStore {
                 }
                 guard prune else { return .commit }
                 try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
+                // Each insert takes the next rowid, so there are at most as many rows as their rowids
+                // span: only over the limit is the expiry index walked (`limit` entries deep), and the
+                // table is then cut to nine tenths of it, so that walk comes once per tenth of the
+                // limit inserted, not every `pruneEvery` inserts.
+                let span = try Int.fetchOne(db, sql: "SELECT max(rowid) - min(rowid) + 1 FROM status_responses") ?? 0
+                guard span > limit else { return .commit }
                 try db.execute(
                     sql: """
                         DELETE FROM status_responses WHERE message_id IN (
                             SELECT message_id FROM status_responses ORDER BY expires_at DESC LIMIT -1 OFFSET ?)
-                        """, arguments: [limit])
+                        """, arguments: [limit - limit / 10])
                 return .commit
             }
         }

@@ -46,9 +46,10 @@ public protocol StatusStore: GorushQueueStore {
     func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]?
 
     /// Remembers the responses to push requests, each until its `expires`, in one transaction
-    /// where the store has them. Expired entries, and the oldest beyond `limit`, are pruned on the
-    /// first insert and every `StatusStoreMaintenance.pruneEvery` inserts after it (pruning on every
-    /// insert would scan up to `limit` rows each time).
+    /// where the store has them. Expired entries, and the earliest to expire beyond `limit`, are
+    /// pruned on the first insert and every `StatusStoreMaintenance.pruneEvery` inserts after it
+    /// (pruning on every insert would scan up to `limit` rows each time); SQLite then cuts the
+    /// cache to nine tenths of `limit`, so that it scans once per tenth of the limit inserted.
     func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws
 
     /// What must run while the store is used (PostgreSQL's connection pool), in the gateway's
