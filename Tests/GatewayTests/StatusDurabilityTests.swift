@@ -37,6 +37,13 @@ import Testing
         """
     }
 
+    /// A fake APNs for Status's topic, with its CA and the provider key written to `directory`.
+    static func fakeAPNs(directory dir: String) async throws -> (TestPKI, FakeAPNs) {
+        let pki = try TestPKI(directory: dir)
+        let key = try APNsTestKey(directory: dir)
+        return (pki, try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth))
+    }
+
     /// Writes the config of a Herald on `port` whose Status server (SQLite store in `directory`)
     /// delivers through the fake `apns` (its key written there by `APNsTestKey`); returns its path.
     static func statusWithAPNsConfig(port: Int, directory dir: String, apns: FakeAPNs, pki: TestPKI, statusExtra: String = "") throws
@@ -140,9 +147,7 @@ import Testing
     func answeredPushRequestsSurviveSIGTERM() async throws {
         let binary = try #require(Self.heraldBinary)
         let dir = temporaryDirectory()
-        let pki = try TestPKI(directory: dir)
-        let key = try APNsTestKey(directory: dir)
-        let apns = try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth)
+        let (pki, apns) = try await Self.fakeAPNs(directory: dir)
         let port = Self.freePort()
         let config = try Self.statusWithAPNsConfig(port: port, directory: dir, apns: apns, pki: pki)
         let base = "http://127.0.0.1:\(port)"
@@ -269,9 +274,7 @@ struct URLRequestLite {
     func aQueueAnsweredOkSurvivesSIGKILL() async throws {
         let binary = try #require(StatusDurabilityTests.heraldBinary)
         let dir = temporaryDirectory()
-        let pki = try TestPKI(directory: dir)
-        let key = try APNsTestKey(directory: dir)
-        let apns = try await FakeAPNs.start(pki: pki, topic: "im.status.ethereum", auth: key.auth)
+        let (pki, apns) = try await StatusDurabilityTests.fakeAPNs(directory: dir)
         apns.scriptDefault(.delay(.milliseconds(10), then: .accept))  // slow enough for a queue to build up
         let port = StatusDurabilityTests.freePort()
         let config = try StatusDurabilityTests.statusWithAPNsConfig(

@@ -106,10 +106,10 @@ final class ResponseCache: Sendable {
             self.stop()
         }
         // Whatever was answered up to the stop.
-        while let batch = takeUnwritten() { await write(batch) }
+        await flush()
     }
 
-    /// Stores everything remembered so far (tests).
+    /// Stores everything remembered so far.
     func flush() async {
         while let batch = takeUnwritten() { await write(batch) }
     }

@@ -160,9 +160,7 @@ public final class PostgresStatusStore: StatusStore {
                 ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
                 """)
         }
-        // Insert k (from 1) prunes when k % pruneEvery == 1, as each insert alone would.
-        let before = inserts.add(entries.count) - entries.count
-        guard (before..<(before + entries.count)).contains(where: { $0 % StatusStoreMaintenance.pruneEvery == 0 }) else { return }
+        guard StatusStoreMaintenance.countInserts(entries.count, on: inserts) else { return }
         try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
         try await exec(
             """

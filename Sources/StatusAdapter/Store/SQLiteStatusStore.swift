@@ -136,9 +136,7 @@ public final class SQLiteStatusStore: StatusStore {
     /// request costs no fsync.
     public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
         guard !entries.isEmpty else { return }
-        // Insert k (from 1) prunes when k % pruneEvery == 1, as each insert alone would.
-        let before = inserts.add(entries.count) - entries.count
-        let prune = (before..<(before + entries.count)).contains { $0 % StatusStoreMaintenance.pruneEvery == 0 }
+        let prune = StatusStoreMaintenance.countInserts(entries.count, on: inserts)
         try await pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }

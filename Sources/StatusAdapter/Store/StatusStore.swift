@@ -1,4 +1,5 @@
 import Foundation
+import Pushkins
 import ServiceLifecycle
 
 /// A registration row: the hashed client key, the installation, the version (kept after an
@@ -84,4 +85,11 @@ public struct CachedResponse: Sendable, Equatable {
 
 public enum StatusStoreMaintenance {
     public static let pruneEvery = 256
+
+    /// Counts `count` more inserts on `inserts`; true when one of them is a pruning insert: insert
+    /// k (from 1) prunes when k % pruneEvery == 1, as it would written alone.
+    static func countInserts(_ count: Int, on inserts: AtomicCounter) -> Bool {
+        let before = inserts.add(count) - count
+        return (before..<(before + count)).contains { $0 % pruneEvery == 0 }
+    }
 }
