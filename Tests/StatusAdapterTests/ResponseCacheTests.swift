@@ -19,8 +19,13 @@ import Testing
         let batches = Mutex<[[[UInt8]]]>([])
         let release = ReadinessGate<Void>()
         let failing = Mutex(false)
+        /// The store's lookups of cached responses.
+        let lookups = Mutex(0)
+        /// Whether other instances write it too (then it does not list its ids).
+        let shared: Bool
 
-        init() async throws {
+        init(shared: Bool = false) async throws {
+            self.shared = shared
             inner = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
             try await inner.migrate()
         }
@@ -36,7 +41,11 @@ import Testing
         }
 
         func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
-            try await inner.cachedResponse(messageId: messageId, now: now)
+            lookups.withLock { $0 += 1 }
+            return try await inner.cachedResponse(messageId: messageId, now: now)
+        }
+        func cachedMessageIds(now: Date) async throws -> [[UInt8]]? {
+            shared ? nil : try await inner.cachedMessageIds(now: now)
         }
         func migrate() async throws {}
         func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] { candidate }
@@ -153,5 +162,73 @@ import Testing
         }
         #expect(cache.pendingCount == 0)
         for n: UInt8 in 1...9 { #expect(try await store.cachedResponse(messageId: [n], now: Date()) == [n]) }
+    }
+
+    @Test func onceTheStoredIdsAreLoadedANewIdIsAnsweredWithoutAskingTheStore() async throws {
+        let store = try await RecordingStore()
+        store.release.open(())
+        try await store.inner.cacheResponses(
+            [
+                CachedResponse(messageId: [1], response: [10], expires: Self.later),
+                CachedResponse(messageId: [2], response: [20], expires: Self.later),
+            ],
+            limit: 1000)
+        let cache = Self.cache(store)
+        // Before the ids are loaded, every lookup asks the store.
+        #expect(try await cache.response(to: [99], now: Date()) == nil)
+        #expect(store.lookups.withLock { $0 } == 1)
+        await cache.remember([3], response: [30], expires: Self.later)
+        await cache.loadStoredIDs()
+        // An id the store held before, and one remembered while the ids loaded: looked up there.
+        #expect(try await cache.response(to: [1], now: Date()) == [10])
+        await cache.flush()
+        #expect(try await cache.response(to: [3], now: Date()) == [30])
+        #expect(store.lookups.withLock { $0 } == 3)
+        // New ids are answered as new without a read.
+        for n: UInt8 in 100...199 { #expect(try await cache.response(to: [n, 7], now: Date()) == nil) }
+        #expect(store.lookups.withLock { $0 } == 3)
+        // One remembered now is found in memory, then in the store once written.
+        await cache.remember([4], response: [40], expires: Self.later)
+        #expect(try await cache.response(to: [4], now: Date()) == [40])
+        await cache.flush()
+        #expect(try await cache.response(to: [4], now: Date()) == [40])
+        #expect(store.lookups.withLock { $0 } == 4)
+    }
+
+    @Test func aStoreOtherInstancesWriteIsAlwaysAsked() async throws {
+        let store = try await RecordingStore(shared: true)
+        let cache = Self.cache(store)
+        await cache.loadStoredIDs()
+        // Another instance's answer, which this one never saw: found.
+        try await store.inner.cacheResponse(messageId: [5], response: [50], expires: Self.later, limit: 1000)
+        #expect(try await cache.response(to: [5], now: Date()) == [50])
+        #expect(try await cache.response(to: [6], now: Date()) == nil)
+        #expect(store.lookups.withLock { $0 } == 2)
+    }
+}
+
+/// The filter that spares the response cache a read for a new id.
+@Suite struct RecentIDFilterTests {
+    static func id(_ n: Int) -> [UInt8] { withUnsafeBytes(of: UInt64(n).bigEndian) { Array($0) } }
+
+    @Test func everyRecentIdIsFoundAndFewUnseenOnesAre() {
+        var filter = RecentIDFilter(generation: 10_000)
+        for n in 0..<25_000 { filter.insert(Self.id(n)) }
+        // Generations of 10 000: 20 000..<25 000 fill the current one, 10 000..<20 000 the older
+        // one. Every one of them is found.
+        #expect((10_000..<25_000).allSatisfy { filter.mayContain(Self.id($0)) })
+        // About 0.7 % of the unseen ids per generation; the bound leaves room for chance.
+        let falsePositives = (1_000_000..<1_020_000).filter { filter.mayContain(Self.id($0)) }.count
+        #expect(falsePositives < 20_000 * 3 / 100)
+        // The first generation's are forgotten (but for false positives).
+        let remembered = (0..<10_000).filter { filter.mayContain(Self.id($0)) }.count
+        #expect(remembered < 10_000 * 3 / 100)
+    }
+
+    @Test func aSmallGenerationIsRaisedToTheMinimum() {
+        var filter = RecentIDFilter(generation: 0)
+        #expect(filter.generation == 1024)
+        for n in 0..<1024 { filter.insert(Self.id(n)) }
+        #expect((0..<1024).allSatisfy { filter.mayContain(Self.id($0)) })
     }
 }

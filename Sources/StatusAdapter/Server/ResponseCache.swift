@@ -13,6 +13,12 @@ import Synchronization
 /// server writes many answers per commit, the writer wakes once for them, and no request waits
 /// for a commit. At most `maxPending` answers wait for the writer; beyond that a request waits for it to
 /// catch up. On graceful shutdown the writer stores what is left before the store is closed.
+///
+/// Most push requests are new, and the store would be asked about each for nothing. Where this
+/// process is the store's only writer (SQLite), the ids of what the store holds are loaded when the
+/// writer starts, and every answer remembered since is added to a `RecentIDFilter`: an id it has
+/// never seen is answered as new without a read. Until the ids are loaded, and always where other
+/// instances write the store too (PostgreSQL), every lookup asks the store.
 final class ResponseCache: Sendable {
     private struct Pending: Sendable {
         var response: [UInt8]
@@ -32,6 +38,10 @@ final class ResponseCache: Sendable {
         /// Requests waiting for room (`maxPending` reached).
         var full: [CheckedContinuation<Void, Never>] = []
         var stopping = false
+        /// The ids that may be in the store, once they are loaded (`loadStoredIDs`).
+        var stored: RecentIDFilter?
+        /// The ids remembered while they load; nil once they are (or cannot be).
+        var rememberedBeforeLoad: [[UInt8]]? = []
     }
 
     private let state = Mutex(State())
@@ -56,8 +66,9 @@ final class ResponseCache: Sendable {
 
     /// The answer given to `messageId`, if it is still to be kept at `now`.
     func response(to messageId: [UInt8], now: Date) async throws -> [UInt8]? {
-        let pending = state.withLock { $0.pending[messageId] }
+        let (pending, mayBeStored) = state.withLock { s in (s.pending[messageId], s.stored?.mayContain(messageId) ?? true) }
         if let pending { return pending.expires > now ? pending.response : nil }
+        guard mayBeStored else { return nil }
         return try await store.cachedResponse(messageId: messageId, now: now)
     }
 
@@ -70,6 +81,15 @@ final class ResponseCache: Sendable {
                 s.sequence += 1
                 s.pending[messageId] = Pending(response: response, expires: expires, sequence: s.sequence)
                 s.unwritten.append((CachedResponse(messageId: messageId, response: response, expires: expires), s.sequence))
+                s.stored?.insert(messageId)
+                if s.rememberedBeforeLoad != nil {
+                    // Bounded: a server whose ids never load (no writer running) stops keeping them.
+                    if s.rememberedBeforeLoad?.count ?? 0 < limit {
+                        s.rememberedBeforeLoad?.append(messageId)
+                    } else {
+                        s.rememberedBeforeLoad = nil
+                    }
+                }
                 defer { s.writer = nil }
                 return (true, s.writer)
             }
@@ -91,6 +111,7 @@ final class ResponseCache: Sendable {
     /// The writer: stores what is remembered, batch by batch, until graceful shutdown or
     /// cancellation, and then what is left.
     func run() async {
+        await loadStoredIDs()
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 while await waitForAnswers() {
@@ -107,6 +128,28 @@ final class ResponseCache: Sendable {
         }
         // Whatever was answered up to the stop.
         await flush()
+    }
+
+    /// Loads the ids of the answers the store holds, where it is written by this process alone;
+    /// from then on only the ids the filter may contain are looked up in the store.
+    func loadStoredIDs() async {
+        let ids: [[UInt8]]?
+        do {
+            ids = try await store.cachedMessageIds(now: Date())
+        } catch {
+            logger.warning("Status response cache ids not loaded; every push request asks the store", metadata: ["error": "\(error)"])
+            ids = nil
+        }
+        state.withLock { s in
+            defer { s.rememberedBeforeLoad = nil }
+            guard let ids, let early = s.rememberedBeforeLoad else { return }
+            // A generation holds more than the store keeps (`limit`, and what it holds over the
+            // limit until its next pruning), so every id the store holds is among the last two.
+            var filter = RecentIDFilter(generation: max(limit + limit / 8, ids.count + early.count))
+            for id in ids { filter.insert(id) }
+            for id in early { filter.insert(id) }
+            s.stored = filter
+        }
     }
 
     /// Stores everything remembered so far.

@@ -129,6 +129,17 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
+    /// One Herald serves the file (docs/status-protocol.md), so the ids it holds are all the ones
+    /// there are.
+    public func cachedMessageIds(now: Date) async throws -> [[UInt8]]? {
+        try await pool.read { db in
+            try Data.fetchAll(
+                db, sql: "SELECT message_id FROM status_responses WHERE expires_at > ?", arguments: [now.timeIntervalSince1970]
+            )
+            .map { [UInt8]($0) }
+        }
+    }
+
     /// Writes the entries in one transaction (the Status server's response cache writes the
     /// answers of many push requests at once: `ResponseCache`). The cache only spares a retried
     /// request its work: its commit is not synced (`synchronous=NORMAL` for this transaction; the
