@@ -15,12 +15,15 @@ let strict: [SwiftSetting] =
 /// (scripts/herald.order, made by bench/order.sh); with one section per function, as
 /// scripts/release-build.sh compiles, far less of the binary becomes resident (docs/operations.md,
 /// "Memory"). Without function sections the order has nothing to move, and nothing changes.
+/// scripts/herald.ld puts the functions Swift emits without a symbol, which the order cannot name,
+/// together in front of the ordered ones.
 let compactLayout: [LinkerSetting] = [
     .unsafeFlags(
         [
             "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
             "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/scripts/herald.order",
             "-Xlinker", "--no-warn-symbol-ordering",
+            "-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/scripts/herald.ld",
         ], .when(platforms: [.linux]))
 ]
 
