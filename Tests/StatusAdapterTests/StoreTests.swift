@@ -163,6 +163,52 @@ import Testing
         await store.close()
     }
 
+    /// The lookups every push request makes run on read connections of their own: each sees every
+    /// commit made before it, under concurrent lookups and writes.
+    @Test func sqliteLookupsSeeEachCommitWhileOthersLookUpAndWrite() async throws {
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        try await store.migrate()
+        #expect(try await store.write(row(1, [1])))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var seen: UInt64 = 0
+                    for _ in 0..<300 {
+                        let found = try #require(try await store.registration(publicKey: [7, 7], installationId: "i1"))
+                        #expect(found.version >= seen)  // never an older snapshot than one seen before
+                        #expect(found.registration == [UInt8(truncatingIfNeeded: found.version)])
+                        seen = found.version
+                    }
+                }
+            }
+            for version: UInt64 in 2...100 {
+                #expect(try await store.write(row(version, [UInt8(version)])))
+                #expect(try await store.registration(publicKey: [7, 7], installationId: "i1") == row(version, [UInt8(version)]))
+            }
+            try await group.waitForAll()
+        }
+        try await store.cacheResponse(messageId: [4], response: [], expires: Date().addingTimeInterval(60), limit: 10)
+        #expect(try await store.cachedResponse(messageId: [4], now: Date()) == [])  // empty, not missing
+        await store.close()
+    }
+
+    @Test func aFailedLookupIsAnErrorNotACrash() throws {
+        let missing = SQLitePointReads(path: temporaryPath("missing.sqlite"))
+        #expect {
+            _ = try missing.first("SELECT 1", []) { $0.integer(0) }
+        } throws: { error in
+            (error as? SQLitePointReads.Failure)?.message.contains("unable to open") == true
+        }
+        let path = temporaryPath("empty.sqlite")
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let lookups = SQLitePointReads(path: path)
+        #expect {
+            _ = try lookups.first("SELECT version FROM status_registrations WHERE public_key = ?", [.blob([1])]) { $0.integer(0) }
+        } throws: { error in
+            (error as? SQLitePointReads.Failure)?.message.contains("no such table") == true
+        }
+    }
+
     @Test func theResponseCacheIsNotSyncedButRegistrationsStillAre() async throws {
         let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
         try await store.migrate()

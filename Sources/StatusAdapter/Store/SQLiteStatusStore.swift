@@ -7,16 +7,19 @@ import Pushkins
 /// committed with `synchronous=FULL`, so a registration the client was told about survives a
 /// crash of the process or the machine.
 ///
-/// Reads run on the calling thread (GRDB's synchronous read: a reader connection from the pool,
-/// no hop to a dispatch queue and back): they are point lookups by primary key, shorter than the
-/// two thread switches the asynchronous read costs. Writes, which wait for `fsync`, stay
-/// asynchronous so they never hold a thread of the cooperative pool.
+/// Reads run on the calling thread: they are point lookups by primary key, shorter than the two
+/// thread switches an asynchronous read costs. The two that every push request makes (its
+/// registrations, and its answer if it may have one) go through `SQLitePointReads`, the others
+/// through GRDB's synchronous read. Writes, which wait for `fsync`, stay asynchronous so they never
+/// hold a thread of the cooperative pool.
 public final class SQLiteStatusStore: StatusStore {
     let pool: DatabasePool
+    private let lookups: SQLitePointReads
     private let inserts = AtomicCounter()
 
     public init(path: String) throws {
         pool = try DurableSQLite.open(path: path)
+        lookups = SQLitePointReads(path: path)
     }
 
     public func migrate() async throws {
@@ -59,16 +62,13 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
-        try readHere { db in
-            try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?"),
-                arguments: [Data(publicKey), installationId]
-            ).map { row in
-                StoredRegistration(
-                    publicKey: publicKey, installationId: installationId, version: UInt64(row["version"] as Int64),
-                    registration: (row["registration"] as Data?).map { [UInt8]($0) })
-            }
+        try lookups.first(
+            "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?",
+            [.blob(publicKey), .text(installationId)]
+        ) { row in
+            StoredRegistration(
+                publicKey: publicKey, installationId: installationId, version: UInt64(clamping: row.integer(0)),
+                registration: row.blob(1))
         }
     }
 
@@ -121,12 +121,10 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
-        try readHere { db in
-            try Data.fetchOne(
-                db.cachedStatement(sql: "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?"),
-                arguments: [Data(messageId), now.timeIntervalSince1970]
-            ).map { [UInt8]($0) }
-        }
+        try lookups.first(
+            "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?",
+            [.blob(messageId), .real(now.timeIntervalSince1970)]
+        ) { row in row.blob(0) ?? [] }
     }
 
     /// One Herald serves the file (docs/status-protocol.md), so the ids it holds are all the ones
@@ -184,6 +182,7 @@ public final class SQLiteStatusStore: StatusStore {
     }
 
     public func close() async {
+        lookups.close()
         try? pool.close()
     }
 }
