@@ -141,5 +141,9 @@ import Testing
         #expect(EndpointPolicy.parse("ftp://x/y") == nil)
         #expect(EndpointPolicy.parse("not a url") == nil)
         #expect(EndpointPolicy.parse("https://[::1]:9/x")?.netloc == "[::1]:9")
+        // An internationalized host is reached by its ASCII name, the one DNS and TLS take.
+        #expect(EndpointPolicy.parse("https://xn--bcher-kva.de/push")?.host == "xn--bcher-kva.de")
+        #expect(EndpointPolicy.parse("https://bücher.de/push")?.origin == "https://xn--bcher-kva.de")
+        #expect(try UpstreamOrigin("https://xn--bcher-kva.de:8443/x").authority == "xn--bcher-kva.de:8443")
     }
 }

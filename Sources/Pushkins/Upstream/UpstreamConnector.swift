@@ -17,7 +17,7 @@ struct UpstreamOrigin: Sendable {
 
     init(_ url: String) throws {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            scheme == "https" || scheme == "http", let host = components.host, !host.isEmpty
+            scheme == "https" || scheme == "http", let host = Self.wireHost(components), !host.isEmpty
         else { throw UpstreamOriginError(url: url) }
         secure = scheme == "https"
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
@@ -29,10 +29,17 @@ struct UpstreamOrigin: Sendable {
         prefix = Self.prefix(of: url)
     }
 
-    /// `scheme://authority` as `url` writes it, without parsing the rest: a base URL's own path
-    /// stays in the request's path.
+    /// The host as DNS, TLS (SNI) and the `Host` header take it: an internationalized name in its
+    /// ASCII form (`xn--bcher-kva.de`), percent-escapes left as written. `URLComponents.host`
+    /// would decode it to Unicode (`bücher.de`), which no resolver takes, and run ICU's IDNA
+    /// decoding, with its data, for every request.
+    static func wireHost(_ components: URLComponents) -> String? { components.encodedHost }
+
+    /// Whether `url` has a space or a control character.
     static func hasSpaceOrControl(_ url: String) -> Bool { url.utf8.contains { $0 <= 0x20 || $0 == 0x7F } }
 
+    /// `scheme://authority` as `url` writes it, without parsing the rest: a base URL's own path
+    /// stays in the request's path.
     static func prefix(of url: String) -> String {
         let afterScheme = url.range(of: "://").map(\.upperBound) ?? url.startIndex
         return String(url[..<(url[afterScheme...].firstIndex(where: { $0 == "/" || $0 == "?" }) ?? url.endIndex)])

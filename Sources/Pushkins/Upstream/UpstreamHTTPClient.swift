@@ -82,7 +82,7 @@ public struct ProxySettings: Sendable, Equatable {
             return .failure(ProxyURLError(reason: "not a URL"))
         }
         guard scheme == "http" else { return .failure(ProxyURLError(reason: "only http:// proxies are supported")) }
-        guard let host = components.host, !host.isEmpty else { return .failure(ProxyURLError(reason: "no host")) }
+        guard let host = UpstreamOrigin.wireHost(components), !host.isEmpty else { return .failure(ProxyURLError(reason: "no host")) }
         var settings = ProxySettings(host: host, port: components.port ?? 80)
         if let user = components.user, let password = components.password {
             settings.username = user.removingPercentEncoding ?? user

@@ -54,11 +54,12 @@ public final class EndpointPolicy: Sendable {
     }
 
     /// The endpoint's parts; nil for what is no http(s) URL, or has a space or control character
-    /// (which Foundation's parser would take, and no push service serves).
+    /// (which Foundation's parser would take, and no push service serves). The host is the one
+    /// DNS, TLS and the `Host` header use (`UpstreamOrigin.wireHost`).
     public static func parse(_ url: String) -> Endpoint? {
         guard !UpstreamOrigin.hasSpaceOrControl(url), let components = URLComponents(string: url),
             let scheme = components.scheme?.lowercased(),
-            scheme == "https" || scheme == "http", let rawHost = components.host, !rawHost.isEmpty
+            scheme == "https" || scheme == "http", let rawHost = UpstreamOrigin.wireHost(components), !rawHost.isEmpty
         else { return nil }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
         let hostPart = host.contains(":") ? "[\(host)]" : host
