@@ -10,7 +10,8 @@
 #
 # With PROFILE_DIR=dir, each run of Herald is also sampled with `perf`: its hottest symbols, its
 # samples per library, the frames with the largest inclusive share, and folded stacks for a flame
-# graph go to dir.
+# graph go to dir. PERF_CALLGRAPH='--call-graph dwarf' (with a lower PERF_FREQUENCY, say 199) unwinds
+# through Swift's async frames, which frame pointers alone leave as [unknown].
 #
 # Everything listens on 127.0.0.1 only. Figures from one run are comparable with each other;
 # the machines are shared, so compare ratios, not absolute numbers across runs.
@@ -167,7 +168,7 @@ LUA
   before=$(cpu_ticks "$pid")
   local perf_pid=""
   if [ -n "${PROFILE_DIR:-}" ]; then
-    perf record -F 999 -g -p "$pid" -o "$work/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 &
+    perf record -F "${PERF_FREQUENCY:-999}" ${PERF_CALLGRAPH:--g} -p "$pid" -o "$work/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
