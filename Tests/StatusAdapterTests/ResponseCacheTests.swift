@@ -23,9 +23,12 @@ import Testing
         let lookups = Mutex(0)
         /// Whether other instances write it too (then it does not list its ids).
         let shared: Bool
+        /// Whether listing its ids fails.
+        let idsFail: Bool
 
-        init(shared: Bool = false) async throws {
+        init(shared: Bool = false, idsFail: Bool = false) async throws {
             self.shared = shared
+            self.idsFail = idsFail
             inner = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
             try await inner.migrate()
         }
@@ -44,8 +47,9 @@ import Testing
             lookups.withLock { $0 += 1 }
             return try await inner.cachedResponse(messageId: messageId, now: now)
         }
-        func cachedMessageIds(now: Date) async throws -> [[UInt8]]? {
-            shared ? nil : try await inner.cachedMessageIds(now: now)
+        func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
+            if idsFail { throw Failed() }
+            return shared ? nil : try await inner.cachedMessageIds(now: now, digest: digest)
         }
         func migrate() async throws {}
         func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] { candidate }
@@ -201,6 +205,18 @@ import Testing
         await cache.loadStoredIDs()
         // Another instance's answer, which this one never saw: found.
         try await store.inner.cacheResponse(messageId: [5], response: [50], expires: Self.later, limit: 1000)
+        #expect(try await cache.response(to: [5], now: Date()) == [50])
+        #expect(try await cache.response(to: [6], now: Date()) == nil)
+        #expect(store.lookups.withLock { $0 } == 2)
+    }
+
+    @Test func idsThatCannotBeLoadedLeaveEveryLookupToTheStore() async throws {
+        let store = try await RecordingStore(idsFail: true)
+        store.release.open(())
+        try await store.inner.cacheResponse(messageId: [5], response: [50], expires: Self.later, limit: 1000)
+        let cache = Self.cache(store)
+        await cache.loadStoredIDs()
+        // The stored answer is still found, and a new id is looked up rather than assumed new.
         #expect(try await cache.response(to: [5], now: Date()) == [50])
         #expect(try await cache.response(to: [6], now: Date()) == nil)
         #expect(store.lookups.withLock { $0 } == 2)

@@ -59,25 +59,34 @@ struct RecentIDFilter: Sendable {
         older = Bits(bitCount: bits)
     }
 
-    private func indices(_ id: [UInt8]) -> Indices {
+    /// The one hash of an id that its bit positions come from (the process's seeded `Hasher`).
+    @Sendable static func digest(_ id: UnsafeRawBufferPointer) -> UInt64 {
         var hasher = Hasher()
-        id.withUnsafeBytes { hasher.combine(bytes: $0) }
-        let hash = UInt64(bitPattern: Int64(hasher.finalize()))
-        return Indices(
+        hasher.combine(bytes: id)
+        return UInt64(bitPattern: Int64(hasher.finalize()))
+    }
+
+    static func digest(_ id: [UInt8]) -> UInt64 { id.withUnsafeBytes(digest) }
+
+    private func indices(_ hash: UInt64) -> Indices {
+        Indices(
             position: UInt32(truncatingIfNeeded: hash), step: UInt32(truncatingIfNeeded: hash >> 32) | 1,
             bitCount: UInt64(current.words.count * 64))
     }
 
     func mayContain(_ id: [UInt8]) -> Bool {
-        let positions = indices(id)
+        let positions = indices(Self.digest(id))
         return current.contains(positions) || older.contains(positions)
     }
 
-    mutating func insert(_ id: [UInt8]) {
+    mutating func insert(_ id: [UInt8]) { insert(digest: Self.digest(id)) }
+
+    /// Adds the id whose `digest` this is.
+    mutating func insert(digest: UInt64) {
         if current.count >= generation {
             swap(&current, &older)
             current.clear()
         }
-        current.insert(indices(id))
+        current.insert(indices(digest))
     }
 }

@@ -40,8 +40,8 @@ final class ResponseCache: Sendable {
         var stopping = false
         /// The ids that may be in the store, once they are loaded (`loadStoredIDs`).
         var stored: RecentIDFilter?
-        /// The ids remembered while they load; nil once they are (or cannot be).
-        var rememberedBeforeLoad: [[UInt8]]? = []
+        /// The digests of the ids remembered while they load; nil once they are (or cannot be).
+        var rememberedBeforeLoad: [UInt64]? = []
     }
 
     private let state = Mutex(State())
@@ -82,14 +82,9 @@ final class ResponseCache: Sendable {
                 s.pending[messageId] = Pending(response: response, expires: expires, sequence: s.sequence)
                 s.unwritten.append((CachedResponse(messageId: messageId, response: response, expires: expires), s.sequence))
                 s.stored?.insert(messageId)
-                if s.rememberedBeforeLoad != nil {
-                    // Bounded: a server whose ids never load (no writer running) stops keeping them.
-                    if s.rememberedBeforeLoad?.count ?? 0 < limit {
-                        s.rememberedBeforeLoad?.append(messageId)
-                    } else {
-                        s.rememberedBeforeLoad = nil
-                    }
-                }
+                // Bounded: a server whose ids never load (no writer running) stops keeping them.
+                if s.rememberedBeforeLoad?.count ?? 0 >= limit { s.rememberedBeforeLoad = nil }
+                s.rememberedBeforeLoad?.append(RecentIDFilter.digest(messageId))
                 defer { s.writer = nil }
                 return (true, s.writer)
             }
@@ -133,9 +128,9 @@ final class ResponseCache: Sendable {
     /// Loads the ids of the answers the store holds, where it is written by this process alone;
     /// from then on only the ids the filter may contain are looked up in the store.
     func loadStoredIDs() async {
-        let ids: [[UInt8]]?
+        let ids: [UInt64]?
         do {
-            ids = try await store.cachedMessageIds(now: Date())
+            ids = try await store.cachedMessageIds(now: Date(), digest: RecentIDFilter.digest)
         } catch {
             logger.warning("Status response cache ids not loaded; every push request asks the store", metadata: ["error": "\(error)"])
             ids = nil
@@ -146,8 +141,8 @@ final class ResponseCache: Sendable {
             // A generation holds more than the store keeps (`limit`, and what it holds over the
             // limit until its next pruning), so every id the store holds is among the last two.
             var filter = RecentIDFilter(generation: max(limit + limit / 8, ids.count + early.count))
-            for id in ids { filter.insert(id) }
-            for id in early { filter.insert(id) }
+            for id in ids { filter.insert(digest: id) }
+            for id in early { filter.insert(digest: id) }
             s.stored = filter
         }
     }

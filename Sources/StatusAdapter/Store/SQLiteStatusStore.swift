@@ -129,12 +129,13 @@ public final class SQLiteStatusStore: StatusStore {
 
     /// One Herald serves the file (docs/status-protocol.md), so the ids it holds are all the ones
     /// there are.
-    public func cachedMessageIds(now: Date) async throws -> [[UInt8]]? {
+    public func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
         try await pool.read { db in
-            try Data.fetchAll(
-                db, sql: "SELECT message_id FROM status_responses WHERE expires_at > ?", arguments: [now.timeIntervalSince1970]
-            )
-            .map { [UInt8]($0) }
+            var digests: [UInt64] = []
+            let ids = try Data.fetchCursor(
+                db, sql: "SELECT message_id FROM status_responses WHERE expires_at > ?", arguments: [now.timeIntervalSince1970])
+            while let id = try ids.next() { digests.append(id.withUnsafeBytes(digest)) }
+            return digests
         }
     }
 

@@ -53,10 +53,11 @@ public protocol StatusStore: GorushQueueStore {
     /// cache to nine tenths of `limit`, so that it scans once per tenth of the limit inserted.
     func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws
 
-    /// The ids of the responses kept at `now`, where this process is the store's only writer
-    /// (SQLite: one Herald serves the file); nil where other instances write it too (PostgreSQL),
-    /// whose lookups must then always ask the store.
-    func cachedMessageIds(now: Date) async throws -> [[UInt8]]?
+    /// The `digest` of each response id kept at `now`, where this process is the store's only
+    /// writer (SQLite: one Herald serves the file); nil where other instances write it too
+    /// (PostgreSQL), whose lookups must then always ask the store. Digests, not ids: a full cache's
+    /// ids are read one at a time, never all held at once.
+    func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]?
 
     /// What must run while the store is used (PostgreSQL's connection pool), in the gateway's
     /// service group before anything that uses the store.
@@ -69,7 +70,9 @@ public protocol StatusStore: GorushQueueStore {
 extension StatusStore {
     public var services: [any Service] { [] }
 
-    public func cachedMessageIds(now: Date) async throws -> [[UInt8]]? { nil }
+    public func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
+        nil
+    }
 
     /// Remembers one response (`cacheResponses` with one entry).
     public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
