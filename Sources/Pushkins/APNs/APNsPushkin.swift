@@ -14,6 +14,8 @@ public final class APNsPushkin: APNsSending {
     private let pool: APNsConnectionPool
     private let providerToken: APNsProviderToken?
     private let upstream: UpstreamCall
+    /// Devices of notifies in dispatch at once: as many as the connections have streams.
+    private let admission: AsyncLimiter
     let environment: PushkinEnvironment
 
     public init(name: String, config: APNsConfig, environment: PushkinEnvironment) throws {
@@ -22,6 +24,7 @@ public final class APNsPushkin: APNsSending {
         self.environment = environment
         let pool = try APNsConnectionPool(config: config, metrics: environment.metrics, contexts: environment.tlsContexts)
         self.pool = pool
+        admission = AsyncLimiter(limit: config.connections * config.maxConcurrentStreams)
         self.upstream = UpstreamCall(
             transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: "apns", pushkin: name, factory: environment.metrics))
         switch config.auth {
@@ -46,6 +49,12 @@ public final class APNsPushkin: APNsSending {
         var config = self.config
         config.baseURL = baseURL
         return try APNsPushkin(name: name, config: config, environment: environment)
+    }
+
+    /// The devices beyond the connections' streams wait for admission before their payloads are
+    /// built (docs/architecture.md, "Admission").
+    public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+        await dispatchEach(notification, devices: devices, context: context, admission: admission)
     }
 
     public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {

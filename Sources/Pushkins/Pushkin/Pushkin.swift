@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import Tracing
 
 /// A push provider for one configured app (one key of `apps:`).
@@ -33,19 +34,58 @@ extension Pushkin {
 
     /// One `dispatch(_:device:context:)` per device, concurrently, each in a span; outcomes in
     /// device order.
-    public func dispatchEach(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    ///
+    /// With `admission`, a device's dispatch starts only once it holds one of the limiter's
+    /// permits, taken in arrival order and held until its outcome is known: the devices beyond the
+    /// upstream's capacity wait as entries of this list, not as dispatches that have built their
+    /// request and hold its memory (docs/architecture.md, "Admission"). A device whose task is
+    /// cancelled while it waits fails as not dispatched.
+    public func dispatchEach(
+        _ notification: PushNotification, devices: [Device], context: DispatchContext, admission: AsyncLimiter? = nil
+    ) async -> [DeviceOutcome] {
         if devices.count == 1 {
+            guard let admission else { return [await tracedDispatch(notification, device: devices[0], context: context)] }
+            do {
+                try await admission.acquire()
+            } catch {
+                return [Self.notAdmitted]
+            }
+            defer { admission.release() }
             return [await tracedDispatch(notification, device: devices[0], context: context)]
         }
-        return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
-            for (index, device) in devices.enumerated() {
-                group.addTask { (index, await self.tracedDispatch(notification, device: device, context: context)) }
+        guard let admission else {
+            return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
+                for (index, device) in devices.enumerated() {
+                    group.addTask { (index, await self.tracedDispatch(notification, device: device, context: context)) }
+                }
+                var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
+                for await (index, outcome) in group { outcomes[index] = outcome }
+                return outcomes
             }
-            var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
-            for await (index, outcome) in group { outcomes[index] = outcome }
-            return outcomes
         }
+        // A discarding group frees each device's task as it finishes: the devices admitted late
+        // would otherwise keep every finished one (and its memory) until the last was added.
+        let outcomes = OutcomeSlots(count: devices.count)
+        await withDiscardingTaskGroup { group in
+            for (index, device) in devices.enumerated() {
+                do {
+                    try await admission.acquire()
+                } catch {
+                    outcomes.set(index, Self.notAdmitted)
+                    continue
+                }
+                group.addTask {
+                    let outcome = await self.tracedDispatch(notification, device: device, context: context)
+                    admission.release()
+                    outcomes.set(index, outcome)
+                }
+            }
+        }
+        return outcomes.all
     }
+
+    /// A device whose task was cancelled while it waited for admission.
+    static var notAdmitted: DeviceOutcome { .failed(reason: .localError("cancelled before dispatch")) }
 
     public func shutdown() async {}
 
@@ -74,4 +114,15 @@ public struct DispatchContext: Sendable {
         self.requestId = requestId
         self.logger = logger
     }
+}
+
+/// The outcomes of one request's devices, written by their tasks as they finish.
+private final class OutcomeSlots: Sendable {
+    private let slots: Mutex<[DeviceOutcome]>
+
+    init(count: Int) { slots = Mutex([DeviceOutcome](repeating: .delivered, count: count)) }
+
+    func set(_ index: Int, _ outcome: DeviceOutcome) { slots.withLock { $0[index] = outcome } }
+
+    var all: [DeviceOutcome] { slots.withLock { $0 } }
 }

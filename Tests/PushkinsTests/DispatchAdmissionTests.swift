@@ -1,0 +1,99 @@
+import Logging
+import Synchronization
+import Testing
+
+@testable import Pushkins
+
+/// `dispatchEach` with an admission limiter: the devices of a request beyond the limiter's
+/// permits do not start their dispatch until a permit frees.
+@Suite struct DispatchAdmissionTests {
+    /// Counts the dispatches running at once; rejects the devices whose pushkey starts with "r".
+    final class CountingPushkin: Pushkin {
+        let name = "com.example.counting"
+        let type = "test"
+        let running = AtomicCounter()
+        let peak = AtomicCounter()
+        let started = AtomicCounter()
+
+        func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+            started.add(1)
+            let now = running.add(1)
+            while true {
+                let seen = peak.current
+                if now <= seen || peak.increment(ifBelow: now) { break }
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+            running.add(-1)
+            return device.pushkey.hasPrefix("r") ? .rejected(reason: .unknownAppId) : .delivered
+        }
+    }
+
+    static let context = DispatchContext(requestId: "test", logger: Logger(label: "test"))
+
+    static func devices(_ count: Int) -> [Device] {
+        (0..<count).map { Device(appId: "com.example.counting", pushkey: $0 % 3 == 0 ? "r\($0)" : "d\($0)") }
+    }
+
+    @Test func noMoreDevicesInDispatchThanPermitsAndOutcomesInDeviceOrder() async {
+        let pushkin = CountingPushkin()
+        let admission = AsyncLimiter(limit: 4)
+        let devices = Self.devices(60)
+        // Two requests share the limiter, as the notifies of one app do.
+        async let first = pushkin.dispatchEach(PushNotification(), devices: devices, context: Self.context, admission: admission)
+        async let second = pushkin.dispatchEach(PushNotification(), devices: devices, context: Self.context, admission: admission)
+        let outcomes = await [first, second]
+        #expect(pushkin.started.current == 120)
+        #expect(pushkin.peak.current <= 4)
+        #expect(pushkin.peak.current > 1)
+        #expect(admission.inUse == 0)
+        for requestOutcomes in outcomes {
+            #expect(requestOutcomes.map(\.label) == devices.map { $0.pushkey.hasPrefix("r") ? "rejected" : "delivered" })
+        }
+    }
+
+    @Test func withoutAdmissionEveryDeviceStartsAtOnce() async {
+        let pushkin = CountingPushkin()
+        let outcomes = await pushkin.dispatchEach(PushNotification(), devices: Self.devices(60), context: Self.context)
+        #expect(outcomes.count == 60)
+        #expect(pushkin.peak.current > 4)
+    }
+
+    /// A request cancelled while its devices wait: those never admitted fail as not dispatched
+    /// (a 502, so the homeserver retries them), the admitted ones finish, and no permit is lost.
+    @Test func devicesWaitingWhenTheRequestIsCancelledFailAndNoPermitIsLost() async throws {
+        let pushkin = CountingPushkin()
+        let admission = AsyncLimiter(limit: 2)
+        try await admission.acquire()
+        let task = Task {
+            await pushkin.dispatchEach(PushNotification(), devices: Self.devices(5), context: Self.context, admission: admission)
+        }
+        // One device admitted (the one free permit), the next waiting for the permit held here.
+        for _ in 0..<2000 where admission.waiting == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(admission.waiting == 1)
+        task.cancel()
+        let outcomes = await task.value
+        admission.release()
+        #expect(pushkin.started.current == 1)
+        #expect(outcomes[0].label == "rejected")
+        for outcome in outcomes.dropFirst() {
+            #expect(outcome.label == "failed")
+            #expect(outcome.reason == .localError("cancelled before dispatch"))
+        }
+        #expect(admission.inUse == 0)
+    }
+
+    @Test func oneDeviceHoldsAPermitWhileItIsDispatched() async throws {
+        let pushkin = CountingPushkin()
+        let admission = AsyncLimiter(limit: 1)
+        try await admission.acquire()
+        let task = Task {
+            await pushkin.dispatchEach(
+                PushNotification(), devices: [Device(appId: "a", pushkey: "d")], context: Self.context, admission: admission)
+        }
+        for _ in 0..<2000 where admission.waiting == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(pushkin.started.current == 0)
+        admission.release()
+        #expect(await task.value.map(\.label) == ["delivered"])
+        #expect(admission.inUse == 0)
+    }
+}
