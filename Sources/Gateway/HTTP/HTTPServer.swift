@@ -176,8 +176,9 @@ public final class HTTPServer: Sendable {
         await connection.closed()
     }
 
-    /// Handles `request` inside a server span (a no-op unless tracing is enabled).
+    /// Handles `request` inside a server span when tracing is enabled.
     private func traced(_ request: ServerRequest) async -> ServerResponse {
+        guard Spans.enabled else { return await handler.handle(request) }
         let route = handler.routeName(forPath: request.path)
         return await withSpan("\(request.method.rawValue) \(route ?? "(unmatched)")", ofKind: .server) { span in
             // Attributes only for a span that records: the no-op span would build and drop a dictionary for each.

@@ -1,12 +1,13 @@
 import Logging
 import OTel
+import Pushkins
 import ServiceLifecycle
 import Tracing
 
 /// OpenTelemetry tracing (`tracing:`, docs/operations.md "Tracing"): when enabled, spans for each
 /// HTTP request, each device dispatch and each upstream call (AsyncHTTPClient adds its own) are
-/// exported over OTLP/HTTP. Off by default; when off, the tracer is swift-distributed-tracing's
-/// no-op one and spans cost next to nothing.
+/// exported over OTLP/HTTP. Off by default; when off, the request paths make no spans at all
+/// (`Spans.enabled`).
 enum TracingSetup {
     /// Bootstraps the process-wide tracer and returns the exporter's service (to run first in the
     /// service group, so that it stops last and flushes). Call before any pushkin is made: HTTP
@@ -27,6 +28,7 @@ enum TracingSetup {
         }
         let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
         InstrumentationSystem.bootstrap(tracer)
+        Spans.enable()
         return service
     }
 }

@@ -93,7 +93,8 @@ extension Pushkin {
 
     /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason.
     func tracedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
-        await withSpan("dispatch \(name)", ofKind: .internal) { span in
+        guard Spans.enabled else { return await dispatch(notification, device: device, context: context) }
+        return await withSpan("dispatch \(name)", ofKind: .internal) { span in
             guard span.isRecording else { return await dispatch(notification, device: device, context: context) }
             span.attributes["herald.pushkin"] = name
             span.attributes["herald.pushkin.type"] = type

@@ -79,13 +79,8 @@ public struct UpstreamCall: Sendable {
             }
             let response: UpstreamResponse
             do {
-                response = try await withSpan("\(metrics.type) upstream", ofKind: .client) { span in
-                    guard span.isRecording else { return try await metrics.measure { try await transport.send(request) } }
-                    span.attributes["herald.attempt"] = attempt
-                    let response = try await metrics.measure { try await transport.send(request) }
-                    span.attributes["http.response.status_code"] = response.status
-                    return response
-                }
+                response =
+                    try await Spans.enabled ? traced(request, attempt: attempt) : metrics.measure { try await transport.send(request) }
             } catch let refused as PeerAddressRefused {
                 permanent = .endpointRefused(refused.reason)
                 return .done(nil)
@@ -109,6 +104,17 @@ public struct UpstreamCall: Sendable {
             return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
         case .failure(let exhausted):
             return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+        }
+    }
+
+    /// One attempt in a client span, when tracing is enabled.
+    private func traced(_ request: UpstreamRequest, attempt: Int) async throws -> UpstreamResponse {
+        try await withSpan("\(metrics.type) upstream", ofKind: .client) { span in
+            guard span.isRecording else { return try await metrics.measure { try await transport.send(request) } }
+            span.attributes["herald.attempt"] = attempt
+            let response = try await metrics.measure { try await transport.send(request) }
+            span.attributes["http.response.status_code"] = response.status
+            return response
         }
     }
 
