@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HeraldPostgres
 import HeraldSQLite
 import HeraldTestSupport
@@ -161,6 +162,26 @@ import Testing
         try await store.cacheResponses(Array(entries[257...]), limit: 100)
         #expect(try await count() == 133)  // no pruning insert among these
         await store.close()
+    }
+
+    /// The span of the cache's rowids, read every 256 answers cached, is found at the two ends of the
+    /// table: no scan of the cache. The count must still be right with a gap in the rowids.
+    @Test func theCachesRowidSpanIsReadWithoutAScan() async throws {
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        try await store.migrate()
+        let later = Date().addingTimeInterval(1000)
+        try await store.cacheResponses((1...5).map { CachedResponse(messageId: [UInt8($0)], response: [1], expires: later) }, limit: 100)
+        try await store.pool.write { db in try db.execute(sql: "DELETE FROM status_responses WHERE message_id = x'03'") }
+        let (plan, span) = try await store.pool.read { db in
+            (
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStatusStore.rowidSpanSQL).map { $0["detail"] as String? ?? "" },
+                try Int.fetchOne(db, sql: SQLiteStatusStore.rowidSpanSQL)
+            )
+        }
+        await store.close()
+        #expect(span == 5)
+        #expect(!plan.isEmpty)
+        #expect(plan.allSatisfy { !$0.hasPrefix("SCAN status_responses") }, "\(plan)")
     }
 
     /// The lookups every push request makes run on read connections of their own: each sees every
