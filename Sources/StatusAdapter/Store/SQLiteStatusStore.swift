@@ -139,16 +139,16 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    /// Writes the entries in one transaction (the Status server's response cache writes the
-    /// answers of many push requests at once: `ResponseCache`). The cache only spares a retried
-    /// request its work: its commit is not synced (`synchronous=NORMAL` for this transaction; the
-    /// WAL reaches the disk with the next registration's commit or checkpoint), so an answered push
-    /// request costs no fsync.
     /// How many rowids the cached answers span. Each of min() and max() in a subquery of its own:
     /// SQLite finds a lone min or max at one end of the table, but `max(rowid) - min(rowid)` in one
     /// SELECT scans every row (16 ms at 100 000 answers, once every 256 answers cached).
     static let rowidSpanSQL = "SELECT (SELECT max(rowid) FROM status_responses) - (SELECT min(rowid) FROM status_responses) + 1"
 
+    /// Writes the entries in one transaction (the Status server's response cache writes the
+    /// answers of many push requests at once: `ResponseCache`). The cache only spares a retried
+    /// request its work: its commit is not synced (`synchronous=NORMAL` for this transaction; the
+    /// WAL reaches the disk with the next registration's commit or checkpoint), so an answered push
+    /// request costs no fsync.
     public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
         guard !entries.isEmpty else { return }
         let prune = StatusStoreMaintenance.countInserts(entries.count, on: inserts)
