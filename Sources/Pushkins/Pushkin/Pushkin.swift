@@ -44,29 +44,39 @@ extension Pushkin {
         _ notification: PushNotification, devices: [Device], context: DispatchContext, admission: AsyncLimiter? = nil
     ) async -> [DeviceOutcome] {
         if devices.count == 1 {
-            if let admission {
-                do { try await admission.acquire() } catch { return [Self.notAdmitted] }
+            guard let admission else { return [await tracedDispatch(notification, device: devices[0], context: context)] }
+            do {
+                try await admission.acquire()
+            } catch {
+                return [Self.notAdmitted]
             }
-            defer { admission?.release() }
+            defer { admission.release() }
             return [await tracedDispatch(notification, device: devices[0], context: context)]
         }
-        // A discarding group frees each device's task as it finishes: with admission, the devices
-        // admitted late would otherwise keep every finished one (and its memory) until the last was
-        // added.
+        guard let admission else {
+            return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
+                for (index, device) in devices.enumerated() {
+                    group.addTask { (index, await self.tracedDispatch(notification, device: device, context: context)) }
+                }
+                var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
+                for await (index, outcome) in group { outcomes[index] = outcome }
+                return outcomes
+            }
+        }
+        // A discarding group frees each device's task as it finishes: the devices admitted late
+        // would otherwise keep every finished one (and its memory) until the last was added.
         let outcomes = OutcomeSlots(count: devices.count)
         await withDiscardingTaskGroup { group in
             for (index, device) in devices.enumerated() {
-                if let admission {
-                    do {
-                        try await admission.acquire()
-                    } catch {
-                        outcomes.set(index, Self.notAdmitted)
-                        continue
-                    }
+                do {
+                    try await admission.acquire()
+                } catch {
+                    outcomes.set(index, Self.notAdmitted)
+                    continue
                 }
                 group.addTask {
                     let outcome = await self.tracedDispatch(notification, device: device, context: context)
-                    admission?.release()
+                    admission.release()
                     outcomes.set(index, outcome)
                 }
             }
