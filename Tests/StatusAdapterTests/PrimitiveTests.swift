@@ -40,6 +40,13 @@ import Testing
         #expect(Keccak.shake256(Array(input.utf8)).hex == expected)
     }
 
+    /// A sequence without contiguous storage is hashed from a copy, to the same digest.
+    @Test func nonContiguousInputsHashAsTheirBytes() {
+        let bytes = Array(String(repeating: "a", count: 137).utf8)
+        #expect(Keccak.keccak256(AnySequence(bytes)).hex == "d869f639c7046b4929fc92a4d988a8b22c55fbadb802c0c66ebcd484f1915f39")
+        #expect(Keccak.shake256(AnySequence(Array("abc".utf8))).hex == Keccak.shake256(Array("abc".utf8)).hex)
+    }
+
     @Test func longerShakeOutputsSqueezeMoreBlocks() {
         let long = Keccak.shake256([], outputLength: 300)
         #expect(long.count == 300)
