@@ -393,9 +393,10 @@ run "swiftnio hello-world" "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/_matrix/pu
 # The bare SwiftNIO server's idle connections, after its run (so that its peak above is its own).
 if wanted "idle keep-alive conns"; then results+=("$(idle_row "swiftnio idle conns" "$HELLO_PORT" "$HELLO_PID" /)"); fi
 
-# The fakes are not the ceiling: what the fake APNs and FCM answer on their own, driven by Herald's
-# own transports with as many requests in flight as wrk's connections (no gateway in between).
-for target in apns fcm; do
+# The fakes are not the ceiling: what the fake APNs, FCM and Web Push service answer on their own,
+# driven by Herald's own transports with as many requests in flight as wrk's connections (no
+# gateway in between).
+for target in webpush apns fcm; do
   if wanted "herald $target"; then
     rate=$("$FAKES" --directory "$work/fakes" --drive "$target" --seconds "$DURATION" --concurrency "$CONNECTIONS")
     results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "fake $target alone" "$rate" - - - - 0)")

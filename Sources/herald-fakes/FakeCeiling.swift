@@ -5,9 +5,9 @@ import NIOHTTP1
 import NIOSSL
 import Pushkins
 
-/// What the fake APNs and FCM sustain on their own: `concurrency` requests kept in flight for
-/// `seconds` by Herald's own transports (the APNs request over HTTP/2 with a provider token, an
-/// FCM legacy request), with no gateway in between. The benchmark prints it next to Herald's rows,
+/// What the fake APNs, FCM and Web Push service sustain on their own: `concurrency` requests kept
+/// in flight for `seconds` by Herald's own transports (the APNs request over HTTP/2 with a
+/// provider token, an FCM legacy request, a push message's POST), with no gateway in between. The benchmark prints it next to Herald's rows,
 /// so the fakes are shown not to be the ceiling. The driver shares the cores with the fake, so this
 /// is a floor of what the fake alone could do.
 enum FakeCeiling {
@@ -48,8 +48,23 @@ enum FakeCeiling {
                 return UpstreamRequest(
                     url: "\(base)/fcm/send", headers: headers, body: ByteBuffer(string: #"{"to":"ceiling","data":{"a":"b"}}"#))
             }
+        case "webpush":
+            // The benchmark's push service does not record, so it answers without decrypting: the
+            // body only has to be the size of Herald's (one aes128gcm record of a short payload).
+            let subscription = fakes["webpush"]?["subscriptions"]?.arrayValue?.first
+            let endpoint = subscription?["endpoint"]?.stringValue ?? ""
+            let base = fakes["webpush"]?["base_url"]?.stringValue ?? ""
+            transport = try HTTP1Upstream(origin: base, settings: UpstreamSettings(maxConnections: concurrency))
+            let body = [UInt8](repeating: 0x5A, count: 300)
+            request = {
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Encoding", value: "aes128gcm")
+                headers.add(name: "TTL", value: "86400")
+                headers.add(name: "Authorization", value: "vapid t=ceiling, k=ceiling")
+                return UpstreamRequest(url: endpoint, headers: headers, body: ByteBuffer(bytes: body))
+            }
         default:
-            throw CeilingError(description: "unknown target \(target): apns or fcm")
+            throw CeilingError(description: "unknown target \(target): apns, fcm or webpush")
         }
         let end = ContinuousClock.now + .seconds(seconds)
         let started = ContinuousClock.now
@@ -59,7 +74,7 @@ enum FakeCeiling {
                     var count = 0
                     while ContinuousClock.now < end {
                         let response = try await transport.send(request())
-                        if response.status == 200 { count += 1 }
+                        if response.status == 200 || response.status == 201 { count += 1 }
                     }
                     return count
                 }

@@ -27,7 +27,9 @@ struct HeraldFakes: AsyncParsableCommand {
     @Option(help: "With --status-load: how many distinct push requests to write to <directory>/status-requests.bin.")
     var count = 50_000
 
-    @Option(help: "Instead of serving: drive the running fakes of <directory> (apns or fcm) and print the requests/s they answered.")
+    @Option(
+        help: "Instead of serving: drive the running fakes of <directory> (apns, fcm or webpush) and print the requests/s they answered."
+    )
     var drive: String?
 
     @Option(help: "With --drive: for how many seconds.")
