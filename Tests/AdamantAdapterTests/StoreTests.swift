@@ -13,7 +13,7 @@ import Testing
 
     func withStore(_ backend: String, _ body: (any AdamantStore) async throws -> Void) async throws {
         if backend == "sqlite" {
-            let store = try SQLiteAdamantStore(path: NSTemporaryDirectory() + "adamant-\(UUID().uuidString)/a.sqlite")
+            let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite")
             try await store.migrate()
             try await body(store)
             await store.close()
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func theSQLiteStoreSyncsEveryCommit() async throws {
-        let store = try SQLiteAdamantStore(path: NSTemporaryDirectory() + "adamant-\(UUID().uuidString)/a.sqlite")
+        let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite")
         try await store.migrate()
         // FULL, although GRDB's pool sets NORMAL when it turns WAL on.
         #expect(try await DurableSQLite.synchronousSetting(of: store.pool) == 2)

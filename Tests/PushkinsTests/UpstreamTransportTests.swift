@@ -14,9 +14,7 @@ import Testing
 /// that gets no answer, TLS) and how `HTTP2Upstream` fails a connection that cannot serve it.
 @Suite struct UpstreamTransportTests {
     static func directory() throws -> String {
-        let path = NSTemporaryDirectory() + "herald-upstream-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        ScratchDirectory.make("herald-upstream")
     }
 
     func post(_ transport: any UpstreamTransport, _ base: String, _ path: String, _ body: String) async throws -> UpstreamResponse {

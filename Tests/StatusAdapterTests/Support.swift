@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Logging
 import Metrics
 import Pushkins
@@ -38,9 +39,7 @@ struct TestMetrics {
 }
 
 func temporaryPath(_ name: String) -> String {
-    let dir = NSTemporaryDirectory() + "herald-status-" + UUID().uuidString
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    return dir + "/" + name
+    ScratchDirectory.make("herald-status") + "/" + name
 }
 
 /// A server with the vectors' identity over a fresh SQLite store.

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldTestSupport
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -80,11 +81,7 @@ struct TestResponse {
 }
 
 /// A scratch directory for key files.
-func temporaryDirectory() -> String {
-    let path = NSTemporaryDirectory() + "herald-test-" + UUID().uuidString
-    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
+func temporaryDirectory() -> String { ScratchDirectory.make("herald-test") }
 
 /// The `apps:` entry of a Web Push app that may reach the fake service on loopback, with quick retries.
 func webpushApp(_ key: String, directory: String, extra: String = "") -> String {
