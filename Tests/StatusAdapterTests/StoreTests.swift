@@ -139,6 +139,39 @@ import Testing
         await store.close()
     }
 
+    /// A batch is written whole, and an id that comes twice in it keeps its last answer, as if the
+    /// entries had been written one by one (PostgreSQL writes a batch in one statement).
+    @Test(arguments: backends)
+    func aBatchKeepsTheLastAnswerOfAnIdItHoldsTwice(_ backend: String) async throws {
+        let store = try await Self.makeStore(backend)
+        try await store.migrate()
+        let now = Date()
+        let later = now.addingTimeInterval(60)
+        try await store.cacheResponses(
+            [
+                CachedResponse(messageId: [1], response: [1, 1], expires: later),
+                CachedResponse(messageId: [2], response: [2], expires: later),
+                CachedResponse(messageId: [1], response: [1, 2], expires: later),
+                CachedResponse(messageId: [3], response: [], expires: later),
+            ], limit: 100)
+        #expect(try await store.cachedResponse(messageId: [1], now: now) == [1, 2])
+        #expect(try await store.cachedResponse(messageId: [2], now: now) == [2])
+        #expect(try await store.cachedResponse(messageId: [3], now: now) == [])
+        // An id already stored is answered anew by a later batch.
+        try await store.cacheResponses([CachedResponse(messageId: [2], response: [2, 2], expires: later)], limit: 100)
+        #expect(try await store.cachedResponse(messageId: [2], now: now) == [2, 2])
+        await store.close()
+    }
+
+    @Test func onlyTheLastEntryOfEachIdIsKeptInOrder() {
+        let later = Date()
+        let entries = [[1], [2], [1], [3], [2]].enumerated().map { n, id in
+            CachedResponse(messageId: id, response: [UInt8(n)], expires: later)
+        }
+        #expect(CachedResponse.lastOfEachId(entries).map(\.response) == [[2], [3], [4]])
+        #expect(CachedResponse.lastOfEachId(Array(entries[0..<2])) == Array(entries[0..<2]))
+    }
+
     /// Over its limit, the SQLite cache is cut to nine tenths of it, keeping the answers that expire
     /// last, and is not walked again until the limit is reached again.
     @Test func theSQLiteCacheIsCutToNineTenthsOfItsLimit() async throws {

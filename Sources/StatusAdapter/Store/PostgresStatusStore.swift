@@ -148,18 +148,21 @@ public final class PostgresStatusStore: StatusStore {
         return nil
     }
 
-    /// One insert per entry (each its own statement on a pooled connection); pruning as the
-    /// protocol describes.
+    /// The batch in one statement (one round trip, and all of it or none), an id's last entry
+    /// winning as it would written one by one (an `ON CONFLICT DO UPDATE` cannot touch a row twice
+    /// in one statement); pruning as the protocol describes.
     public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
         guard !entries.isEmpty else { return }
-        for entry in entries {
-            try await exec(
-                """
-                INSERT INTO status_responses (message_id, response, expires_at)
-                VALUES (\(ByteBuffer(bytes: entry.messageId)), \(ByteBuffer(bytes: entry.response)), \(entry.expires.timeIntervalSince1970))
-                ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
-                """)
-        }
+        let batch = CachedResponse.lastOfEachId(entries)
+        let ids = batch.map { ByteBuffer(bytes: $0.messageId) }
+        let responses = batch.map { ByteBuffer(bytes: $0.response) }
+        let expiries = batch.map { $0.expires.timeIntervalSince1970 }
+        try await exec(
+            """
+            INSERT INTO status_responses (message_id, response, expires_at)
+            SELECT * FROM unnest(\(ids)::bytea[], \(responses)::bytea[], \(expiries)::float8[])
+            ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
+            """)
         guard StatusStoreMaintenance.countInserts(entries.count, on: inserts) else { return }
         try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
         try await exec(

@@ -91,6 +91,14 @@ public struct CachedResponse: Sendable, Equatable {
         self.response = response
         self.expires = expires
     }
+
+    /// `entries` with only the last of each id, in the order of those last ones.
+    static func lastOfEachId(_ entries: [CachedResponse]) -> [CachedResponse] {
+        var last: [[UInt8]: Int] = [:]
+        for (position, entry) in entries.enumerated() { last[entry.messageId] = position }
+        guard last.count < entries.count else { return entries }
+        return entries.enumerated().compactMap { position, entry in last[entry.messageId] == position ? entry : nil }
+    }
 }
 
 public enum StatusStoreMaintenance {
