@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 
 /// Directories that tests write keys, certificates and stores into, under the system's temporary
-/// directory. Each is removed when the process that made it exits (a test run used to leave about
-/// a hundred behind).
+/// directory. Each is removed when the process that made it exits: `scripts/test.sh` gives its run
+/// a temporary directory of its own, but a `swift test` run without it used to leave about a
+/// hundred behind.
 public enum ScratchDirectory {
     private static let made = Mutex<[String]>([])
     /// Registers the removal at exit once, on the first directory made.
