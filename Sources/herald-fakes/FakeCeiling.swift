@@ -7,9 +7,9 @@ import Pushkins
 
 /// What the fake APNs, FCM and Web Push service sustain on their own: `concurrency` requests kept
 /// in flight for `seconds` by Herald's own transports (the APNs request over HTTP/2 with a
-/// provider token, an FCM legacy request, a push message's POST), with no gateway in between. The benchmark prints it next to Herald's rows,
-/// so the fakes are shown not to be the ceiling. The driver shares the cores with the fake, so this
-/// is a floor of what the fake alone could do.
+/// provider token, an FCM legacy request, a push message's POST), with no gateway in between.
+/// The benchmark prints it next to Herald's rows, so the fakes are shown not to be the ceiling.
+/// The driver shares the cores with the fake, so this is a floor of what the fake alone could do.
 enum FakeCeiling {
     static func drive(target: String, directory: String, seconds: Double, concurrency: Int) async throws -> Double {
         let fakes = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/fakes.json"))))
