@@ -165,7 +165,10 @@ import Testing
         let response = try await Self.post(
             "http://127.0.0.1:\(port)/_matrix/push/v1/notify", notifyBody(["event_id": "$e"], devices: [device(sub)]))
         var exported = ""
-        for _ in 0..<100 {
+        // Up to 20 s: alone this takes a few hundred milliseconds, but once in about a dozen runs of
+        // the whole suite on two busy cores nothing had arrived after 5 s. The loop ends as soon as
+        // the spans are in.
+        for _ in 0..<400 {
             exported = collector.received(at: endpoint).map { String(decoding: $0.body, as: UTF8.self) }.joined()
             // The request's own span ends after its answer is written: it may come in a later batch.
             if exported.contains("webpush upstream") && exported.contains("POST /_matrix/push/v1/notify") { break }
@@ -175,7 +178,11 @@ import Testing
         await service.stop()
         await collector.stop()
         #expect(response.status == 200)
-        #expect(collector.received(at: endpoint).first?.headers.first(name: "Content-Type") == "application/x-protobuf")
+        // Herald's own log, to tell a failed export from a late one if this fails again.
+        let log = (try? String(contentsOfFile: "\(dir)/herald.log", encoding: .utf8)) ?? ""
+        #expect(
+            collector.received(at: endpoint).first?.headers.first(name: "Content-Type") == "application/x-protobuf",
+            "\(log.suffix(4000))")
         #expect(exported.contains("POST /_matrix/push/v1/notify"))  // the request
         #expect(exported.contains("dispatch com.example.webpush"))  // the device
         #expect(exported.contains("webpush upstream"))  // the upstream call
