@@ -316,6 +316,24 @@ import Testing
         #expect(response.status == 502)
     }
 
+    /// The connection's one deadline timer, armed by the first request, is armed again for a later
+    /// one: a request sent part-way through the first one's timeout gets the whole of its own.
+    @Test func aLaterRequestOnTheConnectionGetsTheWholeRequestTimeout() async throws {
+        let setup = try await start(extra: "request_timeout: 2\nmax_attempts: 1\nmax_connections: 1")
+        let (quick, slow) = (Self.pushkey(), Self.pushkey())
+        setup.apns.script(Self.hex(slow), .delay(.seconds(6), then: .accept))
+        let first = try await setup.herald.notify(notifyBody(Self.message, devices: [device(quick)]))
+        try await Task.sleep(for: .seconds(1))
+        let started = ContinuousClock.now
+        let second = try await setup.herald.notify(notifyBody(Self.message, devices: [device(slow)]))
+        let elapsed = ContinuousClock.now - started
+        await setup.stop()
+        #expect(first.status == 200)
+        #expect(second.status == 502)  // not 200 after the 6 s APNs takes
+        #expect(elapsed >= .milliseconds(1950))  // not when the first request's timeout ran out
+        #expect(setup.apns.connectionsAccepted == 1)
+    }
+
     @Test func anUnreachableAPNsIs502NotACrash() async throws {
         let dir = temporaryDirectory()
         let key = P256.Signing.PrivateKey()

@@ -327,6 +327,23 @@ extension HTTPEdgeTests {
         #expect(after.status == 200)
     }
 
+    /// A connection's one read-deadline timer, armed by its first request, is armed again for the
+    /// next: a request started part-way through the first one's second gets its own second.
+    @Test func aLaterRequestOnAConnectionGetsTheWholeReadTimeout() async throws {
+        let herald = try await start("  request_read_timeout: 1\n")
+        let fd = RawHTTP.openIdle(port: herald.gateway.ports[0])
+        let first = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /health HTTP/1.1\r\nHost: x\r\n\r\n") }
+        try await Task.sleep(for: .milliseconds(600))
+        let started = ContinuousClock.now
+        let answer = await RawHTTP.sendOffPool(fd: fd, head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\n")
+        let elapsed = ContinuousClock.now - started
+        await herald.stop()
+        #expect(first.hasPrefix("HTTP/1.1 200"))
+        #expect(answer.hasPrefix("HTTP/1.1 408"))
+        #expect(elapsed >= .milliseconds(950))  // not when the first request's second ran out
+        #expect(elapsed < .seconds(12))  // cut by the server, well before the client's own 15 s
+    }
+
     @Test func requestBodiesBeyondTheMemoryBoundAreAnswered503() async throws {
         let herald = try await start("  max_buffered_body_bytes: 2048\n")
         let body = String(repeating: " ", count: 4000)

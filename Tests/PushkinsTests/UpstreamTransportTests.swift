@@ -101,6 +101,27 @@ import Testing
         await server.stop()
     }
 
+    /// A connection's one deadline timer, armed by its first request, is armed again for the next:
+    /// a request sent part-way through the first one's timeout gets the whole of its own.
+    @Test func aLaterRequestOnAConnectionGetsTheWholeRequestTimeout() async throws {
+        let server = try await EchoHTTP1Server.start()
+        let transport = try HTTP1Upstream(
+            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(2)))
+        _ = try await post(transport, server.baseURL, "/quick", "")
+        try await Task.sleep(for: .seconds(1))
+        var slow = EchoHTTP1Server.Options()
+        slow.delay = .seconds(30)
+        server.set(slow)
+        let started = ContinuousClock.now
+        await #expect(throws: Deadline.Exceeded.self) { _ = try await post(transport, server.baseURL, "/slow", "") }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(1950))  // not when the first request's timeout ran out
+        #expect(elapsed < .seconds(20))  // not the server's 30 s
+        #expect(server.connections == 1)  // the same connection carried both
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func theAnswerIsReadOnlyUpToMaxResponseBytesAndTheHostAndLengthAreSent() async throws {
         let server = try await EchoHTTP1Server.start()
         let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxResponseBytes: 8))

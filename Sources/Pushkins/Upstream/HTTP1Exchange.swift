@@ -5,8 +5,10 @@ import NIOHTTP1
 /// handed to it, reads the answer (keeping at most `maxBodyBytes` of its body) and completes the
 /// request's promise, saying whether the connection may carry another request. A connection that
 /// closes, fails or sits idle (`IdleStateHandler`) between requests is closed; the request in
-/// flight, if any, fails. Completing a promise twice is ignored, so the deadline and cancellation
-/// may fail it from outside at any time.
+/// flight, if any, fails. A request not answered by its deadline fails with `Deadline.Exceeded`
+/// and its connection is closed; the connection's one `LoopTimer` watches the deadlines of all its
+/// requests. Completing a promise twice is ignored, so cancellation may fail it from outside at any
+/// time.
 final class HTTP1Exchange: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = Request
@@ -16,6 +18,9 @@ final class HTTP1Exchange: ChannelDuplexHandler {
         let head: HTTPRequestHead
         let body: ByteBuffer?
         let promise: EventLoopPromise<Answer>
+        /// When it fails unanswered, and the `request_timeout` that says so.
+        let deadline: NIODeadline
+        let timeout: Duration
     }
 
     struct Answer: Sendable {
@@ -26,6 +31,9 @@ final class HTTP1Exchange: ChannelDuplexHandler {
 
     private let maxBodyBytes: Int
     private var current: EventLoopPromise<Answer>?
+    /// The deadline of the request in flight, and the timeout it came from.
+    private var expiry: (deadline: NIODeadline, timeout: Duration)?
+    private var timer = LoopTimer()
     private var head: HTTPResponseHead?
     private var body = ByteBuffer()
 
@@ -39,6 +47,8 @@ final class HTTP1Exchange: ChannelDuplexHandler {
             return
         }
         current = request.promise
+        expiry = (request.deadline, request.timeout)
+        arm(by: request.deadline, context: context)
         head = nil
         body.clear()
         context.write(wrapOutboundOut(.head(request.head)), promise: nil)
@@ -59,6 +69,7 @@ final class HTTP1Exchange: ChannelDuplexHandler {
         case .end:
             guard let promise = current, let head else { return }
             current = nil
+            expiry = nil
             self.head = nil
             let response = UpstreamResponse(status: Int(head.status.code), headers: head.headers, body: body)
             body = ByteBuffer()
@@ -76,9 +87,34 @@ final class HTTP1Exchange: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        timer.cancel()
         current?.fail(UpstreamConnectionError.closedUnanswered)
         current = nil
         context.fireChannelInactive()
+    }
+
+    private func arm(by deadline: NIODeadline, context: ChannelHandlerContext) {
+        timer.arm(by: deadline, on: context.eventLoop) {
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            return {
+                let (exchange, context) = bound.value
+                exchange.fire(context: context)
+            }
+        }
+    }
+
+    /// The timer fired: the request in flight fails if its deadline passed, else the timer waits for it.
+    private func fire(context: ChannelHandlerContext) {
+        timer.fired()
+        guard let promise = current, let expiry else { return }
+        guard NIODeadline.now() >= expiry.deadline else {
+            arm(by: expiry.deadline, context: context)
+            return
+        }
+        current = nil
+        self.expiry = nil
+        promise.fail(Deadline.Exceeded(after: expiry.timeout))
+        context.close(promise: nil)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

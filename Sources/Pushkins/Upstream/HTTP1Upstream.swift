@@ -64,18 +64,11 @@ public final class HTTP1Upstream: UpstreamTransport {
         defer { permits.release() }
         let channel = try await connection()
         let promise = channel.eventLoop.makePromise(of: HTTP1Exchange.Answer.self)
-        channel.writeAndFlush(HTTP1Exchange.Request(head: head, body: request.body, promise: promise)).whenFailure {
-            promise.fail($0)
-        }
-        let limit = settings.requestTimeout
-        let timeout = channel.eventLoop.scheduleTask(deadline: deadline) {
-            promise.fail(Deadline.Exceeded(after: limit))
-        }
+        let exchange = HTTP1Exchange.Request(
+            head: head, body: request.body, promise: promise, deadline: deadline, timeout: settings.requestTimeout)
+        channel.writeAndFlush(exchange).whenFailure { promise.fail($0) }
         // A connection whose request did not end with a complete answer is not reused.
-        promise.futureResult.whenComplete { result in
-            timeout.cancel()
-            if case .failure = result { channel.close(promise: nil) }
-        }
+        promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
         let answer = try await withTaskCancellationHandler {
             try await promise.futureResult.get()
         } onCancel: {

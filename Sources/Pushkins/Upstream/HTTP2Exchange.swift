@@ -4,14 +4,17 @@ import NIOHTTP1
 import NIOHTTP2
 
 /// One request on an HTTP/2 connection: what it sends, and the answer collected so far (at most
-/// `maxBodyBytes` of its body). `HTTP2Streams` gives it a stream and feeds it that stream's frames;
-/// completing `promise` twice is ignored, so the deadline and cancellation may fail it from outside
-/// at any time. Its state is touched only on the connection's event loop.
+/// `maxBodyBytes` of its body). `HTTP2Streams` gives it a stream, feeds it that stream's frames and
+/// fails it at its deadline; completing `promise` twice is ignored, so cancellation may fail it from
+/// outside at any time. Its state is touched only on the connection's event loop.
 final class HTTP2Exchange: @unchecked Sendable {
     let requestHeaders: HPACKHeaders
     let requestBody: ByteBuffer?
     let maxBodyBytes: Int
     let promise: EventLoopPromise<UpstreamResponse>
+    /// When it fails unanswered, and the `request_timeout` that says so.
+    let deadline: NIODeadline
+    let timeout: Duration
     /// Its stream, once `HTTP2Streams` has opened one.
     var streamID: HTTP2StreamID?
     /// Given up on (deadline, cancellation) before it was started: it is not started.
@@ -22,11 +25,16 @@ final class HTTP2Exchange: @unchecked Sendable {
     private var headers = HTTPHeaders()
     private var body = ByteBuffer()
 
-    init(headers: HPACKHeaders, body: ByteBuffer?, maxBodyBytes: Int, promise: EventLoopPromise<UpstreamResponse>) {
+    init(
+        headers: HPACKHeaders, body: ByteBuffer?, maxBodyBytes: Int, promise: EventLoopPromise<UpstreamResponse>,
+        deadline: NIODeadline, timeout: Duration
+    ) {
         self.requestHeaders = headers
         self.requestBody = body
         self.maxBodyBytes = maxBodyBytes
         self.promise = promise
+        self.deadline = deadline
+        self.timeout = timeout
     }
 
     enum Progress {

@@ -6,7 +6,8 @@ import NIOHTTP2
 /// path"). It opens a stream per `HTTP2Exchange` (client stream ids: odd, increasing), routes each
 /// stream's frames to its exchange, and fails an exchange whose stream is reset, closed unanswered
 /// or never sent (SwiftNIO holds streams over the server's `MAX_CONCURRENT_STREAMS` and drops them
-/// on GOAWAY). It gives the server back its flow-control window as answers are read, on the
+/// on GOAWAY), and fails one unanswered by its deadline with `Deadline.Exceeded` and resets its
+/// stream: one `LoopTimer` for the connection, armed by the earliest deadline in flight. It gives the server back its flow-control window as answers are read, on the
 /// connection and on each stream. Frames of the connection itself go on to the next handler.
 final class HTTP2Streams: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
@@ -27,6 +28,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
     private var closed = false
     /// DATA bytes received on the connection since its last WINDOW_UPDATE.
     private var unacknowledged = 0
+    private var timer = LoopTimer()
 
     init(firstStreamID: HTTP2StreamID = 1) { nextStreamID = Int(firstStreamID) }
 
@@ -53,6 +55,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
         nextStreamID += 2
         exchange.streamID = id
         exchanges[id] = exchange
+        arm(by: exchange.deadline, context: context)
         let written = context.eventLoop.makePromise(of: Void.self)
         let body = exchange.requestBody.flatMap { $0.readableBytes > 0 ? $0 : nil }
         let headers = HTTP2Frame(streamID: id, payload: .headers(.init(headers: exchange.requestHeaders, endStream: body == nil)))
@@ -72,6 +75,30 @@ final class HTTP2Streams: ChannelDuplexHandler {
         exchange.abandoned = true
         guard let id = exchange.streamID, exchanges.removeValue(forKey: id) != nil else { return }
         reset(id)
+    }
+
+    private func arm(by deadline: NIODeadline, context: ChannelHandlerContext) {
+        timer.arm(by: deadline, on: context.eventLoop) {
+            let streams = NIOLoopBound(self, eventLoop: context.eventLoop)
+            return { streams.value.fireTimer() }
+        }
+    }
+
+    /// Fails the exchanges whose deadline passed, and arms the timer by the earliest one left.
+    private func fireTimer() {
+        timer.fired()
+        guard let context else { return }
+        let now = NIODeadline.now()
+        var next: NIODeadline?
+        for exchange in exchanges.values {
+            if exchange.deadline <= now {
+                exchange.promise.fail(Deadline.Exceeded(after: exchange.timeout))
+                abandon(exchange)
+            } else if next.map({ exchange.deadline < $0 }) ?? true {
+                next = exchange.deadline
+            }
+        }
+        if let next { arm(by: next, context: context) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -160,6 +187,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
     }
 
     private func failAll() {
+        timer.cancel()
         closed = true
         let all = exchanges.values
         exchanges = [:]

@@ -65,19 +65,15 @@ public final class HTTP2Upstream: UpstreamTransport {
         let promise = loop.makePromise(of: UpstreamResponse.self)
         let headers = HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let maxBodyBytes = settings.maxResponseBytes
-        let exchange = HTTP2Exchange(headers: headers, body: request.body, maxBodyBytes: maxBodyBytes, promise: promise)
+        let exchange = HTTP2Exchange(
+            headers: headers, body: request.body, maxBodyBytes: maxBodyBytes, promise: promise, deadline: deadline,
+            timeout: settings.requestTimeout)
         let streams = connection.streams
         if loop.inEventLoop {
             streams.value.start(exchange)
         } else {
             loop.execute { streams.value.start(exchange) }
         }
-        let limit = settings.requestTimeout
-        let timeout = loop.scheduleTask(deadline: deadline) {
-            promise.fail(Deadline.Exceeded(after: limit))
-            streams.value.abandon(exchange)
-        }
-        promise.futureResult.whenComplete { _ in timeout.cancel() }
         return try await withTaskCancellationHandler {
             try await promise.futureResult.get()
         } onCancel: {
