@@ -18,9 +18,15 @@ import Testing
         let size: Int
         let handled = Atomic<Int>(0)
 
-        init(size: Int = 0) { self.size = size }
+        let delay: Duration?
+
+        init(size: Int = 0, delay: Duration? = nil) {
+            self.size = size
+            self.delay = delay
+        }
 
         func handle(_ request: ServerRequest) async -> ServerResponse {
+            if let delay { try? await Task.sleep(for: delay) }
             handled.add(1, ordering: .relaxed)
             var body = ByteBuffer(string: request.path)
             body.writeRepeatingByte(UInt8(ascii: "."), count: max(0, size - body.readableBytes))
@@ -74,6 +80,27 @@ import Testing
         }
     }
 
+    /// While an answer is being made the server goes on reading a client that waits for it (to keep
+    /// the socket's read interest), but not one that pipelines: past the socket buffers the client
+    /// cannot send faster than the server answers, however long it pipelines.
+    @Test func aClientPipeliningFasterThanItIsAnsweredIsNotReadAhead() async throws {
+        let echo = Echo(delay: .milliseconds(20))
+        let server = try await Self.bind(echo)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await server.serve() }
+            let body = String(repeating: "b", count: 64 * 1024)
+            let request = "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
+            let client = BlockingClient(port: server.port, receiveBuffer: nil)
+            // Offers 64 MiB for 2 s; about 100 requests (6.4 MiB) can be answered in that time,
+            // and the socket buffers hold a few MiB more.
+            let sent = await offPool { client.sendWithoutBlocking(request, times: 1024, for: .seconds(2)) }
+            #expect(sent < 24 << 20)
+            #expect(sent > 0)
+            client.close()
+            group.cancelAll()
+        }
+    }
+
     @Test func cancellingTheServerClosesItsIdleConnectionsAndReturns() async throws {
         let server = try await Self.bind(Echo())
         let client = BlockingClient(port: server.port, receiveBuffer: nil)
@@ -103,6 +130,29 @@ final class BlockingClient: Sendable {
 
     func send(_ text: String) {
         _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Sends `text` up to `times` times without waiting for room in the socket, for at most
+    /// `limit`; returns the bytes the socket took.
+    func sendWithoutBlocking(_ text: String, times: Int, for limit: Duration) -> Int {
+        let bytes = Array(text.utf8)
+        let end = ContinuousClock.now + limit
+        var sent = 0
+        var total = bytes.count * times
+        while total > 0 && ContinuousClock.now < end {
+            let offset = sent % bytes.count
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n > 0 {
+                sent += n
+                total -= n
+            } else if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
+                break
+            } else {
+                var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&poller, 1, 50)
+            }
+        }
+        return sent
     }
 
     /// Reads until at least `bytes` have arrived, the peer closes, or 20 s pass; returns how many arrived.

@@ -2,13 +2,24 @@ import NIOCore
 import NIOHTTP1
 import Pushkins
 
-/// Starts a request's read deadline at its first byte (before the HTTP decoder, which says nothing
-/// until a head is complete), and answers 408 and closes when the request is not complete in time.
+/// The raw bytes of a connection, below the HTTP decoder (which says nothing until a head is
+/// complete): it starts a request's read deadline at its first byte and answers 408 and closes when
+/// the request is not complete in time, and it keeps the socket's read interest while a response
+/// is being made (docs/architecture.md, "Reading a connection").
 ///
 /// The deadline costs no timer per request (`LoopTimer`): a request notes when it must be complete,
 /// and the connection's one timer looks at that note when it fires and is armed again for the
 /// request then in progress, if any. A connection whose requests keep coming on time sees its timer
 /// fire about once per `timeout`; an idle one has none.
+///
+/// SwiftNIO's `HTTPServerPipelineHandler` withholds reads while a response is pending, so that
+/// pipelined requests wait in the socket; without more, the socket's read interest is taken off the
+/// poller after each request and put back after each response, two `epoll_ctl` calls a request.
+/// This handler reads on while a response is pending, which costs nothing with a client that waits
+/// for its answer (nothing arrives): the interest stays. Once bytes arrive while a response is
+/// pending (a client pipelining), it leaves the reads to the pipeline handler for the rest of the
+/// connection, so a connection takes in at most one read's worth of bytes more than SwiftNIO alone
+/// would, once.
 final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -21,6 +32,9 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     private var timer = LoopTimer()
     /// Between a request's last byte and the end of its response: bytes then belong to no request yet.
     private var awaitingRequest = true
+    /// Bytes arrived while a response was pending: the client pipelines, and reads are the
+    /// pipeline handler's from then on.
+    private var pipelining = false
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
@@ -43,8 +57,16 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
                 self.expiry = expiry
                 arm(by: expiry, context: context)
             }
+        } else {
+            pipelining = true
         }
         context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.fireChannelReadComplete()
+        // Ahead of the channel's own read after this event, which the pipeline handler withholds.
+        if !awaitingRequest && !pipelining { context.read() }
     }
 
     /// The request is complete: no deadline until the next one starts.
