@@ -46,4 +46,18 @@ import Testing
             #expect(anded[index] == (fixedOnes[index] ?? 0), "byte \(index)")
         }
     }
+
+    /// The pool behind UUIDs hands out each byte once: draws of a size that does not divide its
+    /// 512 bytes, across many refills, never repeat.
+    @Test func thePoolNeverHandsOutTheSameBytesTwice() {
+        var pool = SecureRandom.Pool()
+        var draws: [[UInt8]] = []
+        for _ in 0..<200 {
+            var draw = [UInt8](repeating: 0, count: 100)
+            draw.withUnsafeMutableBytes { pool.take(into: $0) }
+            draws.append(draw)
+        }
+        #expect(Set(draws).count == draws.count)
+        #expect(draws.allSatisfy { Set($0).count > 1 })
+    }
 }
