@@ -10,7 +10,8 @@ import Pushkins
 /// The deadline costs no timer per request (`LoopTimer`): a request notes when it must be complete,
 /// and the connection's one timer looks at that note when it fires and is armed again for the
 /// request then in progress, if any. A connection whose requests keep coming on time sees its timer
-/// fire about once per `timeout`; an idle one has none.
+/// fire about once per `timeout`; an idle one has none once the timer its last request armed has
+/// fired.
 ///
 /// SwiftNIO's `HTTPServerPipelineHandler` withholds reads while a response is pending, so that
 /// pipelined requests wait in the socket; without more, the socket's read interest is taken off the
