@@ -52,14 +52,12 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if awaitingRequest {
-            if expiry == nil {
-                let expiry = NIODeadline.now() + timeout
-                self.expiry = expiry
-                arm(by: expiry, context: context)
-            }
-        } else {
+        if !awaitingRequest {
             pipelining = true
+        } else if expiry == nil {
+            let expiry = NIODeadline.now() + timeout
+            self.expiry = expiry
+            arm(by: expiry, context: context)
         }
         context.fireChannelRead(data)
     }

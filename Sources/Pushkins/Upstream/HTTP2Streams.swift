@@ -94,8 +94,8 @@ final class HTTP2Streams: ChannelDuplexHandler {
             if exchange.deadline <= now {
                 exchange.promise.fail(Deadline.Exceeded(after: exchange.timeout))
                 abandon(exchange)
-            } else if next.map({ exchange.deadline < $0 }) ?? true {
-                next = exchange.deadline
+            } else {
+                next = min(next ?? exchange.deadline, exchange.deadline)
             }
         }
         if let next { arm(by: next, context: context) }
