@@ -14,7 +14,8 @@ public final class GatewayMetrics: Sendable {
     let requestsInFlight: Metrics.Gauge
     let inFlightCount = AtomicCounter()
     let counters: CounterCache
-    private let timers = Mutex<[Int: Metrics.Timer]>([:])
+    /// `sygnal_pushgateway_status_codes_total` and `sygnal_notify_time` by status code.
+    private let codes = Mutex<[Int: (count: Metrics.Counter, time: Metrics.Timer)]>([:])
 
     public init() {
         let registry = PrometheusCollectorRegistry()
@@ -41,14 +42,17 @@ public final class GatewayMetrics: Sendable {
     func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter { counters.counter(label, dimensions) }
 
     func notifyFinished(code: Int, duration: Duration) {
-        counter("sygnal_pushgateway_status_codes_total", [("code", String(code))]).increment()
-        let timer = timers.withLock { table in
+        let series = codes.withLock { table in
             if let existing = table[code] { return existing }
-            let made = Metrics.Timer(label: "sygnal_notify_time", dimensions: [("code", String(code))], factory: factory)
+            let made = (
+                count: counter("sygnal_pushgateway_status_codes_total", [("code", String(code))]),
+                time: Metrics.Timer(label: "sygnal_notify_time", dimensions: [("code", String(code))], factory: factory)
+            )
             table[code] = made
             return made
         }
-        timer.recordNanoseconds(duration.nanoseconds)
+        series.count.increment()
+        series.time.recordNanoseconds(duration.nanoseconds)
     }
 
     func dispatched(pushkin: String) {

@@ -21,7 +21,7 @@ public struct UpstreamMetrics: Sendable {
         self.requestTime = Metrics.Timer(label: "sygnal_\(type)_request_time", dimensions: [], factory: factory)
         self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
         // The status-code series exists from the start (at 0), so that dashboards see it.
-        _ = statusCounters.counter("200") {
+        _ = statusCounters.counter(200) {
             Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)
         }
     }
@@ -36,27 +36,31 @@ public struct UpstreamMetrics: Sendable {
         }
         do {
             let result = try await body()
-            countStatus(String(result.status))
+            countStatus(result.status)
             return result
         } catch {
-            countStatus("error")
+            countStatus(nil)
             throw error
         }
     }
 
-    func countStatus(_ code: String) {
-        statusCounters.counter(code) {
-            Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", code)], factory: factory)
+    /// Counts a status code, or `error` (nil) when no response came back.
+    func countStatus(_ status: Int?) {
+        statusCounters.counter(status ?? -1) {
+            Counter(
+                label: "sygnal_\(type)_status_codes_total",
+                dimensions: [("pushkin", pushkin), ("code", status.map(String.init) ?? "error")],
+                factory: factory)
         }
         .increment()
     }
 }
 
-/// Counter handles by status code, made on first use.
+/// Counter handles by status code (-1: no response), made on first use.
 private final class StatusCounters: Sendable {
-    private let counters = Mutex<[String: Counter]>([:])
+    private let counters = Mutex<[Int: Counter]>([:])
 
-    func counter(_ code: String, make: () -> Counter) -> Counter {
+    func counter(_ code: Int, make: () -> Counter) -> Counter {
         counters.withLock { table in
             if let existing = table[code] { return existing }
             let made = make()
