@@ -50,7 +50,7 @@ public struct NotifyHandler: Sendable {
     private func process(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let requestId = request.requestId
         var logger = self.logger
-        logger[metadataKey: "request_id"] = "\(requestId)"
+        logger[metadataKey: "request_id"] = .string(requestId)
 
         let notification: PushNotification
         do {
@@ -65,7 +65,7 @@ public struct NotifyHandler: Sendable {
         metrics.notificationsReceived.increment()
         metrics.devicesReceived.increment(by: Int64(notification.devices.count))
 
-        let outcomes = await dispatch(notification, logger: logger)
+        let outcomes = await dispatch(notification, requestId: requestId, logger: logger)
         var rejected: [String] = []
         var failures: [OutcomeReason] = []
         for (device, outcome) in zip(notification.devices, outcomes) {
@@ -82,7 +82,7 @@ public struct NotifyHandler: Sendable {
     }
 
     /// One outcome per device, in request order.
-    private func dispatch(_ notification: PushNotification, logger: Logger) async -> [DeviceOutcome] {
+    private func dispatch(_ notification: PushNotification, requestId: String, logger: Logger) async -> [DeviceOutcome] {
         var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var groups: [(pushkin: any Pushkin, indices: [Int])] = []
         for (index, device) in notification.devices.enumerated() {
@@ -120,7 +120,7 @@ public struct NotifyHandler: Sendable {
             return true
         }
 
-        let context = DispatchContext(requestId: logger[metadataKey: "request_id"].map { "\($0)" } ?? "", logger: logger)
+        let context = DispatchContext(requestId: requestId, logger: logger)
         let results: [(indices: [Int], outcomes: [DeviceOutcome])]
         if groups.count == 1, let only = groups.first {
             results = [(only.indices, await run(only.pushkin, notification, only.indices, slots[only.pushkin.name], context))]
