@@ -82,6 +82,33 @@ import Testing
         #expect(FCMData.build(Self.canonical, device: bad, version: .v1, sendBadgeCounts: true) == .invalidDefaultPayload)
     }
 
+    /// v1 flattens the notification's `content` object, else default_payload's, into `content_*`
+    /// after `room_id`; a `content` that is no object stays where it is (key order included).
+    @Test func v1FlattensTheContentObjectWhereverItComesFrom() {
+        func device(_ defaults: JSONObject) -> Device { Device(appId: "a", pushkey: "k", data: ["default_payload": .object(defaults)]) }
+        var plain = PushNotification(eventId: "$e")
+        plain.roomId = "!r"
+        var withContent = plain
+        withContent.content = ["body": "b", "n": 1]
+
+        #expect(
+            data(plain, .v1, device: device(["content": ["k": "v", "n": 2], "x": "y"])) == [
+                "x": "y", "event_id": "$e", "room_id": "!r", "content_k": "v", "prio": "high",
+            ])
+        #expect(
+            data(plain, .v1, device: device(["content": "text", "x": "y"])) == [
+                "content": "text", "x": "y", "event_id": "$e", "room_id": "!r", "prio": "high",
+            ])
+        #expect(
+            data(withContent, .v1, device: device(["content": "text", "x": "y"])) == [
+                "x": "y", "event_id": "$e", "room_id": "!r", "content_body": "b", "prio": "high",
+            ])
+        #expect(
+            data(withContent, .legacy, device: device(["content": "text", "x": "y"])) == [
+                "content": ["body": "b", "n": 1], "x": "y", "event_id": "$e", "room_id": "!r", "prio": "high",
+            ])
+    }
+
     @Test func largeFieldsAreCutAt1024BytesWithoutSplittingACharacter() throws {
         var n = Self.canonical
         n.roomName = String(repeating: "r", count: 2100)

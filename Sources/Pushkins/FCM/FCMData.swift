@@ -25,11 +25,18 @@ public enum FCMData {
         for (key, path) in fields {
             if let value = n[keyPath: path] { data[key] = .string(truncate(value)) }
         }
-        if let content = n.content { data["content"] = content }
+        // v1 flattens `content` (the notification's, else default_payload's) into `content_*`
+        // strings after `room_id`; it is never put in the map only to be taken out again.
+        var flattened: JSONObject?
+        if version == .v1, case .object(let content)? = n.content ?? data["content"] {
+            flattened = content
+            if data["content"] != nil { data.removeValue(forKey: "content") }
+        } else if let content = n.content {
+            data["content"] = content
+        }
         if let room = n.roomId { data["room_id"] = .string(truncate(room)) }
 
-        if version == .v1, case .object(let content)? = data["content"] {
-            data.removeValue(forKey: "content")
+        if let content = flattened {
             for (key, value) in content {
                 if case .string(let s) = value { data["content_\(key)"] = .string(truncate(s)) }
             }
@@ -69,6 +76,8 @@ public enum FCMData {
     /// are and FCM refuses the message (Sygnal issues 365, 367). An iOS-style `aps` object is
     /// moved to `apns.payload.aps`; any other non-string value becomes its JSON text; null is dropped.
     public static func stringify(_ data: JSONObject) -> (data: JSONObject, aps: JSONObject?) {
+        // The usual map (no default_payload) is strings only and is sent as it is.
+        if data.values.allSatisfy({ if case .string = $0 { true } else { false } }) { return (data, nil) }
         var result = JSONObject()
         var aps: JSONObject?
         for (key, value) in data {

@@ -16,6 +16,8 @@ public final class FCMPushkin: FCMSending {
     private let tokens: GoogleAccessTokens?
     private let upstream: UpstreamCall
     private let legacy: FCMLegacySender?
+    /// v1's `messages:send` URL, made once.
+    private let v1URL: String
 
     public init(name: String, config: FCMConfig, environment: PushkinEnvironment) throws {
         self.name = name
@@ -28,11 +30,13 @@ public final class FCMPushkin: FCMSending {
             transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: "gcm", pushkin: name, factory: environment.metrics))
         self.upstream = upstream
         switch config.credentials {
-        case .v1(_, let account):
+        case .v1(let project, let account):
             tokens = GoogleAccessTokens(account: account, client: client)
             legacy = nil
+            v1URL = "\(config.baseURL)/v1/projects/\(project)/messages:send"
         case .legacy(let apiKey):
             tokens = nil
+            v1URL = ""
             legacy = FCMLegacySender(url: "\(config.baseURL)/fcm/send", apiKey: apiKey, upstream: upstream)
         }
     }
@@ -43,7 +47,7 @@ public final class FCMPushkin: FCMSending {
     }
 
     public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
-        guard case .v1(let project, _) = config.credentials, let tokens else {
+        guard case .v1 = config.credentials, let tokens else {
             return await dispatch(notification, devices: [device], context: context)[0]
         }
         let data: JSONObject
@@ -54,7 +58,7 @@ public final class FCMPushkin: FCMSending {
         }
         let body = FCMMessage.v1(
             data: data, token: device.pushkey, notification: notification, options: config.fcmOptions, visible: config.visibleNotification)
-        return await sendV1(body: body, project: project, tokens: tokens, pushkey: device.pushkey, context: context)
+        return await sendV1(body: body, tokens: tokens, pushkey: device.pushkey, context: context)
     }
 
     /// Legacy: devices batched by identical data, at most 1000 a request. v1: one request each.
@@ -68,13 +72,13 @@ public final class FCMPushkin: FCMSending {
     public func send(_ raw: FCMRawMessage, context: DispatchContext) async -> DeviceOutcome {
         guard !raw.token.isEmpty else { return .rejected(reason: .invalidPushkey("empty registration token")) }
         switch config.credentials {
-        case .v1(let project, _):
+        case .v1:
             guard let tokens else { return .failed(reason: .authorization("no OAuth tokens")) }
             var message = config.fcmOptions
             message["notification"] = .object(raw.notification)
             message["data"] = .object(raw.data)
             message["token"] = .string(raw.token)
-            return await sendV1(body: ["message": .object(message)], project: project, tokens: tokens, pushkey: raw.token, context: context)
+            return await sendV1(body: ["message": .object(message)], tokens: tokens, pushkey: raw.token, context: context)
         case .legacy:
             guard let legacy else { return .failed(reason: .authorization("no API key")) }
             var body = config.fcmOptions
@@ -89,11 +93,9 @@ public final class FCMPushkin: FCMSending {
 
     /// One v1 message through the one upstream-call path: the OAuth token is fetched (or reused)
     /// per attempt and replaced once when FCM answers 401; the error body decides the outcome.
-    private func sendV1(body: JSONValue, project: String, tokens: GoogleAccessTokens, pushkey: String, context: DispatchContext) async
-        -> DeviceOutcome
-    {
+    private func sendV1(body: JSONValue, tokens: GoogleAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
         let buffer = ByteBuffer(bytes: JSONWriter.serialize(body))
-        let url = "\(config.baseURL)/v1/projects/\(project)/messages:send"
+        let url = v1URL
         var refused: String?
         var sent: String?
         var refreshed = false
