@@ -77,6 +77,14 @@ import Testing
         #expect(JSONWriter.string(.string("\u{01}\n\t\u{7F}\u{2028}")) == "\"\\u0001\\n\\t\u{7F}\u{2028}\"")
     }
 
+    /// Escapes at either end, side by side and between runs of plain text, multi-byte included.
+    @Test func escapesAnywhereInAStringKeepTheTextAroundThem() {
+        let text = "\"ab\\\u{1F}\u{0C}é🦉 x\r\u{08}\""
+        #expect(JSONWriter.string(.string(text)) == #""\"ab\\\u001f\fé🦉 x\r\b\"""#)
+        #expect(JSONWriter.string(.string("")) == #""""#)
+        #expect(JSONWriter.string(.string("plain")) == #""plain""#)
+    }
+
     @Test func encodedLengthMatchesTheWriter() {
         for scalar in ["a", "é", "🦉", "\"", "\n", "\u{01}", "☻"].flatMap({ $0.unicodeScalars }) {
             #expect(JSONWriter.encodedLength(of: scalar) == JSONWriter.serialize(.string(String(scalar))).count - 2)
