@@ -7,12 +7,21 @@ import GRDB
 /// GRDB's `DatabasePool` sets `synchronous=NORMAL` when it turns WAL on, after the configuration's
 /// `prepareDatabase` has run, so FULL must be set on the open pool's writer (one connection, for
 /// which the setting then holds).
+///
+/// Every connection keeps at most `cacheKiB` of pages in memory (SQLite's own default is 2 000 KiB
+/// each, for a writer, up to five readers and the point-read connections). The pages of the file stay
+/// in the kernel's page cache anyway, so a smaller cache costs a read from it, not from the disk
+/// (docs/operations.md, "Memory").
 public enum DurableSQLite {
-    public static func open(path: String) throws -> DatabasePool {
+    /// `sqlite_cache_kib`'s default.
+    public static let defaultCacheKiB = 256
+
+    public static func open(path: String, cacheKiB: Int = defaultCacheKiB) throws -> DatabasePool {
         try FileManager.default.createDirectory(
             at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)") }
         let pool = try DatabasePool(path: path, configuration: configuration)
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         return pool

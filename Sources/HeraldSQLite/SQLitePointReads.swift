@@ -45,7 +45,7 @@ public final class SQLitePointReads: Sendable {
         let handle: OpaquePointer
         var statements: [String: OpaquePointer] = [:]
 
-        init(path: String) throws(Failure) {
+        init(path: String, cacheKiB: Int) throws(Failure) {
             var handle: OpaquePointer?
             let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
             guard code == SQLITE_OK, let handle else {
@@ -55,6 +55,7 @@ public final class SQLitePointReads: Sendable {
             }
             self.handle = handle
             sqlite3_busy_timeout(handle, 10_000)
+            sqlite3_exec(handle, "PRAGMA cache_size = -\(cacheKiB)", nil, nil, nil)
         }
 
         func statement(_ sql: String) throws(Failure) -> OpaquePointer {
@@ -82,11 +83,14 @@ public final class SQLitePointReads: Sendable {
     private let idle = Mutex(Idle())
     /// Connections kept for the next lookups; one per thread that looks up at once is enough.
     private let maxIdle: Int
+    /// Each connection's page cache (`DurableSQLite`).
+    private let cacheKiB: Int
 
     /// Lookups on the SQLite file at `path`, which a `DurableSQLite` pool has opened (and put in WAL).
-    public init(path: String, maxIdle: Int = 8) {
+    public init(path: String, maxIdle: Int = 8, cacheKiB: Int = DurableSQLite.defaultCacheKiB) {
         self.path = path
         self.maxIdle = maxIdle
+        self.cacheKiB = cacheKiB
     }
 
     /// Runs `sql` with `arguments` and reads its first row with `read`; nil if there is none.
@@ -124,7 +128,7 @@ public final class SQLitePointReads: Sendable {
 
     private func take() throws(Failure) -> Connection {
         if let connection = idle.withLock({ $0.connections.popLast() }) { return connection }
-        return try Connection(path: path)
+        return try Connection(path: path, cacheKiB: cacheKiB)
     }
 
     private func giveBack(_ connection: Connection) {

@@ -40,6 +40,14 @@ import Testing
         await store.close()
     }
 
+    @Test func theSQLiteStoreKeepsTheConfiguredPageCache() async throws {
+        let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite", cacheKiB: 32)
+        try await store.migrate()
+        #expect(try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") } == -32)
+        #expect(try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") } == -32)
+        await store.close()
+    }
+
     @Test(arguments: backends)
     func changesApplyInOrderAndTheLastOneWins(_ backend: String) async throws {
         try await withStore(backend) { store in

@@ -109,6 +109,7 @@ import Testing
         ("log:\n  format: xml\n", "log.format: must be plain or json, got 'xml'"),
         ("proxy: 'https://proxy:443'\n", "proxy: invalid proxy URL: only http:// proxies are supported"),
         ("metrics:\n  prometheus:\n    enabled: 'yes please'\n", "metrics.prometheus.enabled: expected true or false, got a string"),
+        ("status:\n  sqlite_cache_kib: 8\n", "status.sqlite_cache_kib: must be between 16 and 1048576, got 8"),
     ])
     func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
         let dir = temporaryDirectory()

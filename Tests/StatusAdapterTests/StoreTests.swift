@@ -263,6 +263,23 @@ import Testing
         }
     }
 
+    /// `sqlite_cache_kib` bounds every connection's page cache: the pool's writer and readers and
+    /// the point-read connections.
+    @Test func everyConnectionKeepsTheConfiguredPageCache() async throws {
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), cacheKiB: 64)
+        try await store.migrate()
+        let pragma = "PRAGMA cache_size"
+        #expect(try await store.pool.write { db in try Int.fetchOne(db, sql: pragma) } == -64)
+        #expect(try await store.pool.read { db in try Int.fetchOne(db, sql: pragma) } == -64)
+        #expect(try store.lookups.first(pragma, []) { $0.integer(0) } == -64)
+        await store.close()
+
+        let defaults = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        #expect(try await defaults.pool.read { db in try Int.fetchOne(db, sql: pragma) } == -DurableSQLite.defaultCacheKiB)
+        #expect(try defaults.lookups.first(pragma, []) { $0.integer(0) } == Int64(-DurableSQLite.defaultCacheKiB))
+        await defaults.close()
+    }
+
     @Test func theResponseCacheIsNotSyncedButRegistrationsStillAre() async throws {
         let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
         try await store.migrate()

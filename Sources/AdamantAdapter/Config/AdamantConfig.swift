@@ -37,6 +37,8 @@ public struct AdamantConfig: Sendable {
     public var maxBackoff: Duration = .seconds(60)
     public var startup = Startup.database
     public var store = Store.sqlite(path: "./data/adamant.sqlite")
+    /// The page cache of each SQLite connection, in KiB.
+    public var sqliteCacheKiB = 256
     public var chatPayload = Payload(locKey: "NotificationsService.NewMessage.BodySingle", titleLocKey: nil, sound: "notification.mp3")
     public var transferPayload = Payload(locKey: "NotificationsService.NewTransfer.BodySingle", titleLocKey: nil, sound: "notification.mp3")
     public var recentPushes = 100_000
@@ -118,6 +120,7 @@ public struct AdamantConfig: Sendable {
                 config.store = .sqlite(path: store.hasPrefix("sqlite:") ? String(store.dropFirst(7)) : store)
             }
         }
+        config.sqliteCacheKiB = section.int("sqlite_cache_kib", default: 256, range: 16...1_048_576)
         if let payloads = section.map("payloads") {
             for (key, defaultPayload) in [("chat", config.chatPayload), ("transfer", config.transferPayload)] {
                 guard let entry = payloads.map(key) else { continue }

@@ -6,8 +6,9 @@ import HeraldSQLite
 public final class SQLiteAdamantStore: AdamantStore {
     let pool: DatabasePool
 
-    public init(path: String) throws {
-        pool = try DurableSQLite.open(path: path)
+    /// `cacheKiB`: each connection's page cache (`sqlite_cache_kib`).
+    public init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
+        pool = try DurableSQLite.open(path: path, cacheKiB: cacheKiB)
     }
 
     public func migrate() async throws {

@@ -44,7 +44,7 @@ public final class StatusService: Service {
     public func run() async throws {
         let store: any StatusStore
         do {
-            store = try postgres ?? SQLiteStatusStore(path: config.sqlitePath ?? "")
+            store = try postgres ?? SQLiteStatusStore(path: config.sqlitePath ?? "", cacheKiB: config.sqliteCacheKiB)
         } catch {
             ready.fail(error)
             throw error

@@ -14,12 +14,13 @@ import Pushkins
 /// hold a thread of the cooperative pool.
 public final class SQLiteStatusStore: StatusStore {
     let pool: DatabasePool
-    private let lookups: SQLitePointReads
+    let lookups: SQLitePointReads
     private let inserts = AtomicCounter()
 
-    public init(path: String) throws {
-        pool = try DurableSQLite.open(path: path)
-        lookups = SQLitePointReads(path: path)
+    /// `cacheKiB`: each connection's page cache (`sqlite_cache_kib`).
+    public init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
+        pool = try DurableSQLite.open(path: path, cacheKiB: cacheKiB)
+        lookups = SQLitePointReads(path: path, cacheKiB: cacheKiB)
     }
 
     public func migrate() async throws {

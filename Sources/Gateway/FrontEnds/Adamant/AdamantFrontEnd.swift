@@ -67,7 +67,7 @@ struct AdamantFrontEndFactory: FrontEndFactory {
         do {
             let store: any AdamantStore
             switch config.store {
-            case .sqlite(let path): store = try SQLiteAdamantStore(path: path)
+            case .sqlite(let path): store = try SQLiteAdamantStore(path: path, cacheKiB: config.sqliteCacheKiB)
             case .postgres(let url): store = try PostgresAdamantStore(url: url, logger: logger)
             }
             let nodes = try AdamantNodeClient(nodes: config.nodes, settings: config.node, metrics: context.metrics.factory)
