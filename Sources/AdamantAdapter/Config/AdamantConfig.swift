@@ -1,4 +1,5 @@
 import Foundation
+import HeraldSQLite
 import Pushkins
 
 /// The `adamant:` section (docs/adamant.md, "Configuration").
@@ -38,7 +39,7 @@ public struct AdamantConfig: Sendable {
     public var startup = Startup.database
     public var store = Store.sqlite(path: "./data/adamant.sqlite")
     /// The page cache of each SQLite connection, in KiB.
-    public var sqliteCacheKiB = 256
+    public var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
     public var chatPayload = Payload(locKey: "NotificationsService.NewMessage.BodySingle", titleLocKey: nil, sound: "notification.mp3")
     public var transferPayload = Payload(locKey: "NotificationsService.NewTransfer.BodySingle", titleLocKey: nil, sound: "notification.mp3")
     public var recentPushes = 100_000
@@ -120,7 +121,7 @@ public struct AdamantConfig: Sendable {
                 config.store = .sqlite(path: store.hasPrefix("sqlite:") ? String(store.dropFirst(7)) : store)
             }
         }
-        config.sqliteCacheKiB = section.int("sqlite_cache_kib", default: 256, range: 16...1_048_576)
+        config.sqliteCacheKiB = section.int("sqlite_cache_kib", default: DurableSQLite.defaultCacheKiB, range: 16...1_048_576)
         if let payloads = section.map("payloads") {
             for (key, defaultPayload) in [("chat", config.chatPayload), ("transfer", config.transferPayload)] {
                 guard let entry = payloads.map(key) else { continue }

@@ -30,7 +30,7 @@ public enum FCMData {
         var flattened: JSONObject?
         if version == .v1, case .object(let content)? = n.content ?? data["content"] {
             flattened = content
-            if data["content"] != nil { data.removeValue(forKey: "content") }
+            data.removeValue(forKey: "content")
         } else if let content = n.content {
             data["content"] = content
         }
@@ -77,7 +77,7 @@ public enum FCMData {
     /// moved to `apns.payload.aps`; any other non-string value becomes its JSON text; null is dropped.
     public static func stringify(_ data: JSONObject) -> (data: JSONObject, aps: JSONObject?) {
         // The usual map (no default_payload) is strings only and is sent as it is.
-        if data.values.allSatisfy({ if case .string = $0 { true } else { false } }) { return (data, nil) }
+        if data.values.allSatisfy({ $0.stringValue != nil }) { return (data, nil) }
         var result = JSONObject()
         var aps: JSONObject?
         for (key, value) in data {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldSQLite
 import Pushkins
 
 /// The `status:` section: which push apps serve Status registrations, the identity, the store,
@@ -29,7 +30,7 @@ public struct StatusConfig: Sendable {
     /// Answers remembered and not yet written to the store; beyond it a push request waits for the writer.
     public var responseCacheMaxPending = 10_000
     /// The page cache of each SQLite connection, in KiB (`DurableSQLite`).
-    public var sqliteCacheKiB = 256
+    public var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
 
     public var gorush = Gorush()
 
@@ -81,7 +82,7 @@ public struct StatusConfig: Sendable {
         result.responseCacheLifetime = config.seconds("response_cache_lifetime", default: 86_400, range: 0...(30 * 86_400)).seconds
         result.responseCacheLimit = config.int("response_cache_limit", default: 100_000, range: 0...10_000_000)
         result.responseCacheMaxPending = config.int("response_cache_max_pending", default: 10_000, range: 1...1_000_000)
-        result.sqliteCacheKiB = config.int("sqlite_cache_kib", default: 256, range: 16...1_048_576)
+        result.sqliteCacheKiB = config.int("sqlite_cache_kib", default: DurableSQLite.defaultCacheKiB, range: 16...1_048_576)
         if let gorush = config.map("gorush") {
             result.gorush.enabled = gorush.bool("enabled", default: true)
             result.gorush.maxNotification = gorush.int("max_notification", default: 100, range: 1...100_000)
