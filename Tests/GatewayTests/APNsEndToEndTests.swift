@@ -129,7 +129,7 @@ import Testing
         #expect(setup.apns.received.count == 1)
     }
 
-    @Test(arguments: [(429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable")])
+    @Test(arguments: [(500, "InternalServerError"), (503, "ServiceUnavailable"), (429, "TooManyProviderTokenUpdates")])
     func temporaryErrorsAreRetriedThen502(_ status: Int, _ reason: String) async throws {
         let setup = try await start(extra: "max_attempts: 3\nretry_budget: 120")
         let key = Self.pushkey()
@@ -139,6 +139,21 @@ import Testing
         #expect(response.status == 502)
         #expect(response.json?["rejected"] == [])
         #expect(setup.apns.received.count == 3)
+    }
+
+    /// Apple throttles one device token: a retry within the notify would only add to it. The device
+    /// fails at once (502), so the homeserver backs off, and the other device is unaffected.
+    @Test(arguments: ["TooManyRequests", nil])
+    func aThrottledDeviceTokenIsAskedOnceAndFails(_ reason: String?) async throws {
+        let setup = try await start(extra: "max_attempts: 3\nretry_budget: 120")
+        let (throttled, fine) = (Self.pushkey(), Self.pushkey())
+        setup.apns.script(Self.hex(throttled), .fail(429, reason ?? "", retryAfter: "0"))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(throttled), device(fine)]))
+        await setup.stop()
+        #expect(response.status == 502)
+        #expect(response.json?["rejected"] == [])
+        #expect(setup.apns.received(token: Self.hex(throttled)).count == 1)
+        #expect(setup.apns.received(token: Self.hex(fine)).map(\.status) == [200])
     }
 
     @Test func aTemporaryErrorThenSuccessIsDelivered() async throws {

@@ -367,8 +367,8 @@ extension HTTPEdgeTests {
 }
 
 /// DNS rebinding: the endpoint's name answers a public address to one lookup and a loopback
-/// address to the next. Staged with a resolver for the policy and `localhost` (which the system
-/// resolves to 127.0.0.1) for the connection.
+/// address to the next. Staged with a resolver; no test here ever lets a connection go to the
+/// public address it answers (only loopback is a target on a test machine).
 @Suite struct DNSRebindingTests {
     final class CountingResolver: Sendable {
         let lookups = Mutex(0)
@@ -400,14 +400,16 @@ extension HTTPEdgeTests {
         ["app_id": "com.example.webpush", "pushkey": .string(s.p256dh), "data": ["endpoint": .string(endpoint), "auth": .string(s.auth)]]
     }
 
-    @Test func aNameThatRebindsToLoopbackIsNeverPostedToBecauseTheConnectedPeerIsChecked() async throws {
+    @Test func aNameThatRebindsToLoopbackIsNeverConnectedToBecauseEachConnectionChecksItsOwnLookup() async throws {
+        // The name's later answer is loopback: the lookup a connection is opened with is the one
+        // classified, so a name cannot pass a check with one answer and connect with another.
         let service = try await FakeWebPushService.start()
-        let counting = CountingResolver()
+        let counting = CountingResolver(answer: "127.0.0.1")
         var registry = PushkinRegistry.standard
         registry.hostResolver = counting.resolver
         let herald = try await RunningGateway.start(gatewayYAML(apps: Self.httpWebPushApp()), registry: registry)
         let s = service.subscribe()
-        let device = Self.device(s, endpoint: "http://localhost:\(service.server.port)\(s.path)")
+        let device = Self.device(s, endpoint: "http://push.example.net:\(service.server.port)\(s.path)")
         let first = try await herald.notify(notifyBody(["event_id": "$e1"], devices: [device]))
         let second = try await herald.notify(notifyBody(["event_id": "$e2"], devices: [device]))
         let metrics = try await herald.metricsText()
@@ -419,9 +421,7 @@ extension HTTPEdgeTests {
         }
         #expect(service.received.isEmpty)  // not one byte of a request reached loopback
         #expect(metrics.contains(#"herald_endpoint_refusals_total{pushkin="com.example.webpush"} 2"#))
-        // Reached directly, the name is not looked up beside the connection: the check is on the
-        // address the connection actually reached.
-        #expect(counting.lookups.withLock { $0 } == 0)
+        #expect(counting.lookups.withLock { $0 } == 2)  // one lookup per connection attempt, no verdict kept
     }
 
     @Test func throughTheProxyEveryPushResolvesTheNameAfreshAndAPrivateAnswerIsRefused() async throws {

@@ -49,7 +49,7 @@ import Testing
     /// refused without a request even when its origin has a pool.
     @Test func originPoolsReuseEachOriginsPoolAndEvictTheLeastRecentlyUsed() async throws {
         let (a, b, c) = (try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start())
-        let pools = OriginPools(settings: UpstreamSettings(maxConnections: 1), checkPeers: false, maxOrigins: 2)
+        let pools = OriginPools(settings: UpstreamSettings(maxConnections: 1), addressGuard: nil, maxOrigins: 2)
         func post(_ server: EchoHTTP1Server, _ path: String) async throws -> String {
             try await String(buffer: self.post(pools, server.baseURL, path, "x").body)
         }

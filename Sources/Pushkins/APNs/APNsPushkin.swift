@@ -147,6 +147,8 @@ public final class APNsPushkin: APNsSending {
                 return .retryNow(outcomeReason)
             case .temporary:
                 return .retry(outcomeReason)
+            case .throttled:
+                return .done(.failed(reason: outcomeReason))
             case .refreshProviderToken, .permanent:
                 context.logger.error(
                     "APNs refused the notification",

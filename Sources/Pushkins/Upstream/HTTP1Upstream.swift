@@ -28,23 +28,23 @@ public final class HTTP1Upstream: UpstreamTransport {
         var shutDown = false
     }
 
-    /// `origin` is `http(s)://host[:port]`. With `checkPeers`, a connection made without the proxy
-    /// is refused before a request is written on it unless its peer is a global address. The TLS
-    /// context is one of `contexts`.
+    /// `origin` is `http(s)://host[:port]`. With an `addressGuard`, a connection made without the
+    /// proxy goes only to addresses of the host that are all global, checked before it is opened
+    /// (`UpstreamConnector`). The TLS context is one of `contexts`.
     public convenience init(
-        origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, checkPeers: Bool = false,
+        origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, addressGuard: HostResolver? = nil,
         contexts: TLSContexts = TLSContexts()
     ) throws {
         let parsed = try UpstreamOrigin(origin)
         let context = parsed.secure ? try Self.tlsContext(tls, settings: settings, shared: contexts) : nil
-        self.init(origin: parsed, settings: settings, tls: context, checkPeers: checkPeers)
+        self.init(origin: parsed, settings: settings, tls: context, addressGuard: addressGuard)
     }
 
     /// With a TLS context made once for many origins (`OriginPools`).
-    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, checkPeers: Bool) {
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?) {
         self.settings = settings
         self.origin = origin
-        connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, checkPeer: checkPeers)
+        connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard)
         permits = AsyncLimiter(limit: settings.maxConnections)
     }
 

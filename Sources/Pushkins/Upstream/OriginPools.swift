@@ -5,7 +5,8 @@ import Synchronization
 /// `maxOrigins` the least recently used one is shut down to make room.
 public final class OriginPools: UpstreamTransport {
     public let settings: UpstreamSettings
-    private let checkPeers: Bool
+    /// Resolves and checks each origin's addresses before a connection is opened; nil for none.
+    private let addressGuard: HostResolver?
     private let maxOrigins: Int
     /// Where the https origins' TLS context comes from, made on the first and shared by all.
     private let contexts: TLSContexts
@@ -17,10 +18,12 @@ public final class OriginPools: UpstreamTransport {
         var shutDown = false
     }
 
-    public init(settings: UpstreamSettings, checkPeers: Bool, maxOrigins: Int = 1024, contexts: TLSContexts = TLSContexts()) {
+    public init(
+        settings: UpstreamSettings, addressGuard: HostResolver?, maxOrigins: Int = 1024, contexts: TLSContexts = TLSContexts()
+    ) {
         self.settings = settings
         self.contexts = contexts
-        self.checkPeers = checkPeers
+        self.addressGuard = addressGuard
         self.maxOrigins = max(1, maxOrigins)
     }
 
@@ -69,7 +72,7 @@ public final class OriginPools: UpstreamTransport {
                 evicted = oldest.value.pool
                 state.pools[oldest.key] = nil
             }
-            let pool = HTTP1Upstream(origin: origin, settings: settings, tls: context, checkPeers: checkPeers)
+            let pool = HTTP1Upstream(origin: origin, settings: settings, tls: context, addressGuard: addressGuard)
             state.pools[origin.prefix] = (pool, state.uses)
             return (pool, evicted)
         }

@@ -67,20 +67,29 @@ public struct UpstreamOriginError: Error, Sendable, CustomStringConvertible {
 /// CONNECT tunnel unless the host is in its `NO_PROXY` list), then TLS for https, then the
 /// protocol's own handlers. `connect_timeout` bounds all of it, up to the moment the protocol
 /// says it is ready.
+///
+/// With an address guard (endpoints the policy checks, reached without the proxy) the host is
+/// resolved first and every address it answers is classified before any socket is opened: a name
+/// with one loopback, private or reserved address among its answers is refused whole, and the
+/// connection goes to the checked addresses only, by address, with the host name kept for TLS
+/// (SNI) and `Host`. Nothing listening, or not, behind a refused address can change the answer,
+/// since no `connect(2)` is made to it (docs/webpush.md, "Which endpoints Herald reaches").
 struct UpstreamConnector: Sendable {
     let origin: UpstreamOrigin
     let proxy: ProxySettings?
     let tls: NIOSSLContext?
     let connectTimeout: TimeAmount
-    /// Refuse a connection whose peer is not a global address (`PeerAddressCheck`), before anything
-    /// is written on it. Not through the proxy: its peer is the proxy, which resolved the name.
-    let checkPeer: Bool
+    /// Resolves the host for the address check; nil when no check applies (the operator allowed
+    /// private endpoints or named the host, or the proxy resolves it).
+    let addressGuard: HostResolver?
 
-    /// `tls` is used for https origins.
-    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, checkPeer: Bool = false) {
+    /// `tls` is used for https origins. With `addressGuard`, connections made without the proxy go
+    /// to checked addresses only; through the proxy, whose peer is the proxy, the policy resolved
+    /// and checked the name for the request itself.
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver? = nil) {
         self.origin = origin
         proxy = settings.proxy.flatMap { $0.bypasses(origin.host) ? nil : $0 }
-        self.checkPeer = checkPeer && proxy == nil
+        self.addressGuard = proxy == nil ? addressGuard : nil
         connectTimeout = TimeAmount(settings.connectTimeout)
         self.tls = origin.secure ? tls : nil
     }
@@ -104,16 +113,26 @@ struct UpstreamConnector: Sendable {
         let promise = loop.makePromise(of: Ready.self)
         let timeout = loop.scheduleTask(in: connectTimeout) { promise.fail(UpstreamConnectionError.connectTimeout) }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
-        let (origin, proxy, tls, checkPeer) = (self.origin, self.proxy, self.tls, self.checkPeer)
-        ClientBootstrap(group: loop)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connect(host: proxy?.host ?? origin.host, port: proxy?.port ?? origin.port)
+        let (origin, proxy, tls, addressGuard, connectTimeout) = (self.origin, self.proxy, self.tls, self.addressGuard, self.connectTimeout)
+        let connected: EventLoopFuture<any Channel>
+        if let addressGuard {
+            let deadline = NIODeadline.now() + connectTimeout
+            connected = loop.makeFutureWithTask {
+                try await Self.checkedAddresses(of: origin, resolver: addressGuard)
+            }.flatMap { addresses in
+                Self.connectFirst(addresses[...], on: loop, timeout: connectTimeout, until: deadline)
+            }
+        } else {
+            connected = Self.bootstrap(loop, connectTimeout).connect(host: proxy?.host ?? origin.host, port: proxy?.port ?? origin.port)
+        }
+        connected
             .flatMap { channel -> EventLoopFuture<Ready> in
                 // A connection made after the deadline is closed, not kept.
                 promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
                 let tunnel = channel.eventLoop.makePromise(of: Void.self)
-                if checkPeer {
+                if addressGuard != nil {
+                    // The address connected to was checked above; the socket's peer is checked
+                    // as well, so that no request byte can reach an address the policy refuses.
                     PeerAddressCheck.check(channel).cascade(to: tunnel)
                 } else if let proxy {
                     do {
@@ -142,6 +161,47 @@ struct UpstreamConnector: Sendable {
             }
             .cascade(to: promise)
         return promise.futureResult
+    }
+
+    /// The addresses of `origin`'s host, every one of them a global address; throws
+    /// `PeerAddressRefused` when any is not (a name answering a public and a loopback address is
+    /// refused: the next lookup could answer the loopback one alone), and the resolver's error when
+    /// the name does not resolve now.
+    static func checkedAddresses(of origin: UpstreamOrigin, resolver: HostResolver) async throws -> [SocketAddress] {
+        let answers: [String]
+        switch await resolver.resolve(origin.host, origin.port) {
+        case .success(let found) where !found.isEmpty: answers = found
+        case .success: throw NetworkAddress.ResolutionError(host: origin.host, reason: "no addresses")
+        case .failure(let error): throw error
+        }
+        if case .nonPublic(let name) = NetworkAddress.classify(addresses: answers) {
+            throw PeerAddressRefused(reason: "endpoint resolves to a \(name) address")
+        }
+        var addresses: [SocketAddress] = []
+        for answer in answers {
+            guard let address = try? SocketAddress(ipAddress: answer, port: origin.port) else {
+                throw PeerAddressRefused(reason: "endpoint resolves to an unparsable address")
+            }
+            addresses.append(address)
+        }
+        return addresses
+    }
+
+    private static func bootstrap(_ loop: any EventLoop, _ connectTimeout: TimeAmount) -> ClientBootstrap {
+        ClientBootstrap(group: loop).connectTimeout(connectTimeout).channelOption(.socketOption(.tcp_nodelay), value: 1)
+    }
+
+    /// Connects to the first of `addresses` that accepts, in the resolver's order, trying the next
+    /// one only before `deadline`; fails with the last attempt's error.
+    private static func connectFirst(
+        _ addresses: ArraySlice<SocketAddress>, on loop: any EventLoop, timeout: TimeAmount, until deadline: NIODeadline
+    ) -> EventLoopFuture<any Channel> {
+        guard let first = addresses.first else { return loop.makeFailedFuture(UpstreamConnectionError.connectTimeout) }
+        let rest = addresses.dropFirst()
+        return bootstrap(loop, timeout).connect(to: first).flatMapError { error in
+            guard !rest.isEmpty, NIODeadline.now() < deadline else { return loop.makeFailedFuture(error) }
+            return connectFirst(rest, on: loop, timeout: timeout, until: deadline)
+        }
     }
 
     private static func isIPAddress(_ host: String) -> Bool {

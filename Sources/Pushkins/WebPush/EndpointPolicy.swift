@@ -6,9 +6,10 @@ import Foundation
 /// be https and must not resolve to loopback, private, link-local or multicast addresses, unless
 /// the app sets `allow_insecure_endpoints` / `allow_private_endpoints`.
 ///
-/// Where addresses are checked: a literal address here; a name reached directly, on the connection
-/// itself, whose peer address must pass (`PeerAddressCheck`, marked `addressChecked`), so that
-/// the address checked is the one connected to, and a name that answers differently from one
+/// Where addresses are checked (docs/compatibility/webpush.md, "Which endpoints Herald reaches"):
+/// a literal address here; a name reached directly, by the connector before it opens a
+/// connection (marked `addressChecked`): it resolves the name, refuses it unless every address is
+/// global and connects to those addresses only, so a name that answers differently from one
 /// lookup to the next (DNS rebinding) gains nothing; a name reached through the outbound proxy,
 /// which resolves it there, by resolving it here for every check (no verdict is kept).
 public final class EndpointPolicy: Sendable {
@@ -98,7 +99,7 @@ public final class EndpointPolicy: Sendable {
 
     private func kind(of endpoint: Endpoint) async -> Result<NetworkAddress.Kind, NetworkAddress.ResolutionError> {
         if let literal = NetworkAddress.classify(literal: endpoint.host) { return .success(literal) }
-        // Reached directly: the connection's peer is checked, in the resolution that is used.
+        // Reached directly: the connector resolves and checks it, in the resolution it connects with.
         guard let proxy, !proxy.bypasses(endpoint.host) else { return .success(.global) }
         switch await resolver.resolve(endpoint.host, endpoint.port) {
         case .success(let addresses) where addresses.isEmpty:

@@ -4,9 +4,10 @@ import NIOCore
 
 /// How Web Push and UnifiedPush reach a device's endpoint: the app's `EndpointPolicy`, and
 /// keep-alive connection pools per push-service origin (`OriginPools`) that connect only where the
-/// policy allows. An endpoint whose addresses the policy checked is reached through pools that
-/// check each connection's peer (`PeerAddressCheck`); one the operator allowed by name, or an app
-/// with `allow_private_endpoints`, through pools that do not.
+/// policy allows. An endpoint whose addresses the policy checks is reached through pools that
+/// resolve its host and classify every address before a connection is opened
+/// (`UpstreamConnector`); one the operator allowed by name, or an app with
+/// `allow_private_endpoints`, through pools that do not.
 final class PushServiceClient: Sendable {
     let policy: EndpointPolicy
     private let checked: UpstreamCall
@@ -24,8 +25,9 @@ final class PushServiceClient: Sendable {
             resolver: environment.hostResolver)
         self.policy = policy
         let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics)
-        let checked = OriginPools(settings: upstream, checkPeers: true, contexts: environment.tlsContexts)
-        let unchecked = OriginPools(settings: upstream, checkPeers: false, contexts: environment.tlsContexts)
+        let checked = OriginPools(
+            settings: upstream, addressGuard: environment.hostResolver, contexts: environment.tlsContexts)
+        let unchecked = OriginPools(settings: upstream, addressGuard: nil, contexts: environment.tlsContexts)
         self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics)
         self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics)
         self.transports = [checked, unchecked]
