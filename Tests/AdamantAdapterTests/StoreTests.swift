@@ -87,3 +87,99 @@ import Testing
         }
     }
 }
+
+/// The polling lease on PostgreSQL when its holder's connection dies (docs/adamant.md, "Several
+/// instances"): the holder's pollers are stopped, and a commit it makes after another instance took
+/// the lease is refused, so one instance alone moves the cursors.
+@Suite(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"), .timeLimit(.minutes(1)))
+struct AdamantLeaseTests {
+    /// Runs `body` with two stores on one new database, their connection pools running.
+    func withTwoStores(leaseCheck: Duration, _ body: (PostgresAdamantStore, PostgresAdamantStore) async throws -> Void) async throws {
+        var logger = Logger(label: "adamant-lease-test")
+        logger.logLevel = .critical
+        let url = try await TestPostgres.createDatabase(prefix: "adamant_lease")
+        let a = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: leaseCheck)
+        let b = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: leaseCheck)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for service in a.services + b.services { group.addTask { try await service.run() } }
+            try await a.migrate()
+            try await b.migrate()
+            try await body(a, b)
+            group.cancelAll()
+        }
+    }
+
+    /// Ends the server process holding the polling lock: what a PostgreSQL crash does to the holder.
+    func terminateLockHolder(_ store: PostgresAdamantStore) async throws -> Int {
+        try await store.terminateLeaseConnections()
+    }
+
+    @Test func aHolderWhoseConnectionDiedCannotCommitAfterAnotherTookTheLease() async throws {
+        // A watch far slower than the test: only the fence stands between the old holder and the cursor.
+        try await withTwoStores(leaseCheck: .seconds(600)) { a, b in
+            let leading = TestEvent()
+            let release = TestEvent()
+            let checked = TestEvent()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await a.whileLeader(retry: .milliseconds(50)) {
+                        try await a.commit(pushed: ["t1:apns:aa"], worker: "chats", cursor: 10, keep: 100)
+                        leading.raise()
+                        await release.wait()
+                        // After the hand-over: neither pushes nor a commit get through.
+                        await #expect(throws: LeaseLost.self) { try await a.confirmLease() }
+                        await #expect(throws: LeaseLost.self) {
+                            try await a.commit(pushed: ["t2:apns:aa"], worker: "chats", cursor: 20, keep: 100)
+                        }
+                        checked.raise()
+                    }
+                }
+                await leading.wait()
+                let ended = try await terminateLockHolder(a)
+                #expect(ended == 1)
+                let tookOver = TestEvent()
+                group.addTask {
+                    try await b.whileLeader(retry: .milliseconds(50)) {
+                        try await b.confirmLease()
+                        try await b.commit(pushed: [], worker: "chats", cursor: 11, keep: 100)
+                        tookOver.raise()
+                        await release.wait()
+                    }
+                }
+                await tookOver.wait()
+                release.raise()
+                await checked.wait()
+                group.cancelAll()
+            }
+            #expect(try await b.cursor("chats") == 11)  // the old holder's commit of 20 was refused
+            #expect(try await b.pushed(among: ["t1:apns:aa", "t2:apns:aa"]) == ["t1:apns:aa"])
+        }
+    }
+
+    @Test func theHolderStopsItsPollersWhenItsConnectionDies() async throws {
+        try await withTwoStores(leaseCheck: .milliseconds(100)) { a, b in
+            let leading = TestEvent()
+            let stopped = TestEvent()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await a.whileLeader(retry: .milliseconds(50)) {
+                        leading.raise()
+                        // A poller that would run for ever: only the lost lease ends it.
+                        await TestEvent().wait()
+                        #expect(Task.isCancelled)
+                        stopped.raise()
+                    }
+                }
+                await leading.wait()
+                let ended = try await terminateLockHolder(a)
+                #expect(ended == 1)
+                await stopped.wait()
+                group.cancelAll()
+            }
+            // The lock went with the connection: the other store takes it at once.
+            let taken = TestEvent()
+            try await b.whileLeader(retry: .milliseconds(50)) { taken.raise() }
+            await taken.wait()
+        }
+    }
+}

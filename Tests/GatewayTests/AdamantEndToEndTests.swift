@@ -33,7 +33,8 @@ import Testing
     }
 
     static func config(
-        directory: String, nodes: [String], production: FakeAPNs, development: FakeAPNs, store: String? = nil, extra: String = ""
+        directory: String, nodes: [String], production: FakeAPNs, development: FakeAPNs, store: String? = nil, extra: String = "",
+        startup: String = "initial\n  start_height: 0"
     ) -> String {
         let apps = """
               com.example.adamant:
@@ -57,8 +58,7 @@ import Testing
               poll_interval: 0.05
               signal_poll_interval: 0.05
               max_backoff: 0.2
-              startup: initial
-              start_height: 0
+              startup: \(startup)
               store: \(store ?? "\(directory)/adamant.sqlite")
             \(extra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
             """
@@ -88,13 +88,49 @@ import Testing
     static func user() throws -> AdamantKeys { try AdamantKeys(seed: (0..<32).map { _ in UInt8.random(in: 0...255) }) }
     static func token() -> String { Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) }) }
 
-    /// Waits (at most 10 s) for `condition`.
+    /// Waits for `condition`, checking every 25 ms, for at most 60 s: long enough for a loaded
+    /// machine, and it ends as soon as the condition holds.
     static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<400 {
+        for _ in 0..<2400 {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(25))
         }
         return false
+    }
+
+    /// A labelled series' value in Prometheus text, nil when it is not there.
+    static func metric(_ text: String, _ series: String) -> Double? {
+        let prefix = series + " "
+        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
+    }
+
+    static let workers = ["signals", "chats", "transfers"]
+
+    /// Waits until every poller has read the chain up to below `height`'s block and then polled
+    /// twice more: whatever those polls would push (or push again) has been pushed. An event to wait
+    /// on instead of a pause.
+    static func settled(_ metrics: () async throws -> String, at height: Int64) async throws -> Bool {
+        var baseline: [String: Double]?
+        return try await eventually {
+            let text = try await metrics()
+            let cursors = workers.map { metric(text, #"herald_adamant_cursor_height{worker="\#($0)"}"#) ?? -1 }
+            guard cursors.allSatisfy({ $0 >= Double(height - 1) }) else { return false }
+            let polls = Dictionary(
+                uniqueKeysWithValues: workers.map { ($0, metric(text, #"herald_adamant_polls_total{worker="\#($0)"}"#) ?? 0) })
+            guard let start = baseline else {
+                baseline = polls
+                return false
+            }
+            return workers.allSatisfy { (polls[$0] ?? 0) >= (start[$0] ?? 0) + 2 }
+        }
+    }
+
+    static func settled(_ herald: RunningGateway, at height: Int64) async throws -> Bool {
+        try await settled({ try await herald.metricsText() }, at: height)
+    }
+
+    static func nodeFailures(_ herald: RunningGateway) async throws -> Double {
+        metric(try await herald.metricsText(), "herald_adamant_node_failures_total") ?? 0
     }
 
     static func signals(_ herald: RunningGateway, _ result: String) async throws -> Int {
@@ -119,7 +155,7 @@ import Testing
         try setup.node.addSignal(from: user, to: setup.service, token: token, action: "remove")
         #expect(try await Self.eventually { try await Self.signals(setup.herald, "remove") == 1 })
         try setup.node.addChat(from: sender, to: user)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.settled(setup.herald, at: setup.node.height))
         await setup.stop()
 
         let received = setup.production.received
@@ -159,7 +195,7 @@ import Testing
         try setup.node.addChat(from: sender, to: user)
         #expect(try await Self.eventually { setup.development.received.count == 2 })
         try setup.node.addChat(from: sender, to: user)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.settled(setup.herald, at: setup.node.height))
         let metrics = try await setup.herald.metricsText()
         await setup.stop()
         #expect(metrics.contains(#"herald_adamant_height_lag{worker="chats"}"#))
@@ -182,7 +218,8 @@ import Testing
         for health in [FakeAdamantNode.Health.successFalse, .http500] {
             setup.nodes[1].setHealth(health)
             setup.nodes[0].setHealth(health)
-            try await Task.sleep(for: .milliseconds(300))
+            let failures = try await Self.nodeFailures(setup.herald)
+            #expect(try await Self.eventually { try await Self.nodeFailures(setup.herald) >= failures + 2 })
             setup.nodes[1].setHealth(.healthy)
         }
         let chat = try setup.nodes[1].addChat(from: sender, to: user)
@@ -214,13 +251,59 @@ import Testing
         #expect(try await Self.eventually { production.received.count >= 2 })
         let later = try node.addChat(from: sender, to: user)
         #expect(try await Self.eventually { production.received.count >= 3 })
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.settled(second, at: node.height))
         await second.stop()
         await node.stop()
         await production.stop()
         await development.stop()
         #expect(production.received.count == 3)
         #expect(production.received.dropFirst().compactMap { $0.payload?["txn-id"]?.stringValue } == [missed.id, later.id])
+    }
+
+    static var stores: [String] { ["sqlite"] + (TestPostgres.url == nil ? [] : ["postgres"]) }
+
+    /// What reaches the chain while Herald is down is pushed once it runs again, for every poller,
+    /// also one that had not yet seen a transaction of its own before the stop (it stored where it
+    /// started): with the default `startup: database`, on both stores.
+    @Test(arguments: stores)
+    func whatTheChainGetsWhileHeraldIsDownIsPushedAfterItStarts(_ backend: String) async throws {
+        let dir = temporaryDirectory()
+        let (production, development) = try await Self.fakes(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        let service = try AdamantKeys(passphrase: Self.servicePassphrase)
+        let store = backend == "sqlite" ? "\(dir)/adamant.sqlite" : try await TestPostgres.createDatabase(prefix: "adamant")
+        let yaml = Self.config(
+            directory: dir, nodes: [node.baseURL], production: production, development: development, store: store, startup: "database")
+        let (user, later, sender) = (try Self.user(), try Self.user(), try Self.user())
+        let (token, laterToken) = (Self.token(), Self.token())
+
+        let first = try await RunningGateway.start(yaml)
+        // A fresh store starts at the chain's height: the signal comes after the pollers started.
+        #expect(try await Self.settled(first, at: node.height))
+        try node.addSignal(from: user, to: service, token: token)
+        #expect(try await Self.eventually { try await Self.signals(first, "add") == 1 })
+        let before = try node.addChat(from: sender, to: user)
+        #expect(try await Self.eventually { production.received.count == 1 })
+        #expect(try await Self.settled(first, at: node.height))
+        await first.stop()
+
+        // While no Herald runs: a chat and a transfer to the registered device, and a new device.
+        let chat = try node.addChat(from: sender, to: user)
+        let transfer = node.addTransfer(from: sender, to: user.address)
+        try node.addSignal(from: later, to: service, token: laterToken)
+        let second = try await RunningGateway.start(yaml)
+        #expect(try await Self.eventually { try await Self.signals(second, "add") == 1 })
+        let after = try node.addChat(from: sender, to: later)
+        #expect(try await Self.eventually { production.received.count >= 4 })
+        #expect(try await Self.settled(second, at: node.height))
+        await second.stop()
+        await node.stop()
+        await production.stop()
+        await development.stop()
+
+        let ids = { (token: String) in production.received(token: token).compactMap { $0.payload?["txn-id"]?.stringValue } }
+        #expect(ids(token) == [before.id, chat.id, transfer.id] || ids(token) == [before.id, transfer.id, chat.id])
+        #expect(ids(laterToken) == [after.id])
     }
 
     @Test func aBacklogOfManyFullPagesIsPushedExactlyOnce() async throws {
@@ -234,7 +317,7 @@ import Testing
             ids.insert(try setup.node.addChat(from: sender, to: user, text: String(repeating: "x", count: 200), newBlock: n % 10 == 0).id)
         }
         #expect(try await Self.eventually { setup.production.received.count >= 250 })
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.settled(setup.herald, at: setup.node.height))
         await setup.stop()
         let pushed = setup.production.received.compactMap { $0.payload?["txn-id"]?.stringValue }
         #expect(pushed.count == 250)
@@ -257,7 +340,7 @@ import Testing
             .sequence([.fail(503, "ServiceUnavailable"), .fail(503, "ServiceUnavailable"), .fail(503, "ServiceUnavailable"), .accept]))
         let chat = try setup.node.addChat(from: sender, to: user)
         #expect(try await Self.eventually { setup.production.received(token: token).contains { $0.status == 200 } })
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.settled(setup.herald, at: setup.node.height))
         await setup.stop()
         #expect(setup.production.received(token: other).count == 1)
         #expect(setup.production.received(token: token).filter { $0.status == 200 }.count == 1)

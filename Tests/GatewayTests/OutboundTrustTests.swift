@@ -2,7 +2,6 @@ import Foundation
 import HeraldTestSupport
 import NIOCore
 import NIOPosix
-
 import Synchronization
 import Testing
 

@@ -33,6 +33,20 @@ public final class AdamantNodeClient: Sendable {
 
     /// `GET path?query` on the current node: the answer when it is a JSON object with `success: true`.
     public func get(_ path: String, query: [(String, String)]) async throws(Failure) -> JSONValue {
+        try await answer(path, query: query).json
+    }
+
+    /// The index of the node requests go to now.
+    public var currentNode: Int { current.load(ordering: .relaxed) % max(nodes.count, 1) }
+
+    /// The chain's height as the current node reports it, and which node (`currentNode`) said so.
+    public func height() async throws(Failure) -> (height: Int64, node: Int) {
+        let (json, node) = try await answer("/api/blocks/getHeight", query: [])
+        guard let height = json["height"]?.pythonInt else { throw Failure(node: nodes[node], reason: "no height in the answer") }
+        return (height, node)
+    }
+
+    private func answer(_ path: String, query: [(String, String)]) async throws(Failure) -> (json: JSONValue, node: Int) {
         let index = current.load(ordering: .relaxed) % max(nodes.count, 1)
         let node = nodes[index]
         let url = node + path + (query.isEmpty ? "" : "?" + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&"))
@@ -45,7 +59,7 @@ public final class AdamantNodeClient: Sendable {
             guard json["success"] == .bool(true) else {
                 throw Failure(node: node, reason: "success is not true: \(json["error"]?.stringValue ?? "no error given")")
             }
-            return json
+            return (json, index)
         } catch let failure as Failure {
             rotate(from: index)
             throw failure

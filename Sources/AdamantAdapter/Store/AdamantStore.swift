@@ -65,8 +65,14 @@ public protocol AdamantStore: Sendable {
     func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws
 
     /// Runs `body` while this instance holds the polling lease, and again each time it regains
-    /// it, until `body` returns normally; waits `retry` between attempts to take it.
-    func whileLeader(retry: Duration, _ body: @Sendable () async throws -> Void) async throws
+    /// it, until `body` returns normally or a graceful shutdown begins; waits `retry` between
+    /// attempts to take it. When the lease can no longer be proved (its connection failed, or
+    /// another instance took it), `body` is cancelled and the lease is sought again.
+    func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws
+
+    /// Throws `LeaseLost` unless this instance still holds the polling lease; a batch is pushed
+    /// only after this check. One instance alone always holds it.
+    func confirmLease() async throws
 
     var services: [any Service] { get }
     func close() async
@@ -76,5 +82,15 @@ extension AdamantStore {
     public var services: [any Service] { [] }
 
     /// One instance alone: always the leader.
-    public func whileLeader(retry: Duration, _ body: @Sendable () async throws -> Void) async throws { try await body() }
+    public func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws { try await body() }
+
+    public func confirmLease() async throws {}
+}
+
+/// This instance no longer holds the polling lease (docs/adamant.md, "Several instances"): its
+/// pollers stop, and a cursor commit made after another instance took the lease is refused.
+public struct LeaseLost: Error, CustomStringConvertible, Sendable {
+    public var why: String
+    public init(_ why: String) { self.why = why }
+    public var description: String { "the ADAMANT polling lease was lost: \(why)" }
 }

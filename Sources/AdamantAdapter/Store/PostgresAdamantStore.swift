@@ -4,24 +4,50 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The ADAMANT store for several Herald instances: PostgreSQL, the same tables, and a polling
-/// lease (a session advisory lock held on one connection) so that one instance polls at a time and
-/// another takes over within `retry` when it dies.
+/// lease so that one instance polls at a time and another takes over within `retry` when it dies
+/// (docs/adamant.md, "Several instances").
+///
+/// The lease is a session advisory lock held on one connection, fenced by an epoch: whoever takes
+/// the lock bumps `adamant_lease.epoch` on that connection. The holder checks its connection every
+/// `leaseCheck` (a failed or late answer: the lock may be gone, so its pollers are cancelled), a
+/// batch is pushed only after `confirmLease()` read its own epoch, and every cursor commit reads
+/// the epoch `FOR SHARE` in its transaction and is refused unless it is still its own. A holder
+/// whose connection died (a PostgreSQL crash or restart) therefore stops before, or at the latest
+/// at, its next commit, and the instance that took over never sees that commit land after its own.
 public final class PostgresAdamantStore: AdamantStore {
     private let client: PostgresClient
     private let logger: Logger
     public let url: String
+    /// How often the lease holder proves its lock's connection alive; an answer later than twice
+    /// this counts as a lost lease.
+    let leaseCheck: Duration
+    private let lease = Mutex(LeaseState.unfenced)
     static let leaseKey: Int64 = 4_242_002
     static let migrationKey: Int64 = 4_242_003
+
+    /// Where this instance stands with the polling lease. `unfenced`: it never sought it (the store
+    /// used on its own, as tools and tests do), so commits are not fenced.
+    enum LeaseState: Sendable, Equatable {
+        case unfenced
+        case held(epoch: Int64)
+        case lost
+    }
 
     public struct URLError: Error, CustomStringConvertible {
         public var description: String
     }
 
-    public init(url: String, logger: Logger) throws {
+    public init(url: String, logger: Logger, leaseCheck: Duration = .seconds(1)) throws {
         self.url = url
         self.logger = logger
+        self.leaseCheck = leaseCheck
         do {
             var configuration = try PostgresURL.configuration(url)
             configuration.options.maximumConnections = 8
@@ -48,6 +74,11 @@ public final class PostgresAdamantStore: AdamantStore {
                 logger: logger)
             try await connection.query("CREATE TABLE IF NOT EXISTS adamant_pushed (key TEXT PRIMARY KEY, seq BIGSERIAL)", logger: logger)
             try await connection.query("CREATE INDEX IF NOT EXISTS adamant_pushed_seq ON adamant_pushed (seq)", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS adamant_lease (
+                    id SMALLINT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL)
+                """, logger: logger)
         }
     }
 
@@ -67,7 +98,7 @@ public final class PostgresAdamantStore: AdamantStore {
 
     public func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
         let logger = self.logger
-        _ = try await client.withTransaction(logger: logger) { connection in
+        try await fencedTransaction { connection in
             for change in changes {
                 switch change.action {
                 case .add(let provider):
@@ -117,7 +148,7 @@ public final class PostgresAdamantStore: AdamantStore {
 
     public func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
         let logger = self.logger
-        _ = try await client.withTransaction(logger: logger) { connection in
+        try await fencedTransaction { connection in
             if !keys.isEmpty {
                 try await connection.query(
                     "INSERT INTO adamant_pushed (key) SELECT unnest(\(keys)::text[]) ON CONFLICT (key) DO NOTHING", logger: logger)
@@ -129,31 +160,168 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    /// Holds the advisory lock on one connection while `body` runs; a dead instance's connection
-    /// closes and its lock with it.
-    public func whileLeader(retry: Duration, _ body: @Sendable () async throws -> Void) async throws {
+    /// A transaction that commits only while this instance's lease epoch is the current one (when it
+    /// sought the lease at all); `LeaseLost` otherwise, nothing written.
+    private func fencedTransaction(_ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws {
+        let expected: Int64?
+        switch lease.withLock({ $0 }) {
+        case .unfenced: expected = nil
+        case .held(let epoch): expected = epoch
+        case .lost: throw LeaseLost("this instance no longer holds it")
+        }
         let logger = self.logger
-        while !Task.isCancelled {
-            let ran: Bool = try await client.withConnection { connection in
-                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaseKey))", logger: logger)
-                var acquired = false
-                for try await value in rows.decode(Bool.self) { acquired = value }
-                guard acquired else { return false }
-                logger.notice("ADAMANT polling lease taken")
-                defer { logger.notice("ADAMANT polling lease released") }
-                do {
-                    try await body()
-                } catch {
-                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.leaseKey))", logger: logger)
-                    throw error
+        do {
+            try await client.withTransaction(logger: logger) { connection in
+                if let expected {
+                    let current = try await Self.epoch(connection, lock: true, logger: logger)
+                    guard current == expected else {
+                        throw LeaseLost("another instance holds it now (epoch \(current ?? 0), ours \(expected))")
+                    }
                 }
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.leaseKey))", logger: logger)
-                return true
+                try await body(connection)
             }
-            if ran { return }
-            try await Task.sleep(for: retry)
+        } catch let error as PostgresTransactionError {
+            if let lost = error.closureError as? LeaseLost { throw lost }
+            throw error
         }
     }
+
+    private static func epoch(_ connection: PostgresConnection, lock: Bool, logger: Logger) async throws -> Int64? {
+        let rows = try await connection.query(
+            lock ? "SELECT epoch FROM adamant_lease WHERE id = 1 FOR SHARE" : "SELECT epoch FROM adamant_lease WHERE id = 1", logger: logger
+        )
+        for try await epoch in rows.decode(Int64.self) { return epoch }
+        return nil
+    }
+
+    public func confirmLease() async throws {
+        guard case .held(let expected) = lease.withLock({ $0 }) else {
+            if lease.withLock({ $0 }) == .unfenced { return }
+            throw LeaseLost("this instance no longer holds it")
+        }
+        let rows = try await client.query("SELECT epoch FROM adamant_lease WHERE id = 1", logger: logger)
+        var current: Int64?
+        for try await epoch in rows.decode(Int64.self) { current = epoch }
+        guard current == expected else { throw LeaseLost("another instance holds it now") }
+    }
+
+    /// Holds the advisory lock on one connection while `body` runs, and proves that connection
+    /// alive every `leaseCheck`: when it fails, `body` is cancelled (its pollers stop) and the lock
+    /// is sought again. A dead instance's connection closes and its lock with it. Ends when `body`
+    /// returns, or at a graceful shutdown, whatever the state of the database.
+    public func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        lease.withLock { $0 = .lost }
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                if try await cancelWhenGracefulShutdown({ try await self.leadOnce(body) }) { return }
+            } catch let lost as LeaseLost {
+                logger.warning("ADAMANT polling lease lost; pollers stopped", metadata: ["why": "\(lost.why)"])
+            } catch {
+                if Task.isShuttingDownGracefully || Task.isCancelled { break }
+                logger.warning("ADAMANT polling lease not taken", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: retry) }
+        }
+    }
+
+    /// One attempt: false when another instance holds the lock; true once `body` returned.
+    private func leadOnce(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        let (logger, holder, check) = (self.logger, Self.holderName, leaseCheck)
+        return try await client.withConnection { connection in
+            let rows = try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaseKey))", logger: logger)
+            var acquired = false
+            for try await value in rows.decode(Bool.self) { acquired = value }
+            guard acquired else { return false }
+            do {
+                let bumped = try await connection.query(
+                    """
+                    INSERT INTO adamant_lease (id, epoch, holder, taken_at) VALUES (1, 1, \(holder), \(Date().timeIntervalSince1970))
+                    ON CONFLICT (id) DO UPDATE SET epoch = adamant_lease.epoch + 1, holder = EXCLUDED.holder, taken_at = EXCLUDED.taken_at
+                    RETURNING epoch
+                    """, logger: logger)
+                var epoch: Int64 = 0
+                for try await value in bumped.decode(Int64.self) { epoch = value }
+                lease.withLock { $0 = .held(epoch: epoch) }
+                logger.notice("ADAMANT polling lease taken", metadata: ["epoch": "\(epoch)"])
+                defer {
+                    lease.withLock { $0 = .lost }
+                    logger.notice("ADAMANT polling lease released")
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await body() }
+                    group.addTask { try await Self.watch(connection, every: check, logger: logger) }
+                    // The first to end decides: the pollers (done), or the watch (the lease is lost).
+                    defer { group.cancelAll() }
+                    try await group.next()
+                }
+            } catch {
+                // The lock may still be held on a live connection: give it back, or close the
+                // connection (a session lock ends with it) when it does not answer.
+                if (try? await Self.answer(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: check, logger: logger))
+                    == nil
+                {
+                    try? await connection.close()
+                }
+                throw error
+            }
+            try? await Self.answer(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: check, logger: logger)
+            return true
+        }
+    }
+
+    /// Returns never; throws `LeaseLost` when the lock's connection closed, fails a check, or
+    /// answers later than twice `interval`.
+    private static func watch(_ connection: PostgresConnection, every interval: Duration, logger: Logger) async throws {
+        while true {
+            try await Task.sleep(for: interval)
+            try await answer(connection, "SELECT 1", within: interval * 2, logger: logger)
+        }
+    }
+
+    /// Runs `sql` on `connection`, waiting at most `limit`: `LeaseLost` when the connection is
+    /// closed, fails the query or is late. A query on a connection that has died may never
+    /// complete, so it is not awaited as a task but as a future, which a timer completes instead.
+    private static func answer(_ connection: PostgresConnection, _ sql: String, within limit: Duration, logger: Logger) async throws {
+        if connection.isClosed { throw LeaseLost("its connection closed") }
+        let loop = connection.eventLoop
+        let promise = loop.makePromise(of: Void.self)
+        let timer = loop.scheduleTask(
+            in: .nanoseconds(Int64(limit.components.seconds) * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)
+        ) {
+            promise.fail(LeaseLost("its connection did not answer within \(limit)"))
+        }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).whenComplete { result in
+            switch result {
+            case .success: promise.succeed(())
+            case .failure(let error): promise.fail(LeaseLost("its connection failed: \(String(reflecting: error))"))
+            }
+        }
+        try await promise.futureResult.get()
+    }
+
+    /// Ends the server processes holding this database's polling lock, as a PostgreSQL crash or an
+    /// operator's `pg_terminate_backend` would; how many. For tests of the fence.
+    func terminateLeaseConnections() async throws -> Int {
+        let rows = try await client.query(
+            """
+            SELECT pg_terminate_backend(pid) FROM pg_locks
+            WHERE locktype = 'advisory' AND classid = 0 AND objid = \(Int64(Self.leaseKey)) AND granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """, logger: logger)
+        var count = 0
+        for try await ended in rows.decode(Bool.self) where ended { count += 1 }
+        return count
+    }
+
+    /// Who holds the lease, as `adamant_lease.holder` shows it: host and process id.
+    static let holderName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host =
+            gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        return "\(host):\(getpid())"
+    }()
 
     public func close() async {}
 }
