@@ -1,7 +1,23 @@
 #!/usr/bin/env bash
 # Starts a throwaway PostgreSQL on 127.0.0.1 for the PostgreSQL store tests and prints the URL to
-# export as HERALD_TEST_POSTGRES_URL. `scripts/postgres.sh stop DIR` stops it.
+# export as HERALD_TEST_POSTGRES_URL and its directory. `scripts/postgres.sh stop DIR` stops it;
+# `scripts/postgres.sh start DIR` starts a stopped (or crashed) one again on the same port, as the
+# tests that kill the postmaster and the fleet do.
 set -euo pipefail
+if [ "${1:-}" = "start" ]; then
+  dir=$2
+  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  # After a SIGKILL of the postmaster its backends end by themselves; until then the old shared
+  # memory is in use and a start fails, so it is tried again for up to 30 s.
+  for _ in $(seq 1 60); do
+    if runuser -u postgres -- "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "$(cat "$dir/options")" start >/dev/null 2>&1; then
+      exit 0
+    fi
+    sleep 0.5
+  done
+  echo "postgres: cannot start $dir again (see $dir/log)" >&2
+  exit 1
+fi
 if [ "${1:-}" = "stop" ]; then
   dir=$2
   runuser -u postgres -- "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
@@ -26,6 +42,6 @@ if command -v openssl >/dev/null; then
     chown postgres server.key server.crt && chmod 600 server.key
   ) && ssl="-c ssl=on -c ssl_cert_file=$dir/server.crt -c ssl_key_file=$dir/server.key"
 fi
-runuser -u postgres -- "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 $ssl" start >/dev/null
+echo "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 $ssl" > "$dir/options"
+runuser -u postgres -- "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "$(cat "$dir/options")" start >/dev/null
 echo "postgres://postgres@127.0.0.1:$port/postgres $dir"

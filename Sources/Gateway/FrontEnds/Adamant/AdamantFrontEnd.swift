@@ -68,7 +68,7 @@ struct AdamantFrontEndFactory: FrontEndFactory {
             let store: any AdamantStore
             switch config.store {
             case .sqlite(let path): store = try SQLiteAdamantStore(path: path, cacheKiB: config.sqliteCacheKiB)
-            case .postgres(let url): store = try PostgresAdamantStore(url: url, logger: logger)
+            case .postgres(let url): store = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: config.leaseCheck)
             }
             let nodes = try AdamantNodeClient(nodes: config.nodes, settings: config.node, metrics: context.metrics.factory)
             let pusher = AdamantPusher(

@@ -1,0 +1,76 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A PostgreSQL server of a test's own (`scripts/postgres.sh`), which the test may crash (SIGKILL
+/// of the postmaster, as a machine or OOM-killer would) and start again on the same port. Needs
+/// root and Debian's server binaries, as the test script has.
+public final class ThrowawayPostgres: Sendable {
+    public let url: String
+    public let directory: String
+
+    public struct Failed: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The repository's `scripts/postgres.sh`.
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/postgres.sh").path
+
+    /// Whether this machine can run one (root, the script, the server binaries).
+    public static var available: Bool {
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: script)
+            && ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false)
+    }
+
+    private init(url: String, directory: String) {
+        self.url = url
+        self.directory = directory
+    }
+
+    public static func start() throws -> ThrowawayPostgres {
+        let output = try run([script])
+        let parts = output.split(separator: " ").map(String.init)
+        guard parts.count == 2 else { throw Failed(description: "postgres.sh printed \(output)") }
+        return ThrowawayPostgres(url: parts[0], directory: parts[1])
+    }
+
+    /// SIGKILL to the postmaster: every connection ends without a goodbye, the lock table with them.
+    public func crash() throws {
+        let pidFile = try String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8)
+        guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw Failed(description: "no postmaster pid")
+        }
+        kill(pid, SIGKILL)
+    }
+
+    /// Starts it again on the same port and data (after `crash()`, once its backends have ended).
+    public func restart() throws { _ = try Self.run([Self.script, "start", directory]) }
+
+    public func stop() { _ = try? Self.run([Self.script, "stop", directory]) }
+
+    /// Runs the script, its output going to a file: the server it starts lives on and could hold a
+    /// pipe open, so the output is read once the script has exited. Spawned and reaped directly
+    /// (Foundation's `Process` waits on a run loop that an async test does not run).
+    @discardableResult
+    static func run(_ arguments: [String]) throws -> String {
+        let output = ScratchDirectory.make("postgres-script") + "/out"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = (["/bin/bash"] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, "/bin/bash", &actions, nil, argv, environ) == 0 else { throw Failed(description: "cannot spawn bash") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        guard status == 0 else { throw Failed(description: "\(arguments.joined(separator: " ")) failed (\(status)): \(text)") }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
