@@ -54,7 +54,7 @@ import Testing
         let path = "\(dir)/herald.yaml"
         let yaml = OperatorBinaryTests.webpushConfig(dir, port: port, extra: "  reuse_port: true\nlog:\n  access:\n    enabled: true")
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-        let old = try AdamantDurabilityTests.Herald.launch(binary, config: path, log: "\(dir)/old.log")
+        let first = try AdamantDurabilityTests.Herald.launch(binary, config: path, log: "\(dir)/herald-0.log")
         try await StatusDurabilityTests().waitForHealth(port: port)
 
         let stream = Stream()
@@ -63,32 +63,52 @@ import Testing
             "app_id": "com.example.webpush", "pushkey": .string(sub.p256dh),
             "data": ["endpoint": .string(sub.endpoint), "auth": .string(sub.auth)],
         ]
-        let newHerald = try await withThrowingTaskGroup(of: Void.self) { group in
+        // Several restarts in a row, as a fleet's rolling restart makes: each one a chance for a
+        // connection queued on the stopping listener to be reset, were it not handed over.
+        let restarts = 4
+        let instances = try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<4 { group.addTask { await stream.run(url: url, device: device, worker: worker) } }
-            try await Task.sleep(for: .milliseconds(300))
-            let new = try AdamantDurabilityTests.Herald.launch(binary, config: path, log: "\(dir)/new.log")
-            // The new Herald is up once it has served a request of the stream.
-            for _ in 0..<200 where !new.output.contains("POST /_matrix/push/v1/notify 200") {
-                try await Task.sleep(for: .milliseconds(25))
+            #expect(try await Self.until { stream.outcome.withLock { $0.sent.count } >= 8 })  // the stream flows
+            var instances = [first]
+            for n in 1...restarts {
+                let old = instances[n - 1]
+                let new = try AdamantDurabilityTests.Herald.launch(binary, config: path, log: "\(dir)/herald-\(n).log")
+                instances.append(new)
+                // The new Herald is up once it has served a request of the stream.
+                #expect(try await Self.until { Self.served(new) > 0 })
+                await old.kill(SIGTERM)
+                // The stream goes on through the new Herald alone for a while.
+                let servedWhenOldStopped = Self.served(new)
+                #expect(try await Self.until { Self.served(new) >= servedWhenOldStopped + 8 })
             }
-            await old.kill(SIGTERM)
-            try await Task.sleep(for: .milliseconds(300))
             stream.streaming.withLock { $0 = false }
             try await group.waitForAll()
-            return new
+            return instances
         }
-        try await Task.sleep(for: .milliseconds(200))
-        await newHerald.kill(SIGTERM)
+        await instances[restarts].kill(SIGTERM)
         await service.stop()
 
         let result = stream.outcome.withLock { $0 }
         #expect(result.failures.isEmpty, "\(result.failures.prefix(5))")
-        #expect(old.process.terminationStatus == 0)
+        for old in instances.dropLast() { #expect(old.process.terminationStatus == 0, "\(old.output.suffix(2000))") }
         let delivered = service.received.compactMap { $0.payload?["event_id"]?.stringValue }
         #expect(delivered.sorted() == result.sent.sorted())  // every push once: none lost, none repeated
-        // Both Heralds served part of the stream, and the old one stopped while it was flowing.
-        let servedByOld = old.output.components(separatedBy: "POST /_matrix/push/v1/notify 200").count - 1
-        let servedByNew = newHerald.output.components(separatedBy: "POST /_matrix/push/v1/notify 200").count - 1
-        #expect(servedByOld > 0 && servedByNew > 0 && servedByOld + servedByNew == result.sent.count)
+        // Every Herald served part of the stream, and each old one stopped while it was flowing.
+        let served = instances.map(Self.served)
+        #expect(served.allSatisfy { $0 > 0 } && served.reduce(0, +) == result.sent.count, "\(served)")
+    }
+
+    /// Notifies an instance answered 200, from its access log.
+    static func served(_ herald: AdamantDurabilityTests.Herald) -> Int {
+        herald.output.components(separatedBy: "POST /_matrix/push/v1/notify 200").count - 1
+    }
+
+    /// Waits for `condition`, checking every 25 ms, for at most 60 s.
+    static func until(_ condition: () -> Bool) async throws -> Bool {
+        for _ in 0..<2400 {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        return false
     }
 }

@@ -6,6 +6,7 @@ import NIOHTTP1
 import Pushkins
 import StatusAdapter
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -70,18 +71,33 @@ import Testing
         return config
     }
 
+    /// A port on 127.0.0.1 for a Herald process a test starts: below the kernel's ephemeral range
+    /// (32768 and up here), so no port-0 bind and no outgoing connection of the test run can take it
+    /// between this check and the child's bind, and never the same one twice in a run. (A port-0
+    /// port released and handed to a child was once taken meanwhile by another test's server: the
+    /// child could not bind and exited 1.)
     static func freePort() -> Int {
+        while true {
+            let port = nextPort.withLock { next -> Int in
+                defer { next = next >= 32_000 ? 20_000 : next + 1 }
+                return next
+            }
+            if canBind(port) { return port }
+        }
+    }
+
+    private static let nextPort = Mutex(Int.random(in: 20_000..<31_000))
+
+    private static func canBind(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        } == 0
     }
 
     func launch(_ binary: String, config: String) throws -> ChildProcess {
@@ -89,8 +105,9 @@ import Testing
         return process
     }
 
+    /// Waits up to 60 s (a first start of the debug binary on a loaded machine is slow).
     func waitForHealth(port: Int) async throws {
-        for _ in 0..<300 {
+        for _ in 0..<1200 {
             if let response = try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health"), response == 200 { return }
             try await Task.sleep(for: .milliseconds(50))
         }
