@@ -156,6 +156,22 @@ import Testing
         #expect(setup.apns.received(token: Self.hex(fine)).map(\.status) == [200])
     }
 
+    /// A request whose answer was lost (the stream reset, the connection dropped) may have reached
+    /// Apple: it is sent again, since a retry is what delivers it otherwise, and the resend is
+    /// counted, as a push the device may get twice (docs/operations.md).
+    @Test(arguments: [FakeAPNs.Behavior.resetStream, .dropConnection])
+    func aRequestWhoseAnswerWasLostIsSentAgainAndCounted(_ lost: FakeAPNs.Behavior) async throws {
+        let setup = try await start(extra: "max_attempts: 3\nretry_budget: 120")
+        let key = Self.pushkey()
+        setup.apns.script(Self.hex(key), .sequence([lost, .accept]))
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        let metrics = try await setup.herald.metricsText()
+        await setup.stop()
+        #expect(response.status == 200)
+        #expect(setup.apns.received(token: Self.hex(key)).last?.status == 200)
+        #expect(metrics.contains(#"herald_upstream_resent_unanswered_total{pushkin="com.example.apns"} 1"#))
+    }
+
     @Test func aTemporaryErrorThenSuccessIsDelivered() async throws {
         let setup = try await start()
         let key = Self.pushkey()

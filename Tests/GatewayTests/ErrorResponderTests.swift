@@ -2,11 +2,12 @@ import CoreMetrics
 import Foundation
 import Logging
 import NIOHTTP1
+import Prometheus
 import Pushkins
-import StatusAdapter
 import Testing
 
 @testable import Gateway
+@testable import StatusAdapter
 
 /// Every request error becomes its response in one place, in the dialect of its route.
 @Suite struct ErrorResponderTests {
@@ -84,5 +85,21 @@ extension ErrorResponderTests {
         #expect(response.headers.first(name: "Retry-After") == "5")
         #expect(try json(response) == ["code": 503, "message": "Queue is unavailable, try again later."])
         #expect(api.appStats()["submitted_tasks"] == 0)  // nothing was acknowledged
+    }
+
+    /// A job sent whose removal from the queue failed (the database went away meanwhile) stays
+    /// queued and is sent again when its claim runs out: counted, as a push that may arrive twice.
+    @Test func aJobSentButNotRemovedIsCountedAsOneToBeSentAgain() async throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let registry = PrometheusCollectorRegistry()
+        let api = GorushAPI(
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { BrokenQueue() }, logger: logger,
+            metrics: PrometheusMetricsFactory(registry: registry))
+        let job = QueuedGorushJob(id: 7, body: Array(#"{"tokens":["0a"],"platform":1,"message":"hi"}"#.utf8))
+        await api.process(job, store: BrokenQueue())
+        var text: [UInt8] = []
+        registry.emit(into: &text)
+        #expect(String(decoding: text, as: UTF8.self).contains("herald_gorush_jobs_sent_again_total 1"))
     }
 }

@@ -108,7 +108,10 @@ extension HardeningTests {
         let started = ContinuousClock.now
         let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
         let elapsed = ContinuousClock.now - started
+        let metrics = try await herald.metricsText()
         await herald.stop()
+        // Refused connections never carried the request: retrying them cannot send a push twice.
+        #expect(metrics.contains(#"herald_upstream_resent_unanswered_total{pushkin="com.example.webpush"} 0"#))
         await sub.stop()
         #expect(response.status == 502)
         #expect(elapsed < .seconds(10))  // three refused attempts, not three 10 s connect timeouts
@@ -241,7 +244,10 @@ extension HTTPEdgeTests {
         let started = ContinuousClock.now
         let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
         let elapsed = ContinuousClock.now - started
+        let metrics = try await herald.metricsText()
         await herald.stop()
+        // Refused connections never carried the request: retrying them cannot send a push twice.
+        #expect(metrics.contains(#"herald_upstream_resent_unanswered_total{pushkin="com.example.webpush"} 0"#))
         await sub.stop()
         await trickle.stop()
         #expect(response.status == 502)

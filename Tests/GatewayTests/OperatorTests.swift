@@ -83,6 +83,7 @@ import Testing
                 max_attempts: 3
                 retry_initial_backoff: 0.05
                 connect_timeout: CONNECT_TIMEOUT
+                request_timeout: 120
 
             """
         let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Tracing
 
 /// One request to an upstream, as a pushkin builds it.
@@ -65,7 +66,13 @@ public struct UpstreamCall: Sendable {
         classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
     ) async -> Result<Value, UpstreamCallFailure> {
         var permanent: OutcomeReason?
+        var unanswered = false
         let result = await Retrying.run(policy: policy) { attempt -> Retrying.Step<Value?, OutcomeReason> in
+            if unanswered {
+                // The last attempt's request may have arrived: this one can make the push arrive twice.
+                metrics.resentUnanswered.increment()
+                unanswered = false
+            }
             let request: UpstreamRequest
             do throws(UpstreamPreparationError) {
                 request = try await prepare(attempt)
@@ -85,6 +92,7 @@ public struct UpstreamCall: Sendable {
                 permanent = .endpointRefused(refused.reason)
                 return .done(nil)
             } catch {
+                unanswered = Self.mayHaveArrived(error)
                 if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
                     logger.warning(
                         "Upstream request failed",
@@ -104,6 +112,25 @@ public struct UpstreamCall: Sendable {
             return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
         case .failure(let exhausted):
             return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+        }
+    }
+
+    /// Whether a request that failed with `error` may still have reached the upstream (its answer
+    /// was lost or late: a timeout, a reset stream, a connection closed mid-exchange), rather than
+    /// certainly not (no connection, a refused address, a proxy that said no).
+    static func mayHaveArrived(_ error: any Error) -> Bool {
+        switch error {
+        case let error as UpstreamConnectionError:
+            switch error {
+            case .connectTimeout, .proxyRefused, .notHTTP2, .shutDown: return false
+            case .closedUnanswered, .reset, .malformedResponse: return true
+            }
+        case is NetworkAddress.ResolutionError, is PeerAddressRefused, is NIOConnectionError: return false
+        case let error as ChannelError:
+            if case .connectTimeout = error { return false }
+            return error != .ioOnClosedChannel
+        case let error as IOError where [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains(error.errnoCode): return false
+        default: return true
         }
     }
 

@@ -11,6 +11,10 @@ public struct UpstreamMetrics: Sendable {
     let factory: any MetricsFactory
     let requestTime: Metrics.Timer
     let active: Gauge
+    /// `herald_upstream_resent_unanswered_total{pushkin}`: attempts made after one whose request may
+    /// have reached the upstream without its answer reaching Herald (docs/operations.md, "When a
+    /// push can arrive twice").
+    let resentUnanswered: Counter
     private let activeCount = AtomicCounter()
     private let statusCounters = StatusCounters()
 
@@ -20,6 +24,8 @@ public struct UpstreamMetrics: Sendable {
         self.factory = factory
         self.requestTime = Metrics.Timer(label: "sygnal_\(type)_request_time", dimensions: [], factory: factory)
         self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
+        self.resentUnanswered = Counter(
+            label: "herald_upstream_resent_unanswered_total", dimensions: [("pushkin", pushkin)], factory: factory)
         // The status-code series exists from the start (at 0), so that dashboards see it.
         _ = statusCounters.counter(200) {
             Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)

@@ -82,7 +82,9 @@ extension GorushAPI {
         do {
             try await store.completeGorush(id: job.id)
         } catch {
-            // It is sent again once its claim runs out: at least once, never lost.
+            // It is sent again once its claim runs out: at least once, never lost
+            // (docs/operations.md, "When a push can arrive twice").
+            counters.increment("herald_gorush_jobs_sent_again_total", [])
             logger.error("gorush job sent but not removed from the queue", metadata: ["job": "\(job.id)", "error": "\(error)"])
         }
     }
