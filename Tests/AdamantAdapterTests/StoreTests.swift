@@ -157,7 +157,7 @@ struct AdamantLeaseTests {
     }
 
     @Test func theHolderStopsItsPollersWhenItsConnectionDies() async throws {
-        try await withTwoStores(leaseCheck: .milliseconds(100)) { a, b in
+        try await withTwoStores(leaseCheck: .milliseconds(500)) { a, b in
             let leading = TestEvent()
             let stopped = TestEvent()
             try await withThrowingTaskGroup(of: Void.self) { group in

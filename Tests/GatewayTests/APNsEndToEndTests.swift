@@ -40,8 +40,10 @@ import Testing
             auth = "keyfile: \(dir)/AuthKey.p8\n    key_id: ABC123DEFG\n    team_id: TEAM123456\n    topic: \(Self.topic)"
         }
         // A connection to the fake is a TLS handshake of a debug build: on a busy machine it can take
-        // longer than the default connect timeout, and the retry would show as an extra request.
-        let timeouts = extra.contains("connect_timeout") ? "" : "connect_timeout: 30\n"
+        // longer than the default timeouts (request_timeout counts from the call, the connection's
+        // set-up included), and the retry would show as an extra request.
+        let timeouts =
+            (extra.contains("connect_timeout") ? "" : "connect_timeout: 60\n") + (extra.contains("request_timeout") ? "" : "request_timeout: 60\n")
         let apps = """
               com.example.apns:
                 type: apns

@@ -217,9 +217,12 @@ import Testing
         let pki = try TestPKI(directory: Self.directory())
         let apns = try await FakeAPNs.start(
             pki: pki, topic: "org.example.app", auth: .token(keyId: "K", teamId: "T", publicKey: P256.Signing.PrivateKey().publicKey))
+        // Timeouts far beyond a TLS handshake of a debug build on a loaded machine: the test is about
+        // stream ids, and a timed-out connection would be one more.
         let transport = try HTTP2Upstream(
-            origin: apns.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration(),
-            firstStreamID: HTTP2StreamID(Int32.max - 2))
+            origin: apns.baseURL,
+            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile]),
+            tls: .makeClientConfiguration(), firstStreamID: HTTP2StreamID(Int32.max - 2))
         let path = "/3/device/\(String(repeating: "ab", count: 32))"
         // No JWT: APNs answers 403, which is an answer all the same.
         #expect(try await post(transport, apns.baseURL, path, "{}").status == 403)

@@ -25,8 +25,8 @@ public final class PostgresAdamantStore: AdamantStore {
     private let client: PostgresClient
     private let logger: Logger
     public let url: String
-    /// How often the lease holder proves its lock's connection alive; an answer later than twice
-    /// this counts as a lost lease.
+    /// How often the lease holder proves its lock's connection alive; an answer later than five
+    /// times this counts as a lost lease (a database merely slow for a moment keeps its poller).
     let leaseCheck: Duration
     private let lease = Mutex(LeaseState.unfenced)
     static let leaseKey: Int64 = 4_242_002
@@ -270,11 +270,11 @@ public final class PostgresAdamantStore: AdamantStore {
     }
 
     /// Returns never; throws `LeaseLost` when the lock's connection closed, fails a check, or
-    /// answers later than twice `interval`.
+    /// answers later than five times `interval`.
     private static func watch(_ connection: PostgresConnection, every interval: Duration, logger: Logger) async throws {
         while true {
             try await Task.sleep(for: interval)
-            try await answer(connection, "SELECT 1", within: interval * 2, logger: logger)
+            try await answer(connection, "SELECT 1", within: interval * 5, logger: logger)
         }
     }
 
