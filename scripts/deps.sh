@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Herald builds, tests and benchmarks with, when any is missing.
 set -euo pipefail
-packages=(libssl-dev libsqlite3-dev libsecp256k1-dev libsodium-dev pkg-config postgresql wrk curl)
+packages=(libssl-dev libsqlite3-dev libsecp256k1-dev libsodium-dev pkg-config postgresql wrk curl haproxy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -43,7 +43,8 @@ import Testing
         // longer than the default timeouts (request_timeout counts from the call, the connection's
         // set-up included), and the retry would show as an extra request.
         let timeouts =
-            (extra.contains("connect_timeout") ? "" : "connect_timeout: 60\n") + (extra.contains("request_timeout") ? "" : "request_timeout: 60\n")
+            (extra.contains("connect_timeout") ? "" : "connect_timeout: 60\n")
+            + (extra.contains("request_timeout") ? "" : "request_timeout: 60\n")
         let apps = """
               com.example.apns:
                 type: apns

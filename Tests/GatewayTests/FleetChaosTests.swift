@@ -1,0 +1,434 @@
+import AdamantAdapter
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HeraldTestSupport
+import NIOCore
+import Pushkins
+import StatusAdapter
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A fleet under load while it is broken (docs/scaling.md, "The chaos test"): three `herald`
+/// processes on one PostgreSQL behind HAProxy, the fake APNs, FCM, Web Push and ADAMANT node
+/// behind them. Through the load balancer, at the same time: Matrix notifies from a client that
+/// behaves like Synapse, Status registrations, gorush batches, and ADAMANT chats minted on the
+/// fake node. Meanwhile a random instance is SIGKILLed and started again every few seconds,
+/// PostgreSQL's postmaster is SIGKILLed and restarted, and every instance is restarted in turn
+/// with the reuse-port hand-over. Then nothing acknowledged may be missing.
+@Suite(.serialized) struct FleetChaosTests {
+    static var haproxy: String? { ["/usr/sbin/haproxy", "/usr/bin/haproxy"].first { FileManager.default.isExecutableFile(atPath: $0) } }
+    /// Run by scripts/test.sh on its own (HERALD_CHAOS=1), after the rest of the suite.
+    static var enabled: Bool {
+        ProcessInfo.processInfo.environment["HERALD_CHAOS"] == "1" && StatusDurabilityTests.heraldBinary != nil
+            && ThrowawayPostgres.available && haproxy != nil
+    }
+    /// Seconds of load (HERALD_CHAOS_SECONDS, default 60).
+    static var seconds: Int { ProcessInfo.processInfo.environment["HERALD_CHAOS_SECONDS"].flatMap(Int.init) ?? 60 }
+
+    /// What the clients saw and what the fleet went through.
+    struct Ledger: Sendable {
+        var notifiesSent: [String] = []
+        var notifiesAcknowledged: Set<String> = []
+        var notifiesGivenUp: [String] = []
+        var notifyAnswers: [Int: Int] = [:]
+        var gorushAcknowledged: [String] = []
+        var gorushAnswers: [Int: Int] = [:]
+        var registrationsAcknowledged: [StatusTestClient] = []
+        var statusAnswers: [Int: Int] = [:]
+        var chatsMinted: [String] = []
+        var kills = 0
+        var restartsInPlace = 0
+        var databaseCrashes = 0
+        var sigtermExits: [Int32] = []
+    }
+
+    final class LedgerBox: Sendable {
+        let state = Mutex(Ledger())
+    }
+
+    /// One Herald process of the fleet, on its own port; `generation` counts its restarts.
+    final class Instance: Sendable {
+        let index: Int
+        let port: Int
+        let config: String
+        let directory: String
+        let process = Mutex<AdamantDurabilityTests.Herald?>(nil)
+        let generation = Mutex(0)
+
+        init(index: Int, port: Int, config: String, directory: String) {
+            self.index = index
+            self.port = port
+            self.config = config
+            self.directory = directory
+        }
+
+        /// Starts a new process for this instance; returns once it answers `/health`.
+        @discardableResult
+        func start(_ binary: String) async throws -> AdamantDurabilityTests.Herald {
+            let n = generation.withLock {
+                $0 += 1; return $0
+            }
+            let herald = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(directory)/herald-\(index)-\(n).log")
+            let previous = process.withLock { old -> AdamantDurabilityTests.Herald? in
+                defer { old = herald }
+                return old
+            }
+            _ = previous
+            try await StatusDurabilityTests().waitForHealth(port: port)
+            return herald
+        }
+
+        var current: AdamantDurabilityTests.Herald? { process.withLock { $0 } }
+    }
+
+    static func config(
+        port: Int, directory dir: String, apns: FakeAPNs, fcm: FakeFCM, node: FakeAdamantNode, postgres: String, pki: TestPKI
+    ) -> String {
+        """
+        http:
+          bind_addresses: ['127.0.0.1']
+          port: \(port)
+          reuse_port: true
+          shutdown_grace_period: 10
+        log:
+          level: notice
+        apps:
+          com.example.apns:
+            type: apns
+            keyfile: \(dir)/AuthKey.p8
+            key_id: ABC123DEFG
+            team_id: TEAM123456
+            topic: im.status.ethereum
+            base_url: \(apns.baseURL)
+            tls_ca_file: \(pki.caFile)
+            connect_timeout: 60
+            request_timeout: 60
+          com.example.fcm:
+            type: gcm
+            api_version: v1
+            project_id: \(fcm.projectId)
+            service_account_file: \(fcm.serviceAccountFile)
+            base_url: \(fcm.baseURL)
+            request_timeout: 60
+          com.example.webpush:
+            type: webpush
+            vapid_private_key: \(dir)/vapid.pem
+            create_vapid_key_if_missing: true
+            vapid_contact_email: ops@example.org
+            allow_insecure_endpoints: true
+            allow_private_endpoints: true
+            request_timeout: 60
+        status:
+          store: \(postgres)
+          apns_app: com.example.apns
+          fcm_app: com.example.fcm
+          gorush:
+            enabled: true
+            claim_timeout: 5
+        adamant:
+          nodes: ['\(node.baseURL)']
+          passphrase_file: \(dir)/passphrase
+          apns_app: com.example.apns
+          development_base_url: \(apns.baseURL)
+          poll_interval: 0.2
+          signal_poll_interval: 0.2
+          lease_retry: 0.5
+          lease_check: 0.5
+          startup: initial
+          start_height: 0
+          store: \(postgres)
+
+        """
+    }
+
+    static func haproxyConfig(port: Int, instances: [Instance], directory: String) -> String {
+        """
+        global
+          maxconn 4096
+        defaults
+          mode http
+          timeout connect 2s
+          timeout client 90s
+          timeout server 90s
+          retries 3
+          retry-on conn-failure empty-response
+          option redispatch
+        frontend herald
+          bind 127.0.0.1:\(port)
+          default_backend heralds
+        backend heralds
+          balance roundrobin
+          option httpchk GET /health
+          http-check expect status 200
+          default-server inter 300ms fall 1 rise 1
+        \(instances.map { "  server herald\($0.index) 127.0.0.1:\($0.port) check" }.joined(separator: "\n"))
+
+        """
+    }
+
+    /// POSTs `body`; the status, or nil when no answer came (a broken connection).
+    static func post(_ url: String, _ body: [UInt8]) async -> (status: Int, body: [UInt8])? {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(90))
+            let collected = try await response.body.collect(upTo: 1 << 20)
+            return (Int(response.status.code), Array(collected.readableBytesView))
+        } catch {
+            return nil
+        }
+    }
+
+    /// Sends until an answer that is not a 5xx nor a broken connection, backing off as Synapse and
+    /// status-go do (0.1 s doubling to 2 s), for at most 90 s; the last status (nil: none).
+    static func withRetries(
+        _ url: String, _ body: [UInt8], answers: @escaping @Sendable (Int?) -> Void
+    ) async -> (status: Int, body: [UInt8])? {
+        var pause = Duration.milliseconds(100)
+        let giveUp = ContinuousClock.now + .seconds(90)
+        while true {
+            let answer = await post(url, body)
+            answers(answer?.status)
+            if let answer, answer.status < 500 { return answer }
+            if ContinuousClock.now + pause > giveUp { return answer }
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, .seconds(2))
+        }
+    }
+
+    @Test(.enabled(if: enabled, "HERALD_CHAOS=1, the herald executable, root (PostgreSQL) and haproxy"), .timeLimit(.minutes(10)))
+    func aFleetUnderLoadSurvivesKillsADatabaseCrashAndARollingRestart() async throws {
+        let binary = try #require(StatusDurabilityTests.heraldBinary)
+        let haproxy = try #require(Self.haproxy)
+        let dir = temporaryDirectory()
+        let (pki, apns) = try await StatusDurabilityTests.fakeAPNs(directory: dir)
+        let fcm = try await FakeFCM.start(directory: dir)
+        let webpush = try await FakeWebPushService.start()
+        let node = try await FakeAdamantNode.start()
+        try AdamantEndToEndTests.servicePassphrase.write(toFile: "\(dir)/passphrase", atomically: true, encoding: .utf8)
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+
+        let instances = (1...3).map { i in
+            let port = StatusDurabilityTests.freePort()
+            let path = "\(dir)/herald-\(i).yaml"
+            let yaml = Self.config(port: port, directory: dir, apns: apns, fcm: fcm, node: node, postgres: postgres.url, pki: pki)
+            try? yaml.write(toFile: path, atomically: true, encoding: .utf8)
+            return Instance(index: i, port: port, config: path, directory: dir)
+        }
+        for instance in instances { try await instance.start(binary) }
+        let lbPort = StatusDurabilityTests.freePort()
+        try Self.haproxyConfig(port: lbPort, instances: instances, directory: dir)
+            .write(toFile: "\(dir)/haproxy.cfg", atomically: true, encoding: .utf8)
+        let balancer = try ChildProcess.launch(haproxy, ["-db", "-f", "\(dir)/haproxy.cfg"], error: "\(dir)/haproxy.log")
+        defer { balancer.stopInBackground(SIGTERM) }
+        let base = "http://127.0.0.1:\(lbPort)"
+        try await StatusDurabilityTests().waitForHealth(port: lbPort)
+
+        // ADAMANT: one user registered before the load.
+        let service = try AdamantKeys(passphrase: AdamantEndToEndTests.servicePassphrase)
+        let (user, sender) = (try AdamantEndToEndTests.user(), try AdamantEndToEndTests.user())
+        let adamantToken = AdamantEndToEndTests.token()
+        try node.addSignal(from: user, to: service, token: adamantToken)
+        // The Status server's identity, shared by the fleet through the store.
+        let identityText = try #require(try await RunningGatewayClient.json("\(base)/_status/v1/identity")?["public_key"]?.stringValue)
+        let server = try Secp256k1.PublicKey(bytes: try #require([UInt8](hex: identityText)))
+
+        let ledger = LedgerBox()
+        let loadEnds = ContinuousClock.now + .seconds(Self.seconds)
+        let subscription = webpush.subscribe()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // Matrix: three clients like Synapse, each notify to one device of APNs, FCM or Web Push.
+            for worker in 0..<3 {
+                group.addTask {
+                    var n = 0
+                    while ContinuousClock.now < loadEnds {
+                        n += 1
+                        let id = "$chaos-\(worker)-\(n)"
+                        let device: JSONValue
+                        switch n % 3 {
+                        case 0: device = ["app_id": "com.example.apns", "pushkey": .string(Self.apnsPushkey(id))]
+                        case 1: device = ["app_id": "com.example.fcm", "pushkey": .string("fcm-\(id)")]
+                        default:
+                            device = [
+                                "app_id": "com.example.webpush", "pushkey": .string(subscription.p256dh),
+                                "data": ["endpoint": .string(subscription.endpoint), "auth": .string(subscription.auth)],
+                            ]
+                        }
+                        ledger.state.withLock { $0.notifiesSent.append(id) }
+                        let body = JSONWriter.serialize(notifyBody(["event_id": .string(id)], devices: [device]))
+                        let answer = await Self.withRetries("\(base)/_matrix/push/v1/notify", body) { status in
+                            ledger.state.withLock { $0.notifyAnswers[status ?? 0, default: 0] += 1 }
+                        }
+                        ledger.state.withLock {
+                            if answer?.status == 200 { $0.notifiesAcknowledged.insert(id) } else { $0.notifiesGivenUp.append(id) }
+                        }
+                        try? await Task.sleep(for: .milliseconds(30))
+                    }
+                }
+            }
+            // gorush: batches of three iOS notifications, retried like status-go.
+            group.addTask {
+                var n = 0
+                while ContinuousClock.now < loadEnds {
+                    n += 1
+                    let tokens = (0..<3).map { _ in AdamantEndToEndTests.token() }
+                    let notifications: [JSONValue] = tokens.map {
+                        ["tokens": [.string($0)], "platform": 1, "message": .string("chaos \(n)")]
+                    }
+                    let answer = await Self.withRetries("\(base)/api/push", JSONWriter.serialize(["notifications": .array(notifications)]))
+                    {
+                        status in ledger.state.withLock { $0.gorushAnswers[status ?? 0, default: 0] += 1 }
+                    }
+                    if answer?.status == 200 { ledger.state.withLock { $0.gorushAcknowledged += tokens } }
+                    try? await Task.sleep(for: .milliseconds(150))
+                }
+            }
+            // Status: a new client registers every 200 ms.
+            group.addTask {
+                while ContinuousClock.now < loadEnds {
+                    let client = StatusTestClient()
+                    guard let message = try? client.registrationMessage(try client.registration(server: server), server: server) else {
+                        continue
+                    }
+                    let answer = await Self.withRetries("\(base)/_status/v1/message", message) { status in
+                        ledger.state.withLock { $0.statusAnswers[status ?? 0, default: 0] += 1 }
+                    }
+                    if let answer, answer.status == 200, let opened = try? StatusTestClient.open(answer.body),
+                        let response = try? Protobuf_PushNotificationRegistrationResponse(serializedBytes: opened.payload), response.success
+                    {
+                        ledger.state.withLock { $0.registrationsAcknowledged.append(client) }
+                    }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            // ADAMANT: a chat to the registered user every 250 ms.
+            group.addTask {
+                while ContinuousClock.now < loadEnds {
+                    if let chat = try? node.addChat(from: sender, to: user) { ledger.state.withLock { $0.chatsMinted.append(chat.id) } }
+                    try? await Task.sleep(for: .milliseconds(250))
+                }
+            }
+            // The chaos: kills every 4 s; the database crash at 40 %; the rolling restart at 70 %.
+            group.addTask {
+                let started = ContinuousClock.now
+                let total = Duration.seconds(Self.seconds)
+                var crashed = false
+                var rolled = false
+                while ContinuousClock.now < loadEnds - .seconds(4) {
+                    try await Task.sleep(for: .seconds(4))
+                    let elapsed = ContinuousClock.now - started
+                    if !crashed && elapsed > total * 0.4 {
+                        crashed = true
+                        try postgres.crash()
+                        try await Task.sleep(for: .seconds(3))
+                        try postgres.restart()
+                        ledger.state.withLock { $0.databaseCrashes += 1 }
+                    } else if !rolled && elapsed > total * 0.7 {
+                        rolled = true
+                        for instance in instances {
+                            guard let old = instance.current else { continue }
+                            try await instance.start(binary)
+                            await old.kill(SIGTERM)
+                            ledger.state.withLock {
+                                $0.sigtermExits.append(old.process.terminationStatus)
+                                $0.restartsInPlace += 1
+                            }
+                        }
+                    } else if let victim = instances.randomElement(), let process = victim.current {
+                        await process.kill(SIGKILL)
+                        try await victim.start(binary)
+                        ledger.state.withLock { $0.kills += 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+
+        // After the load: gorush jobs of killed workers come back when their claims run out (5 s).
+        let final = ledger.state.withLock { $0 }
+        let delivered = { () -> (notifies: [String], gorush: Set<String>, chats: [String]) in
+            let apnsReceived = apns.received.filter { $0.status == 200 }
+            var ids = apnsReceived.compactMap { $0.payload?["event_id"]?.stringValue }
+            ids += fcm.received.filter { $0.status == 200 }.compactMap {
+                $0.body?["message"]?["data"]?["event_id"]?.stringValue
+            }
+            ids += webpush.received.compactMap { $0.payload?["event_id"]?.stringValue }
+            let chats = apnsReceived.filter { $0.token == adamantToken }.compactMap { $0.payload?["txn-id"]?.stringValue }
+            return (ids, Set(apnsReceived.map(\.token)), chats)
+        }
+        let everything = try await AdamantEndToEndTests.eventually {
+            let now = delivered()
+            return final.notifiesAcknowledged.isSubset(of: Set(now.notifies)) && Set(final.gorushAcknowledged).isSubset(of: now.gorush)
+                && Set(final.chatsMinted).isSubset(of: Set(now.chats))
+        }
+        // Status: every acknowledged registration is there (asked of the fleet, in batches).
+        var registered = 0
+        for batch in stride(from: 0, to: final.registrationsAcknowledged.count, by: 50) {
+            let clients = final.registrationsAcknowledged[batch..<min(batch + 50, final.registrationsAcknowledged.count)]
+            let query = try StatusTestClient.queryMessage(publicKeys: clients.map(\.hashedKey))
+            let answer = await Self.withRetries("\(base)/_status/v1/message", query) { _ in }
+            if let answer, let opened = try? StatusTestClient.open(answer.body),
+                let infos = try? Protobuf_PushNotificationQueryResponse(serializedBytes: opened.payload).info
+            {
+                registered += Set(infos.map { [UInt8]($0.publicKey) }).intersection(Set(clients.map(\.hashedKey))).count
+            }
+        }
+        for instance in instances {
+            if let process = instance.current {
+                await process.kill(SIGTERM)
+                ledger.state.withLock { $0.sigtermExits.append(process.process.terminationStatus) }
+            }
+        }
+        await apns.stop()
+        await fcm.stop()
+        await webpush.stop()
+        await node.stop()
+
+        let seen = delivered()
+        let done = ledger.state.withLock { $0 }
+        let notifyDuplicates = seen.notifies.count - Set(seen.notifies).count
+        let gorushSent = apns.received.filter { $0.status == 200 && $0.token != adamantToken }.map(\.token)
+        let gorushDuplicates = gorushSent.count - Set(gorushSent).count
+        let chatDuplicates = seen.chats.count - Set(seen.chats).count
+        let table = """
+
+            | fleet chaos test (\(Self.seconds) s of load, 3 instances) | |
+            |---|---|
+            | Matrix notifies sent / acknowledged / given up | \(done.notifiesSent.count) / \(done.notifiesAcknowledged.count) / \(done.notifiesGivenUp.count) |
+            | notify answers (status: count; 0 = broken connection) | \(done.notifyAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
+            | acknowledged notifies not delivered | \(done.notifiesAcknowledged.subtracting(seen.notifies).count) |
+            | notifies delivered twice | \(notifyDuplicates) |
+            | gorush tokens acknowledged / not delivered / sent twice | \(done.gorushAcknowledged.count) / \(Set(done.gorushAcknowledged).subtracting(seen.gorush).count) / \(gorushDuplicates) |
+            | gorush answers | \(done.gorushAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
+            | Status registrations acknowledged / found afterwards | \(done.registrationsAcknowledged.count) / \(registered) |
+            | Status answers | \(done.statusAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
+            | ADAMANT chats minted / pushed / pushed twice | \(done.chatsMinted.count) / \(Set(seen.chats).count) / \(chatDuplicates) |
+            | SIGKILLs / in-place restarts / PostgreSQL crashes | \(done.kills) / \(done.restartsInPlace) / \(done.databaseCrashes) |
+            | instances that exited other than 0 on SIGTERM | \(done.sigtermExits.filter { $0 != 0 }.count) of \(done.sigtermExits.count) |
+
+            """
+        print(table)
+        try? table.write(toFile: "\(ScratchDirectory.make("chaos"))/table.md", atomically: true, encoding: .utf8)
+
+        #expect(everything, "acknowledged work missing after the load")
+        #expect(done.notifiesGivenUp.isEmpty)
+        #expect(done.notifiesAcknowledged.subtracting(seen.notifies).isEmpty)
+        #expect(Set(done.gorushAcknowledged).isSubset(of: seen.gorush))
+        #expect(registered == done.registrationsAcknowledged.count)
+        #expect(Set(done.chatsMinted).isSubset(of: Set(seen.chats)))
+        #expect(chatDuplicates == 0)
+        #expect(done.sigtermExits.allSatisfy { $0 == 0 })
+        #expect(done.notifyAnswers[500] == nil && done.gorushAnswers[500] == nil && done.statusAnswers[500] == nil)
+        #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1)
+    }
+
+    /// A distinct APNs pushkey (base64 of 32 bytes) for an event id.
+    static func apnsPushkey(_ id: String) -> String { Data(SHA256.hash(data: Data(id.utf8))).base64EncodedString() }
+}
