@@ -18,7 +18,7 @@ import Testing
 /// behind them. Through the load balancer, at the same time: Matrix notifies from a client that
 /// behaves like Synapse, Status registrations, gorush batches, and ADAMANT chats minted on the
 /// fake node. Meanwhile a random instance is SIGKILLed and started again every few seconds,
-/// PostgreSQL's postmaster is SIGKILLed and restarted, and every instance is restarted in turn
+/// PostgreSQL is SIGKILLed and restarted 6 s later, and every instance is restarted in turn
 /// with the reuse-port hand-over. Then nothing acknowledged may be missing.
 @Suite(.serialized) struct FleetChaosTests {
     static var haproxy: String? { ["/usr/sbin/haproxy", "/usr/bin/haproxy"].first { FileManager.default.isExecutableFile(atPath: $0) } }
@@ -127,6 +127,7 @@ import Testing
           store: \(postgres)
           apns_app: com.example.apns
           fcm_app: com.example.fcm
+          store_timeout: 2
           gorush:
             enabled: true
             claim_timeout: 5
@@ -326,8 +327,9 @@ import Testing
                     let elapsed = ContinuousClock.now - started
                     if !crashed && elapsed > total * 0.4 {
                         crashed = true
+                        // Down for longer than the store timeout (2 s): requests fail for now and are retried.
                         try postgres.crash()
-                        try await Task.sleep(for: .seconds(3))
+                        try await Task.sleep(for: .seconds(6))
                         try postgres.restart()
                         ledger.state.withLock { $0.databaseCrashes += 1 }
                     } else if !rolled && elapsed > total * 0.7 {

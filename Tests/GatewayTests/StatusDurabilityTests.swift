@@ -330,3 +330,76 @@ struct URLRequestLite {
         #expect(received.count - Set(received).count <= 20)
     }
 }
+
+/// PostgreSQL down under a running Herald (docs/configuration.md, `status.store_timeout`): a
+/// request waits at most the store timeout and then fails for now in its dialect (gorush: 503 with
+/// `Retry-After`; a Status registration: its in-band `INTERNAL_ERROR`), never a 500 nor a request
+/// held open; the Matrix API goes on; and once PostgreSQL is back, requests succeed by themselves.
+@Suite(.serialized) struct StatusStoreOutageTests {
+    @Test(.enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"))
+    func whilePostgreSQLIsDownRequestsFailForNowAndRecoverByThemselves() async throws {
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        let dir = temporaryDirectory()
+        let (pki, apns) = try await StatusDurabilityTests.fakeAPNs(directory: dir)
+        let apps = """
+              im.status.ios:
+                type: apns
+                keyfile: \(dir)/AuthKey.p8
+                key_id: ABC123DEFG
+                team_id: TEAM123456
+                topic: im.status.ethereum
+                base_url: \(apns.baseURL)
+                tls_ca_file: \(pki.caFile)
+                connect_timeout: 60
+                request_timeout: 60
+
+            """
+        let status = """
+            status:
+              store: \(postgres.url)
+              apns_app: im.status.ios
+              store_timeout: 1
+              gorush:
+                enabled: true
+            """
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: status))
+        let batch = Array(#"{"notifications":[{"tokens":["0a0b0c"],"platform":1,"message":"hi"}]}"#.utf8)
+        let before = try await herald.request(.POST, "/api/push", body: batch)
+        let identity = try #require(try await herald.request(.GET, "/_status/v1/identity").json?["public_key"]?.stringValue)
+        let server = try Secp256k1.PublicKey(bytes: try #require([UInt8](hex: identity)))
+        func register() async throws -> Protobuf_PushNotificationRegistrationResponse {
+            let client = StatusTestClient()
+            let message = try client.registrationMessage(try client.registration(server: server), server: server)
+            let answer = try await herald.request(.POST, "/_status/v1/message", body: message)
+            #expect(answer.status == 200)
+            return try Protobuf_PushNotificationRegistrationResponse(serializedBytes: try StatusTestClient.open(answer.body).payload)
+        }
+
+        try postgres.crash()
+        let asked = ContinuousClock.now
+        let during = try await herald.request(.POST, "/api/push", body: batch)
+        let waited = ContinuousClock.now - asked
+        let registration = try await register()
+        let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let notify = try await herald.notify(
+            notifyBody(["event_id": "$e"], devices: [["app_id": "im.status.ios", "pushkey": .string(pushkey)]]))
+
+        try postgres.restart()
+        var after = try await herald.request(.POST, "/api/push", body: batch)
+        for _ in 0..<30 where after.status != 200 { after = try await herald.request(.POST, "/api/push", body: batch) }
+        let registeredAfter = try await register()
+        await herald.stop()
+        await apns.stop()
+
+        #expect(before.status == 200)
+        #expect(during.status == 503)
+        #expect(during.headers.first(name: "Retry-After") == "5")
+        #expect(during.json == ["code": 503, "message": "Queue is unavailable, try again later."])
+        #expect(waited < .seconds(20))  // the store timeout (1 s), not a request held while the database is down
+        #expect(!registration.success && registration.error == .internalError)
+        #expect(notify.status == 200)  // the Matrix API needs no database
+        #expect(after.status == 200)
+        #expect(registeredAfter.success)
+    }
+}

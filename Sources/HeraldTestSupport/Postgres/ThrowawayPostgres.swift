@@ -37,13 +37,30 @@ public final class ThrowawayPostgres: Sendable {
         return ThrowawayPostgres(url: parts[0], directory: parts[1])
     }
 
-    /// SIGKILL to the postmaster: every connection ends without a goodbye, the lock table with them.
+    /// SIGKILL to the postmaster and every process it started, as a machine or the OOM killer
+    /// would: every connection ends without a goodbye, the lock table with them, and no backend
+    /// answers a query any more (a backend whose postmaster died alone could).
     public func crash() throws {
         let pidFile = try String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
             throw Failed(description: "no postmaster pid")
         }
+        let children = Self.children(of: pid)
         kill(pid, SIGKILL)
+        for child in children { kill(child, SIGKILL) }
+    }
+
+    /// The processes whose parent is `pid`, from /proc.
+    static func children(of pid: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> Int32? in
+            guard let child = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // After "pid (comm) state ppid": the fourth field, counted after the command's closing parenthesis.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == pid ? child : nil
+        }
     }
 
     /// Starts it again on the same port and data (after `crash()`, once its backends have ended).

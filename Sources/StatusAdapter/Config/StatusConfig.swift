@@ -31,6 +31,8 @@ public struct StatusConfig: Sendable {
     public var responseCacheMaxPending = 10_000
     /// The page cache of each SQLite connection, in KiB (`DurableSQLite`).
     public var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
+    /// How long a request waits for the PostgreSQL store before it is answered as failed for now.
+    public var storeTimeout: Duration = .seconds(5)
 
     public var gorush = Gorush()
 
@@ -83,6 +85,7 @@ public struct StatusConfig: Sendable {
         result.responseCacheLimit = config.int("response_cache_limit", default: 100_000, range: 0...10_000_000)
         result.responseCacheMaxPending = config.int("response_cache_max_pending", default: 10_000, range: 1...1_000_000)
         result.sqliteCacheKiB = config.int("sqlite_cache_kib", default: DurableSQLite.defaultCacheKiB, range: 16...1_048_576)
+        result.storeTimeout = config.seconds("store_timeout", default: 5, range: 0.05...300)
         if let gorush = config.map("gorush") {
             result.gorush.enabled = gorush.bool("enabled", default: true)
             result.gorush.maxNotification = gorush.int("max_notification", default: 100, range: 1...100_000)

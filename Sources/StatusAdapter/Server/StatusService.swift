@@ -21,7 +21,7 @@ public final class StatusService: Service {
     public init(config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory) throws {
         switch config.store {
         case .sqlite: postgres = nil
-        case .postgres(let url): postgres = try PostgresStatusStore(url: url, logger: logger)
+        case .postgres(let url): postgres = try PostgresStatusStore(url: url, logger: logger, timeout: config.storeTimeout)
         }
         self.config = config
         self.sender = sender

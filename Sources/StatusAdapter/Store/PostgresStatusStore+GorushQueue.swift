@@ -14,6 +14,11 @@ extension PostgresStatusStore {
 
     public func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         guard !bodies.isEmpty else { return true }
+        return try await bounded { [self] in try await insertGorush(bodies, maxJobs: maxJobs, maxBytes: maxBytes) }
+    }
+
+    /// A request waits for this: bounded by the store's timeout in `enqueueGorush`.
+    private func insertGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         let blobs = bodies.map { ByteBuffer(bytes: $0) }
         let bytes = Int64(bodies.reduce(0) { $0 + $1.count })
         // One statement: the bound is checked and the rows are written together, in request order.

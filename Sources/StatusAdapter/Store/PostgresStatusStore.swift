@@ -15,13 +15,23 @@ public final class PostgresStatusStore: StatusStore {
     private let inserts = AtomicCounter()
     /// The URL it was opened with.
     public let url: String
+    /// How long a request's read or write may wait for the database (`status.store_timeout`):
+    /// past it the request is answered as failed for now (gorush: 503 with `Retry-After`), rather
+    /// than held while the database is down.
+    let timeout: Duration
+
+    /// The database did not answer within `timeout` (it is down or unreachable).
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String { "the PostgreSQL store did not answer in time" }
+    }
 
     public struct URLError: Error, CustomStringConvertible {
         public var description: String
     }
 
-    public init(url: String, logger: Logger) throws {
+    public init(url: String, logger: Logger, timeout: Duration = .seconds(5)) throws {
         self.url = url
+        self.timeout = timeout
         do {
             client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
         } catch {
@@ -30,6 +40,15 @@ public final class PostgresStatusStore: StatusStore {
     }
 
     public var services: [any Service] { [client] }
+
+    /// `work` within `timeout`, else `Unavailable`; for the operations a request waits on.
+    func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await Deadline.run(within: timeout, work)
+        } catch is Deadline.Exceeded {
+            throw Unavailable()
+        }
+    }
 
     public func migrate() async throws {
         try await client.withConnection { connection in
@@ -84,50 +103,56 @@ public final class PostgresStatusStore: StatusStore {
     }
 
     public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
-        let rows = try await client.query(
-            """
-            SELECT version, registration FROM status_registrations
-            WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId)
-            """, logger: Self.logger)
-        for try await (version, blob) in rows.decode((Int64, ByteBuffer?).self) {
-            return StoredRegistration(
-                publicKey: publicKey, installationId: installationId, version: UInt64(version),
-                registration: blob.map { Array($0.readableBytesView) })
+        try await bounded { [self] in
+            let rows = try await client.query(
+                """
+                SELECT version, registration FROM status_registrations
+                WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId)
+                """, logger: Self.logger)
+            for try await (version, blob) in rows.decode((Int64, ByteBuffer?).self) {
+                return StoredRegistration(
+                    publicKey: publicKey, installationId: installationId, version: UInt64(version),
+                    registration: blob.map { Array($0.readableBytesView) })
+            }
+            return nil
         }
-        return nil
     }
 
     public func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
-        guard !publicKeys.isEmpty else { return [] }
-        let keys = publicKeys.map { ByteBuffer(bytes: $0) }
-        let rows = try await client.query(
-            """
-            SELECT public_key, installation_id, version, registration FROM status_registrations
-            WHERE registration IS NOT NULL AND public_key = ANY(\(keys)) ORDER BY public_key, installation_id
-            """, logger: Self.logger)
-        var result: [StoredRegistration] = []
-        for try await (key, installation, version, blob) in rows.decode((ByteBuffer, String, Int64, ByteBuffer?).self) {
-            result.append(
-                StoredRegistration(
-                    publicKey: Array(key.readableBytesView), installationId: installation, version: UInt64(version),
-                    registration: blob.map { Array($0.readableBytesView) }))
+        try await bounded { [self] in
+            guard !publicKeys.isEmpty else { return [] }
+            let keys = publicKeys.map { ByteBuffer(bytes: $0) }
+            let rows = try await client.query(
+                """
+                SELECT public_key, installation_id, version, registration FROM status_registrations
+                WHERE registration IS NOT NULL AND public_key = ANY(\(keys)) ORDER BY public_key, installation_id
+                """, logger: Self.logger)
+            var result: [StoredRegistration] = []
+            for try await (key, installation, version, blob) in rows.decode((ByteBuffer, String, Int64, ByteBuffer?).self) {
+                result.append(
+                    StoredRegistration(
+                        publicKey: Array(key.readableBytesView), installationId: installation, version: UInt64(version),
+                        registration: blob.map { Array($0.readableBytesView) }))
+            }
+            return result
         }
-        return result
     }
 
     public func write(_ row: StoredRegistration) async throws -> Bool {
-        let blob = row.registration.map { ByteBuffer(bytes: $0) }
-        let rows = try await client.query(
-            """
-            INSERT INTO status_registrations (public_key, installation_id, version, registration, updated_at)
-            VALUES (\(ByteBuffer(bytes: row.publicKey)), \(row.installationId), \(Int64(clamping: row.version)), \(blob), \(Date().timeIntervalSince1970))
-            ON CONFLICT (public_key, installation_id) DO UPDATE
-            SET version = EXCLUDED.version, registration = EXCLUDED.registration, updated_at = EXCLUDED.updated_at
-            WHERE status_registrations.version < EXCLUDED.version
-            RETURNING version
-            """, logger: Self.logger)
-        for try await _ in rows.decode(Int64.self) { return true }
-        return false
+        try await bounded { [self] in
+            let blob = row.registration.map { ByteBuffer(bytes: $0) }
+            let rows = try await client.query(
+                """
+                INSERT INTO status_registrations (public_key, installation_id, version, registration, updated_at)
+                VALUES (\(ByteBuffer(bytes: row.publicKey)), \(row.installationId), \(Int64(clamping: row.version)), \(blob), \(Date().timeIntervalSince1970))
+                ON CONFLICT (public_key, installation_id) DO UPDATE
+                SET version = EXCLUDED.version, registration = EXCLUDED.registration, updated_at = EXCLUDED.updated_at
+                WHERE status_registrations.version < EXCLUDED.version
+                RETURNING version
+                """, logger: Self.logger)
+            for try await _ in rows.decode(Int64.self) { return true }
+            return false
+        }
     }
 
     public func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
@@ -139,13 +164,15 @@ public final class PostgresStatusStore: StatusStore {
     }
 
     public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
-        let rows = try await client.query(
-            """
-            SELECT response FROM status_responses
-            WHERE message_id = \(ByteBuffer(bytes: messageId)) AND expires_at > \(now.timeIntervalSince1970)
-            """, logger: Self.logger)
-        for try await response in rows.decode(ByteBuffer.self) { return Array(response.readableBytesView) }
-        return nil
+        try await bounded { [self] in
+            let rows = try await client.query(
+                """
+                SELECT response FROM status_responses
+                WHERE message_id = \(ByteBuffer(bytes: messageId)) AND expires_at > \(now.timeIntervalSince1970)
+                """, logger: Self.logger)
+            for try await response in rows.decode(ByteBuffer.self) { return Array(response.readableBytesView) }
+            return nil
+        }
     }
 
     /// The batch in one statement (one round trip, and all of it or none), an id's last entry
