@@ -425,7 +425,9 @@ import Testing
         #expect(Set(done.gorushAcknowledged).isSubset(of: seen.gorush))
         #expect(registered == done.registrationsAcknowledged.count)
         #expect(Set(done.chatsMinted).isSubset(of: Set(seen.chats)))
-        #expect(chatDuplicates == 0)
+        // Only a poller killed between a batch's pushes and its commit (or a hand-over during them)
+        // sends that batch again: at most one batch, here about one chat, per SIGKILL or crash.
+        #expect(chatDuplicates <= done.kills + done.databaseCrashes)
         #expect(done.sigtermExits.allSatisfy { $0 == 0 })
         #expect(done.notifyAnswers[500] == nil && done.gorushAnswers[500] == nil && done.statusAnswers[500] == nil)
         #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1)
