@@ -37,31 +37,37 @@ extension PostgresStatusStore {
     }
 
     public func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
-        let rows = try await client.query(
-            """
-            UPDATE gorush_queue SET claimed_until = \(until.timeIntervalSince1970)
-            WHERE id IN (
-                SELECT id FROM gorush_queue WHERE claimed_until <= \(now.timeIntervalSince1970)
-                ORDER BY id LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
-            RETURNING id, body
-            """, logger: Self.logger)
-        var jobs: [QueuedGorushJob] = []
-        for try await (id, body) in rows.decode((Int64, ByteBuffer).self) {
-            jobs.append(QueuedGorushJob(id: id, body: Array(body.readableBytesView)))
+        try await bounded { [self] in
+            let rows = try await client.query(
+                """
+                UPDATE gorush_queue SET claimed_until = \(until.timeIntervalSince1970)
+                WHERE id IN (
+                    SELECT id FROM gorush_queue WHERE claimed_until <= \(now.timeIntervalSince1970)
+                    ORDER BY id LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
+                RETURNING id, body
+                """, logger: Self.logger)
+            var jobs: [QueuedGorushJob] = []
+            for try await (id, body) in rows.decode((Int64, ByteBuffer).self) {
+                jobs.append(QueuedGorushJob(id: id, body: Array(body.readableBytesView)))
+            }
+            return jobs.sorted { $0.id < $1.id }
         }
-        return jobs.sorted { $0.id < $1.id }
     }
 
     public func completeGorush(id: Int64) async throws {
-        for try await _ in try await client.query("DELETE FROM gorush_queue WHERE id = \(id)", logger: Self.logger) {}
+        try await bounded { [self] in
+            for try await _ in try await client.query("DELETE FROM gorush_queue WHERE id = \(id)", logger: Self.logger) {}
+        }
     }
 
     /// Other instances may be working on their claims: they run out by themselves.
     public func recoverGorushClaims() async throws {}
 
     public func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) {
-        let rows = try await client.query("SELECT count(*), COALESCE(sum(size), 0)::bigint FROM gorush_queue", logger: Self.logger)
-        for try await (jobs, bytes) in rows.decode((Int64, Int64).self) { return (Int(jobs), Int(bytes)) }
-        return (0, 0)
+        try await bounded { [self] in
+            let rows = try await client.query("SELECT count(*), COALESCE(sum(size), 0)::bigint FROM gorush_queue", logger: Self.logger)
+            for try await (jobs, bytes) in rows.decode((Int64, Int64).self) { return (Int(jobs), Int(bytes)) }
+            return (0, 0)
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldPostgres
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 import Pushkins
 import ServiceLifecycle
@@ -41,13 +42,20 @@ public final class PostgresStatusStore: StatusStore {
 
     public var services: [any Service] { [client] }
 
-    /// `work` within `timeout`, else `Unavailable`; for the operations a request waits on.
+    /// `work` within `timeout`, else `Unavailable`; for the operations a request waits on. The
+    /// request does not wait for `work` past the timeout: `work` is cancelled then, but a query
+    /// sent on a connection that died under it (PostgreSQL killed mid-request) may never complete
+    /// whatever its cancellation, so it is not awaited (a task of its own, then abandoned).
     func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            return try await Deadline.run(within: timeout, work)
-        } catch is Deadline.Exceeded {
-            throw Unavailable()
+        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        let promise = loop.makePromise(of: T.self)
+        let task = promise.completeWithTask(work)
+        let timer = loop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+            promise.fail(Unavailable())
+            task.cancel()
         }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        return try await promise.futureResult.get()
     }
 
     public func migrate() async throws {
@@ -156,11 +164,13 @@ public final class PostgresStatusStore: StatusStore {
     }
 
     public func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
-        try await exec(
-            """
-            UPDATE status_registrations SET registration = NULL, updated_at = \(Date().timeIntervalSince1970)
-            WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId) AND version = \(Int64(clamping: version))
-            """)
+        try await bounded { [self] in
+            try await exec(
+                """
+                UPDATE status_registrations SET registration = NULL, updated_at = \(Date().timeIntervalSince1970)
+                WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId) AND version = \(Int64(clamping: version))
+                """)
+        }
     }
 
     public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
@@ -179,24 +189,26 @@ public final class PostgresStatusStore: StatusStore {
     /// winning as it would written one by one (an `ON CONFLICT DO UPDATE` cannot touch a row twice
     /// in one statement); pruning as the protocol describes.
     public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
-        guard !entries.isEmpty else { return }
-        let batch = CachedResponse.lastOfEachId(entries)
-        let ids = batch.map { ByteBuffer(bytes: $0.messageId) }
-        let responses = batch.map { ByteBuffer(bytes: $0.response) }
-        let expiries = batch.map { $0.expires.timeIntervalSince1970 }
-        try await exec(
-            """
-            INSERT INTO status_responses (message_id, response, expires_at)
-            SELECT * FROM unnest(\(ids)::bytea[], \(responses)::bytea[], \(expiries)::float8[])
-            ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
-            """)
-        guard StatusStoreMaintenance.countInserts(entries.count, on: inserts) else { return }
-        try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
-        try await exec(
-            """
-            DELETE FROM status_responses WHERE message_id IN (
-                SELECT message_id FROM status_responses ORDER BY expires_at DESC OFFSET \(limit))
-            """)
+        try await bounded { [self] in
+            guard !entries.isEmpty else { return }
+            let batch = CachedResponse.lastOfEachId(entries)
+            let ids = batch.map { ByteBuffer(bytes: $0.messageId) }
+            let responses = batch.map { ByteBuffer(bytes: $0.response) }
+            let expiries = batch.map { $0.expires.timeIntervalSince1970 }
+            try await exec(
+                """
+                INSERT INTO status_responses (message_id, response, expires_at)
+                SELECT * FROM unnest(\(ids)::bytea[], \(responses)::bytea[], \(expiries)::float8[])
+                ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
+                """)
+            guard StatusStoreMaintenance.countInserts(entries.count, on: inserts) else { return }
+            try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
+            try await exec(
+                """
+                DELETE FROM status_responses WHERE message_id IN (
+                    SELECT message_id FROM status_responses ORDER BY expires_at DESC OFFSET \(limit))
+                """)
+        }
     }
 
     /// Nothing of its own to release: the pool stops with the service group.
