@@ -45,6 +45,8 @@ import Testing
         var restartsInPlace = 0
         var databaseCrashes = 0
         var sigtermExits: [Int32] = []
+        /// The end of the log of each instance that exited other than 0 on SIGTERM.
+        var badExits: [String] = []
     }
 
     final class LedgerBox: Sendable {
@@ -340,6 +342,7 @@ import Testing
                             await old.kill(SIGTERM)
                             ledger.state.withLock {
                                 $0.sigtermExits.append(old.process.terminationStatus)
+                                if old.process.terminationStatus != 0 { $0.badExits.append(String(old.output.suffix(3000))) }
                                 $0.restartsInPlace += 1
                             }
                         }
@@ -385,7 +388,10 @@ import Testing
         for instance in instances {
             if let process = instance.current {
                 await process.kill(SIGTERM)
-                ledger.state.withLock { $0.sigtermExits.append(process.process.terminationStatus) }
+                ledger.state.withLock {
+                    $0.sigtermExits.append(process.process.terminationStatus)
+                    if process.process.terminationStatus != 0 { $0.badExits.append(String(process.output.suffix(3000))) }
+                }
             }
         }
         await apns.stop()
@@ -428,9 +434,9 @@ import Testing
         // Only a poller killed between a batch's pushes and its commit (or a hand-over during them)
         // sends that batch again: at most one batch, here about one chat, per SIGKILL or crash.
         #expect(chatDuplicates <= done.kills + done.databaseCrashes)
-        #expect(done.sigtermExits.allSatisfy { $0 == 0 })
+        #expect(done.sigtermExits.allSatisfy { $0 == 0 }, "\(done.sigtermExits): \(done.badExits)")
         #expect(done.notifyAnswers[500] == nil && done.gorushAnswers[500] == nil && done.statusAnswers[500] == nil)
-        #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1)
+        #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1, "\(done.kills) \(done.restartsInPlace)")
     }
 
     /// A distinct APNs pushkey (base64 of 32 bytes) for an event id.

@@ -163,12 +163,7 @@ public final class PostgresAdamantStore: AdamantStore {
     /// A transaction that commits only while this instance's lease epoch is the current one (when it
     /// sought the lease at all); `LeaseLost` otherwise, nothing written.
     private func fencedTransaction(_ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws {
-        let expected: Int64?
-        switch lease.withLock({ $0 }) {
-        case .unfenced: expected = nil
-        case .held(let epoch): expected = epoch
-        case .lost: throw LeaseLost("this instance no longer holds it")
-        }
+        let expected = try expectedEpoch()
         let logger = self.logger
         do {
             try await client.withTransaction(logger: logger) { connection in
@@ -186,6 +181,16 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
+    /// The epoch a write of this instance must find: nil when it never sought the lease (unfenced);
+    /// `LeaseLost` when it no longer holds it.
+    private func expectedEpoch() throws -> Int64? {
+        switch lease.withLock({ $0 }) {
+        case .unfenced: return nil
+        case .held(let epoch): return epoch
+        case .lost: throw LeaseLost("this instance no longer holds it")
+        }
+    }
+
     private static func epoch(_ connection: PostgresConnection, lock: Bool, logger: Logger) async throws -> Int64? {
         let rows = try await connection.query(
             lock ? "SELECT epoch FROM adamant_lease WHERE id = 1 FOR SHARE" : "SELECT epoch FROM adamant_lease WHERE id = 1", logger: logger
@@ -195,13 +200,9 @@ public final class PostgresAdamantStore: AdamantStore {
     }
 
     public func confirmLease() async throws {
-        guard case .held(let expected) = lease.withLock({ $0 }) else {
-            if lease.withLock({ $0 }) == .unfenced { return }
-            throw LeaseLost("this instance no longer holds it")
-        }
-        let rows = try await client.query("SELECT epoch FROM adamant_lease WHERE id = 1", logger: logger)
-        var current: Int64?
-        for try await epoch in rows.decode(Int64.self) { current = epoch }
+        guard let expected = try expectedEpoch() else { return }
+        let logger = self.logger
+        let current = try await client.withConnection { try await Self.epoch($0, lock: false, logger: logger) }
         guard current == expected else { throw LeaseLost("another instance holds it now") }
     }
 
