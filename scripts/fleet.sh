@@ -18,6 +18,8 @@ BASE_PORT=$((LB_PORT + 100))     # instance I listens on BASE_PORT+I, its metric
 command=${1:-status}
 
 binaries() {
+  # FLEET_BIN: where herald and herald-fakes are (bench/fleet.sh uses a release build).
+  if [ -n "${FLEET_BIN:-}" ]; then echo "$FLEET_BIN"; return; fi
   if [ ! -x .build/debug/herald ] || [ ! -x .build/debug/herald-fakes ]; then
     swift build --product herald >&2
     swift build --product herald-fakes >&2

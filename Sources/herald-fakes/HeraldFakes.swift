@@ -38,6 +38,9 @@ struct HeraldFakes: AsyncParsableCommand {
     @Option(help: "With --drive: requests kept in flight.")
     var concurrency = 64
 
+    @Option(help: "Instead of serving: write --count distinct Status registrations for the Herald at this URL.")
+    var statusRegistrations: String?
+
     @Option(help: "Also run a fake ADAMANT node with this many users registered (signals to the service account).")
     var adamantDevices = 0
 
@@ -45,6 +48,10 @@ struct HeraldFakes: AsyncParsableCommand {
         if let target = drive {
             let rate = try await FakeCeiling.drive(target: target, directory: directory, seconds: seconds, concurrency: concurrency)
             print(String(format: "%.0f", rate))
+            return
+        }
+        if let url = statusRegistrations {
+            try await StatusLoad.registrations(url: url, count: count, output: directory + "/status-registrations.bin")
             return
         }
         if let url = statusLoad {

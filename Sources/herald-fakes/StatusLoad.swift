@@ -11,11 +11,7 @@ import SwiftProtobuf
 /// requests, each a 4-byte big-endian length and the message, for wrk to send in turn.
 enum StatusLoad {
     static func prepare(url: String, clients clientCount: Int, count: Int, output: String) async throws {
-        let identity = try await get("\(url)/_status/v1/identity")
-        guard let hex = (try? JSONParser.parse(identity))?["public_key"]?.stringValue, let bytes = [UInt8](hex: hex) else {
-            throw LoadError(message: "no Status identity at \(url)")
-        }
-        let server = try Secp256k1.PublicKey(bytes: bytes)
+        let server = try await identity(url)
         var recipients: [(StatusTestClient, String)] = []
         for _ in 0..<clientCount {
             let client = StatusTestClient()
@@ -38,6 +34,31 @@ enum StatusLoad {
             file.append(contentsOf: message)
         }
         try file.write(to: URL(fileURLWithPath: output))
+    }
+
+    /// Writes `count` registrations of distinct new clients (APNs tokens), each a 4-byte big-endian
+    /// length and the message, for wrk to send in turn: every one is a new row in the store.
+    static func registrations(url: String, count: Int, output: String) async throws {
+        let server = try await identity(url)
+        var file = Data()
+        for _ in 0..<count {
+            let client = StatusTestClient()
+            let apnsToken = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+            let message = try client.registrationMessage(
+                try client.registration(server: server, token: apnsToken, topic: "com.example.app"), server: server)
+            var length = UInt32(message.count).bigEndian
+            file.append(Data(bytes: &length, count: 4))
+            file.append(contentsOf: message)
+        }
+        try file.write(to: URL(fileURLWithPath: output))
+    }
+
+    static func identity(_ url: String) async throws -> Secp256k1.PublicKey {
+        let identity = try await get("\(url)/_status/v1/identity")
+        guard let hex = (try? JSONParser.parse(identity))?["public_key"]?.stringValue, let bytes = [UInt8](hex: hex) else {
+            throw LoadError(message: "no Status identity at \(url)")
+        }
+        return try Secp256k1.PublicKey(bytes: bytes)
     }
 
     struct LoadError: Error, CustomStringConvertible {

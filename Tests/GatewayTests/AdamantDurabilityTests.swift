@@ -117,6 +117,50 @@ import Testing
         #expect(second.process.terminationStatus == 0)
     }
 
+    /// A poller SIGKILLed in the middle of a batch (one device's push answered, another's still
+    /// waiting for APNs) sends again only the push that was not answered: each push is recorded as
+    /// done the moment APNs accepted it, not at the batch's commit.
+    @Test(.enabled(if: binary != nil, "needs the herald executable (swift build --build-tests)"))
+    func aSIGKILLInTheMiddleOfABatchSendsAgainOnlyThePushNotAnswered() async throws {
+        let binary = try #require(Self.binary)
+        let dir = temporaryDirectory()
+        let (apns, dev) = try await AdamantEndToEndTests.fakes(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        let service = try AdamantKeys(passphrase: AdamantEndToEndTests.servicePassphrase)
+        let user = try AdamantEndToEndTests.user()
+        let sender = try AdamantEndToEndTests.user()
+        let path = try config(dir, node: node, apns: apns, dev: dev, store: "\(dir)/adamant.sqlite")
+        let (answered, waiting) = (AdamantEndToEndTests.token(), AdamantEndToEndTests.token())
+        // The first request for `waiting` is answered only after the kill; the next one at once.
+        apns.script(waiting, .sequence([.delay(.seconds(30), then: .fail(503, "ServiceUnavailable")), .accept]))
+
+        let first = try Herald.launch(binary, config: path, log: "\(dir)/first.log")
+        try node.addSignal(from: user, to: service, token: answered)
+        try node.addSignal(from: user, to: service, token: waiting)
+        #expect(
+            try await AdamantEndToEndTests.eventually {
+                let text = (try? await first.metrics()) ?? ""
+                return AdamantEndToEndTests.metric(text, #"herald_adamant_signals_total{result="add"}"#) == 2
+            })
+        let chat = try node.addChat(from: sender, to: user)
+        let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite")
+        #expect(try await AdamantEndToEndTests.eventually { try await !store.pushed(among: ["\(chat.id):apns:\(answered)"]).isEmpty })
+        #expect(try await store.pushed(among: ["\(chat.id):apns:\(waiting)"]).isEmpty)
+        await store.close()
+        await first.kill(SIGKILL)
+
+        let second = try Herald.launch(binary, config: path, log: "\(dir)/second.log")
+        #expect(try await AdamantEndToEndTests.eventually { apns.received(token: waiting).contains { $0.status == 200 } })
+        #expect(try await second.settled(at: node.height))
+        await second.kill(SIGTERM)
+        await node.stop()
+        await apns.stop()
+        await dev.stop()
+        #expect(apns.received(token: answered).count == 1)
+        #expect(apns.received(token: waiting).filter { $0.status == 200 }.count == 1)
+        #expect(second.process.terminationStatus == 0)
+    }
+
     @Test(.enabled(if: binary != nil && TestPostgres.url != nil, "needs the herald executable and HERALD_TEST_POSTGRES_URL"))
     func withPostgresOneInstancePollsAndAnotherTakesOverWhenItDies() async throws {
         let binary = try #require(Self.binary)

@@ -112,6 +112,7 @@ import Testing
         ("status:\n  sqlite_cache_kib: 8\n", "status.sqlite_cache_kib: must be between 16 and 1048576, got 8"),
         ("status:\n  store_timeout: 0\n", "status.store_timeout: must be between 0.05 and 300.0 seconds, got 0.0"),
         ("adamant:\n  lease_check: 120\n", "adamant.lease_check: must be between 0.05 and 60.0 seconds, got 120.0"),
+        ("adamant:\n  store_timeout: 301\n", "adamant.store_timeout: must be between 0.05 and 300.0 seconds, got 301.0"),
     ])
     func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
         let dir = temporaryDirectory()

@@ -387,12 +387,14 @@ struct URLRequestLite {
         let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let notify = try await herald.notify(
             notifyBody(["event_id": "$e"], devices: [["app_id": "im.status.ios", "pushkey": .string(pushkey)]]))
+        let healthDuring = try await herald.request(.GET, "/health")
 
         try postgres.restart()
         var after = try await herald.request(.POST, "/api/push", body: batch)
         for _ in 0..<30 where after.status != 200 { after = try await herald.request(.POST, "/api/push", body: batch) }
         var registeredAfter = try await register()
         for _ in 0..<30 where !registeredAfter.success { registeredAfter = try await register() }
+        let healthAfter = try await herald.request(.GET, "/health")
         await herald.stop()
         await apns.stop()
 
@@ -405,5 +407,10 @@ struct URLRequestLite {
         #expect(notify.status == 200)  // the Matrix API needs no database
         #expect(after.status == 200)
         #expect(registeredAfter.success)
+        // /health stays 200 (the instance still serves the Matrix API) and names the broken store.
+        #expect(healthDuring.status == 200)
+        #expect(healthDuring.json?["failing"]?["status_store"]?["error"]?.stringValue?.isEmpty == false)
+        #expect(healthDuring.json?["failing"]?["status_store"]?["since"]?.stringValue?.hasSuffix("Z") == true)
+        #expect(healthAfter.status == 200 && healthAfter.body.isEmpty)
     }
 }

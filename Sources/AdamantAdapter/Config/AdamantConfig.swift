@@ -46,6 +46,8 @@ public struct AdamantConfig: Sendable {
     public var leaseRetry: Duration = .seconds(2)
     /// How often the lease holder proves its lock's connection alive (PostgreSQL).
     public var leaseCheck: Duration = .seconds(1)
+    /// How long a PostgreSQL store operation may wait for the database (`store_timeout`).
+    public var storeTimeout: Duration = .seconds(5)
     /// Polls a batch with temporary APNs failures is tried again before its failed pushes are given up.
     public var maxBatchAttempts = 5
     public var maxConcurrentPushes = 64
@@ -100,6 +102,7 @@ public struct AdamantConfig: Sendable {
         config.maxBackoff = section.seconds("max_backoff", default: 60, range: 0.1...3600)
         config.leaseRetry = section.seconds("lease_retry", default: 2, range: 0.05...600)
         config.leaseCheck = section.seconds("lease_check", default: 1, range: 0.05...60)
+        config.storeTimeout = section.seconds("store_timeout", default: 5, range: 0.05...300)
         config.recentPushes = section.int("recent_pushes", default: 100_000, range: 100...10_000_000)
         config.maxBatchAttempts = section.int("max_batch_attempts", default: 5, range: 1...1000)
         config.maxConcurrentPushes = section.int("max_concurrent_pushes", default: 64, range: 1...10_000)

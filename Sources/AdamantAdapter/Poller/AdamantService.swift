@@ -36,6 +36,9 @@ public final class AdamantService: Service {
         self.counters = CounterCache(factory: metrics)
     }
 
+    /// The PostgreSQL store's health (SQLite has none of its own).
+    public var health: [ComponentHealth] { store.health.map { [$0] } ?? [] }
+
     /// The store's services, then this one.
     public var services: [any Service] { store.services + [self] }
 
@@ -242,7 +245,9 @@ public final class AdamantService: Service {
             let results = await withTaskGroup(of: (String, RegisteredDevice, DeviceOutcome).self) { group in
                 for job in slice {
                     group.addTask {
-                        (job.key, job.device, await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger))
+                        let outcome = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
+                        if case .failed = outcome {} else { await self.mark(job.key) }
+                        return (job.key, job.device, outcome)
                     }
                 }
                 var all: [(String, RegisteredDevice, DeviceOutcome)] = []
@@ -285,6 +290,17 @@ public final class AdamantService: Service {
             try await store.commit(pushed: finished, worker: worker, cursor: next, keep: config.recentPushes)
         }
         return next
+    }
+
+    /// Records one push as done the moment its service answered, so that a poller killed before the
+    /// batch's commit does not send it again (docs/adamant.md, "Several instances"). A mark that
+    /// fails is made again by the commit; only a kill in between sends the push twice.
+    private func mark(_ key: String) async {
+        do {
+            try await store.markPushed([key])
+        } catch {
+            logger.debug("ADAMANT push not marked at once; the batch's commit records it", metadata: ["error": "\(error)"])
+        }
     }
 
     struct PushesPending: Error, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Foundation
+import Pushkins
 import ServiceLifecycle
 
 /// Where a device registered: `apns` (Apple's production host) or `apns-sandbox` (development).
@@ -60,6 +61,14 @@ public protocol AdamantStore: Sendable {
     /// Which of `keys` were already pushed.
     func pushed(among keys: [String]) async throws -> Set<String>
 
+    /// Records `keys` as pushed at once, each as soon as its push service accepted it: a poller
+    /// killed before its batch's `commit` then pushes none of them again. The commit records them
+    /// too (a mark that failed is not lost).
+    func markPushed(_ keys: [String]) async throws
+
+    /// How its latest operation went, for `/health`: nil for a store in this process (SQLite).
+    var health: ComponentHealth? { get }
+
     /// Records `keys` as pushed and moves `worker`'s cursor, in one transaction, keeping at most
     /// `keep` recent keys.
     func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws
@@ -80,6 +89,7 @@ public protocol AdamantStore: Sendable {
 
 extension AdamantStore {
     public var services: [any Service] { [] }
+    public var health: ComponentHealth? { nil }
 
     /// One instance alone: always the leader.
     public func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws { try await body() }

@@ -1,8 +1,10 @@
 import Foundation
 import HeraldPostgres
 import Logging
+import Metrics
 import NIOCore
 import PostgresNIO
+import Pushkins
 import ServiceLifecycle
 import Synchronization
 
@@ -28,6 +30,13 @@ public final class PostgresAdamantStore: AdamantStore {
     /// How often the lease holder proves its lock's connection alive; an answer later than five
     /// times this counts as a lost lease (a database merely slow for a moment keeps its poller).
     let leaseCheck: Duration
+    /// How long an operation may wait for the database (`adamant.store_timeout`); past it the
+    /// operation fails (the poll is retried) instead of holding its poller on a query that a
+    /// connection PostgreSQL's death left behind would never complete.
+    let timeout: Duration
+    /// The outcome of its latest operation, for `/health`.
+    let tracker: ComponentHealth
+    public var health: ComponentHealth? { tracker }
     private let lease = Mutex(LeaseState.unfenced)
     static let leaseKey: Int64 = 4_242_002
     static let migrationKey: Int64 = 4_242_003
@@ -44,10 +53,15 @@ public final class PostgresAdamantStore: AdamantStore {
         public var description: String
     }
 
-    public init(url: String, logger: Logger, leaseCheck: Duration = .seconds(1)) throws {
+    public init(
+        url: String, logger: Logger, leaseCheck: Duration = .seconds(1), timeout: Duration = .seconds(5),
+        metrics: (any MetricsFactory)? = nil
+    ) throws {
         self.url = url
+        tracker = ComponentHealth(name: "adamant_store", metrics: metrics)
         self.logger = logger
         self.leaseCheck = leaseCheck
+        self.timeout = timeout
         do {
             var configuration = try PostgresURL.configuration(url)
             configuration.options.maximumConnections = 8
@@ -58,6 +72,22 @@ public final class PostgresAdamantStore: AdamantStore {
     }
 
     public var services: [any Service] { [client] }
+
+    /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
+    /// A lost lease is an answer of the database, not a failure of it.
+    private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            let value = try await PostgresDeadline.bounded(timeout, work)
+            tracker.succeeded()
+            return value
+        } catch let lost as LeaseLost {
+            tracker.succeeded()
+            throw lost
+        } catch {
+            if !(error is CancellationError) { tracker.failed(error) }
+            throw error
+        }
+    }
 
     public func migrate() async throws {
         _ = try await client.withTransaction(logger: logger) { connection in
@@ -83,9 +113,11 @@ public final class PostgresAdamantStore: AdamantStore {
     }
 
     public func cursor(_ worker: String) async throws -> Int64? {
-        let rows = try await client.query("SELECT height FROM adamant_cursors WHERE worker = \(worker)", logger: logger)
-        for try await height in rows.decode(Int64.self) { return height }
-        return nil
+        try await bounded { [client, logger] in
+            let rows = try await client.query("SELECT height FROM adamant_cursors WHERE worker = \(worker)", logger: logger)
+            for try await height in rows.decode(Int64.self) { return height }
+            return nil
+        }
     }
 
     private static func setCursor(_ connection: PostgresConnection, _ worker: String, _ cursor: Int64, logger: Logger) async throws {
@@ -119,31 +151,47 @@ public final class PostgresAdamantStore: AdamantStore {
 
     public func devices(addresses: [String]) async throws -> [RegisteredDevice] {
         guard !addresses.isEmpty else { return [] }
-        let rows = try await client.query(
-            "SELECT address, token, provider FROM adamant_devices WHERE address = ANY(\(addresses)) ORDER BY address, token", logger: logger
-        )
-        var result: [RegisteredDevice] = []
-        for try await (address, token, provider) in rows.decode((String, String, String).self) {
-            guard let provider = AdamantProvider(rawValue: provider) else { continue }
-            result.append(RegisteredDevice(address: address, token: token, provider: provider))
+        return try await bounded { [client, logger] in
+            let rows = try await client.query(
+                "SELECT address, token, provider FROM adamant_devices WHERE address = ANY(\(addresses)) ORDER BY address, token",
+                logger: logger)
+            var result: [RegisteredDevice] = []
+            for try await (address, token, provider) in rows.decode((String, String, String).self) {
+                guard let provider = AdamantProvider(rawValue: provider) else { continue }
+                result.append(RegisteredDevice(address: address, token: token, provider: provider))
+            }
+            return result
         }
-        return result
     }
 
     public func remove(token: String, provider: AdamantProvider) async throws -> Int {
-        let rows = try await client.query(
-            "DELETE FROM adamant_devices WHERE token = \(token) AND provider = \(provider.rawValue) RETURNING address", logger: logger)
-        var count = 0
-        for try await _ in rows.decode(String.self) { count += 1 }
-        return count
+        try await bounded { [client, logger] in
+            let rows = try await client.query(
+                "DELETE FROM adamant_devices WHERE token = \(token) AND provider = \(provider.rawValue) RETURNING address", logger: logger)
+            var count = 0
+            for try await _ in rows.decode(String.self) { count += 1 }
+            return count
+        }
     }
 
     public func pushed(among keys: [String]) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        let rows = try await client.query("SELECT key FROM adamant_pushed WHERE key = ANY(\(keys))", logger: logger)
-        var found: Set<String> = []
-        for try await key in rows.decode(String.self) { found.insert(key) }
-        return found
+        return try await bounded { [client, logger] in
+            let rows = try await client.query("SELECT key FROM adamant_pushed WHERE key = ANY(\(keys))", logger: logger)
+            var found: Set<String> = []
+            for try await key in rows.decode(String.self) { found.insert(key) }
+            return found
+        }
+    }
+
+    /// Not fenced: it records what was sent, whoever holds the lease now.
+    public func markPushed(_ keys: [String]) async throws {
+        guard !keys.isEmpty else { return }
+        try await bounded { [client, logger] in
+            let rows = try await client.query(
+                "INSERT INTO adamant_pushed (key) SELECT unnest(\(keys)::text[]) ON CONFLICT (key) DO NOTHING", logger: logger)
+            for try await _ in rows {}
+        }
     }
 
     public func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
@@ -164,20 +212,21 @@ public final class PostgresAdamantStore: AdamantStore {
     /// sought the lease at all); `LeaseLost` otherwise, nothing written.
     private func fencedTransaction(_ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws {
         let expected = try expectedEpoch()
-        let logger = self.logger
-        do {
-            try await client.withTransaction(logger: logger) { connection in
-                if let expected {
-                    let current = try await Self.epoch(connection, lock: true, logger: logger)
-                    guard current == expected else {
-                        throw LeaseLost("another instance holds it now (epoch \(current ?? 0), ours \(expected))")
+        try await bounded { [client, logger] in
+            do {
+                try await client.withTransaction(logger: logger) { connection in
+                    if let expected {
+                        let current = try await Self.epoch(connection, lock: true, logger: logger)
+                        guard current == expected else {
+                            throw LeaseLost("another instance holds it now (epoch \(current ?? 0), ours \(expected))")
+                        }
                     }
+                    try await body(connection)
                 }
-                try await body(connection)
+            } catch let error as PostgresTransactionError {
+                if let lost = error.closureError as? LeaseLost { throw lost }
+                throw error
             }
-        } catch let error as PostgresTransactionError {
-            if let lost = error.closureError as? LeaseLost { throw lost }
-            throw error
         }
     }
 
@@ -201,8 +250,9 @@ public final class PostgresAdamantStore: AdamantStore {
 
     public func confirmLease() async throws {
         guard let expected = try expectedEpoch() else { return }
-        let logger = self.logger
-        let current = try await client.withConnection { try await Self.epoch($0, lock: false, logger: logger) }
+        let current = try await bounded { [client, logger] in
+            try await client.withConnection { try await Self.epoch($0, lock: false, logger: logger) }
+        }
         guard current == expected else { throw LeaseLost("another instance holds it now") }
     }
 
@@ -215,10 +265,12 @@ public final class PostgresAdamantStore: AdamantStore {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 if try await cancelWhenGracefulShutdown({ try await self.leadOnce(body) }) { return }
+                tracker.succeeded()  // another instance holds it: the database answered
             } catch let lost as LeaseLost {
                 logger.warning("ADAMANT polling lease lost; pollers stopped", metadata: ["why": "\(lost.why)"])
             } catch {
                 if Task.isShuttingDownGracefully || Task.isCancelled { break }
+                tracker.failed(error)
                 logger.warning("ADAMANT polling lease not taken", metadata: ["error": "\(String(reflecting: error))"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: retry) }

@@ -101,6 +101,17 @@ public final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
+    public func markPushed(_ keys: [String]) async throws {
+        guard !keys.isEmpty else { return }
+        try await pool.write { db in
+            var seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM adamant_pushed") ?? 0
+            for key in keys {
+                seq += 1
+                try db.execute(sql: "INSERT OR IGNORE INTO adamant_pushed (key, seq) VALUES (?, ?)", arguments: [key, seq])
+            }
+        }
+    }
+
     public func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
         try await pool.write { db in
             var seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM adamant_pushed") ?? 0

@@ -31,6 +31,9 @@ public protocol FrontEnd: Sendable {
     /// Returns once no request it started is still in progress (a reload waits for this before
     /// closing the pushkins it replaced).
     func drained() async
+
+    /// The dependencies it keeps serving without (its PostgreSQL store), which `/health` reports.
+    var health: [ComponentHealth] { get }
 }
 
 extension FrontEnd {
@@ -39,6 +42,7 @@ extension FrontEnd {
     public var ownListeners: [ListenerAddress] { [] }
     public var appsInUse: Set<String> { [] }
     public func drained() async {}
+    public var health: [ComponentHealth] { [] }
 }
 
 /// Where a listener binds: each host on one port.

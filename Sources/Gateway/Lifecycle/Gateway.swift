@@ -75,7 +75,8 @@ public final class Gateway: Sendable {
 
     static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], logger: Logger) -> RouteTable {
         var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
-        routes.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
+        let health = HealthReport(components: frontEnds.flatMap(\.health))
+        routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
         for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
         return routes
     }
@@ -107,7 +108,8 @@ public final class Gateway: Sendable {
         for frontEnd in frontEnds {
             for address in frontEnd.ownListeners {
                 var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
-                routes.add(.exact("/health"), [.GET, .HEAD]) { _ in .empty(.ok) }
+                let health = HealthReport(components: frontEnds.flatMap(\.health))
+                routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
                 frontEnd.addRoutes(to: &routes)
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(

@@ -52,6 +52,7 @@ public final class GorushAPI: Service {
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
+        _ = counters.counter("herald_gorush_jobs_sent_again_total")  // exported at 0 from the start
         feedbackClient =
             config.feedbackURL == nil
             ? nil : try? UpstreamHTTPClient(settings: UpstreamSettings(maxConnections: 4, requestTimeout: config.feedbackTimeout))

@@ -21,7 +21,8 @@ public final class StatusService: Service {
     public init(config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory) throws {
         switch config.store {
         case .sqlite: postgres = nil
-        case .postgres(let url): postgres = try PostgresStatusStore(url: url, logger: logger, timeout: config.storeTimeout)
+        case .postgres(let url):
+            postgres = try PostgresStatusStore(url: url, logger: logger, timeout: config.storeTimeout, metrics: metrics)
         }
         self.config = config
         self.sender = sender
@@ -31,6 +32,9 @@ public final class StatusService: Service {
 
     /// The store's services, then this one.
     public var services: [any Service] { (postgres?.services ?? []) + [self] }
+
+    /// The PostgreSQL store's health (SQLite has none of its own).
+    public var health: [ComponentHealth] { postgres?.health.map { [$0] } ?? [] }
 
     /// The running server; nil until the store is open.
     public var server: StatusServer? { ready.value }

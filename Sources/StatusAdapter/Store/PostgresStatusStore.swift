@@ -1,8 +1,8 @@
 import Foundation
 import HeraldPostgres
 import Logging
+import Metrics
 import NIOCore
-import NIOPosix
 import PostgresNIO
 import Pushkins
 import ServiceLifecycle
@@ -22,17 +22,20 @@ public final class PostgresStatusStore: StatusStore {
     let timeout: Duration
 
     /// The database did not answer within `timeout` (it is down or unreachable).
-    public struct Unavailable: Error, CustomStringConvertible {
-        public var description: String { "the PostgreSQL store did not answer in time" }
-    }
+    public typealias Unavailable = PostgresDeadline.Unavailable
+
+    /// The outcome of its latest operation, for `/health`.
+    let tracker: ComponentHealth
+    public var health: ComponentHealth? { tracker }
 
     public struct URLError: Error, CustomStringConvertible {
         public var description: String
     }
 
-    public init(url: String, logger: Logger, timeout: Duration = .seconds(5)) throws {
+    public init(url: String, logger: Logger, timeout: Duration = .seconds(5), metrics: (any MetricsFactory)? = nil) throws {
         self.url = url
         self.timeout = timeout
+        tracker = ComponentHealth(name: "status_store", metrics: metrics)
         do {
             client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
         } catch {
@@ -42,20 +45,10 @@ public final class PostgresStatusStore: StatusStore {
 
     public var services: [any Service] { [client] }
 
-    /// `work` within `timeout`, else `Unavailable`; for the operations a request waits on. The
-    /// request does not wait for `work` past the timeout: `work` is cancelled then, but a query
-    /// sent on a connection that died under it (PostgreSQL killed mid-request) may never complete
-    /// whatever its cancellation, so it is not awaited (a task of its own, then abandoned).
+    /// `work` within `timeout`, else `Unavailable` (`PostgresDeadline`); every operation but the
+    /// start-up ones goes through it, and its outcome is the store's health.
     func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        let loop = MultiThreadedEventLoopGroup.singleton.any()
-        let promise = loop.makePromise(of: T.self)
-        let task = promise.completeWithTask(work)
-        let timer = loop.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
-            promise.fail(Unavailable())
-            task.cancel()
-        }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        return try await promise.futureResult.get()
+        try await tracker.track { try await PostgresDeadline.bounded(timeout, work) }
     }
 
     public func migrate() async throws {

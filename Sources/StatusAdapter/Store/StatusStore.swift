@@ -25,6 +25,10 @@ public protocol StatusStore: GorushQueueStore {
     /// Creates or upgrades the schema.
     func migrate() async throws
 
+    /// How its latest operation went, for `/health`: nil for a store that lives in this process
+    /// (SQLite), whose failures are the instance's own.
+    var health: ComponentHealth? { get }
+
     /// The server identity's 32-byte secret, creating `candidate` as it when there is none yet
     /// (the first instance to store one wins; every instance returns the same).
     func identity(orCreate candidate: [UInt8]) async throws -> [UInt8]
@@ -69,6 +73,7 @@ public protocol StatusStore: GorushQueueStore {
 
 extension StatusStore {
     public var services: [any Service] { [] }
+    public var health: ComponentHealth? { nil }
 
     public func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
         nil

@@ -17,6 +17,7 @@ struct AdamantFrontEnd: FrontEnd {
     let apps: Set<String>
 
     var services: [any Service] { [PushkinsService { [ownSenders] in ownSenders }] + service.services }
+    var health: [ComponentHealth] { service.health }
 
     var appsInUse: Set<String> { apps }
 }
@@ -68,7 +69,10 @@ struct AdamantFrontEndFactory: FrontEndFactory {
             let store: any AdamantStore
             switch config.store {
             case .sqlite(let path): store = try SQLiteAdamantStore(path: path, cacheKiB: config.sqliteCacheKiB)
-            case .postgres(let url): store = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: config.leaseCheck)
+            case .postgres(let url):
+                store = try PostgresAdamantStore(
+                    url: url, logger: logger, leaseCheck: config.leaseCheck, timeout: config.storeTimeout,
+                    metrics: context.metrics.factory)
             }
             let nodes = try AdamantNodeClient(nodes: config.nodes, settings: config.node, metrics: context.metrics.factory)
             let pusher = AdamantPusher(

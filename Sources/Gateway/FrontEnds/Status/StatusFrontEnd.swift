@@ -32,6 +32,7 @@ struct StatusFrontEnd: FrontEnd {
     }
 
     var services: [any Service] { service.services }
+    var health: [ComponentHealth] { service.health }
 
     func waitUntilReady() async throws { try await service.waitUntilReady() }
 
