@@ -93,11 +93,7 @@ import Testing
     /// Waits for `condition`, checking every 25 ms, for at most 60 s: long enough for a loaded
     /// machine, and it ends as soon as the condition holds.
     static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        for _ in 0..<2400 {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        return false
+        try await HeraldTestSupport.eventually(condition)
     }
 
     /// A labelled series' value in Prometheus text, nil when it is not there.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Pushkins
 import Testing
 
@@ -155,7 +156,7 @@ import Testing
         async let inFlight = herald.notify(notifyBody(devices: [device("hold")]))
         await probe.waitForActive(1)
         async let stopped: Void = herald.stop()
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { !herald.gateway.accepting })  // draining: no new connection
         probe.release()
         await stopped
         let response = try await inFlight

@@ -267,16 +267,15 @@ extension HTTPEdgeTests {
         let herald = try await start("  max_connections: 2\n")
         let port = herald.gateway.ports[0]
         let idle = [RawHTTP.openIdle(port: port), RawHTTP.openIdle(port: port)]
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await eventually { herald.gateway.openConnections == 2 })
         let turnedAway = await RawHTTP.exchangeOffPool(port: port, head: "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         for fd in idle { close(fd) }
         // The server frees their slots once it sees them closed: on a loaded machine that can take
         // longer than a fixed pause, so the request is made again (turned away meanwhile) for up to 5 s.
         var after = try await herald.request(.GET, "/health")
-        let giveUp = ContinuousClock.now + .seconds(5)
-        while after.status != 200 && ContinuousClock.now < giveUp {
-            try await Task.sleep(for: .milliseconds(100))
+        try await eventually(within: .seconds(5)) {
             after = try await herald.request(.GET, "/health")
+            return after.status == 200
         }
         await herald.stop()
         #expect(turnedAway.hasPrefix("HTTP/1.1 503"))
@@ -292,9 +291,9 @@ extension HTTPEdgeTests {
         let herald = try await start("  shutdown_first_request_wait: 5\n")
         let port = herald.gateway.ports[0]
         let (fresh, silent) = (RawHTTP.openIdle(port: port), RawHTTP.openIdle(port: port))
-        try await Task.sleep(for: .milliseconds(300))  // both accepted by now
+        #expect(await eventually { herald.gateway.openConnections == 2 })  // both accepted
         async let stopped: Void = herald.stop()
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await eventually { !herald.gateway.accepting })  // the shutdown has begun
         let answer = await RawHTTP.sendOffPool(fd: fresh, head: "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         await stopped
         let unanswered = await RawHTTP.sendOffPool(fd: silent, head: "")
@@ -309,16 +308,18 @@ extension HTTPEdgeTests {
             let herald = try await start("  shutdown_first_request_wait: 0\n")
             let port = herald.gateway.ports[0]
             let connecting = Mutex(true)
+            let made = Mutex(0)
             async let attempts = offPool {
                 var count = 0
                 while connecting.withLock({ $0 }) {
                     let fd = RawHTTP.openIdle(port: port)
                     if fd >= 0 { close(fd) }
                     count += 1
+                    made.withLock { $0 = count }
                 }
                 return count
             }
-            try await Task.sleep(for: .milliseconds(50))
+            await eventually { made.withLock { $0 } >= 10 }  // connections are arriving
             await herald.stop()
             connecting.withLock { $0 = false }
             let done = await attempts

@@ -76,7 +76,7 @@ import Testing
             "http://127.0.0.1:\(port)/_matrix/push/v1/notify",
             notifyBody(["event_id": "$e"], devices: [device(sub, endpoint: "http://127.0.0.1:1/x")]),
             headers: ["X-Request-Id": "req-e2e-42"])
-        try await Task.sleep(for: .milliseconds(200))
+        await eventually { herald.output.contains(#""logger":"herald.access""#) }  // the access line is written
         await herald.kill(SIGTERM)
         await service.stop()
         let lines = herald.output.split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
@@ -107,10 +107,9 @@ import Testing
             toFile: path, atomically: true, encoding: .utf8)
         kill(herald.process.processIdentifier, SIGHUP)
         var after = before
-        for _ in 0..<100 {
+        try await eventually {
             after = try await Self.post(url, body)
-            if after.json == ["rejected": []] { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return after.json == ["rejected": []]
         }
         await herald.kill(SIGTERM)
         await service.stop()
@@ -168,11 +167,10 @@ import Testing
         // Up to 20 s: alone this takes a few hundred milliseconds, but once in about a dozen runs of
         // the whole suite on two busy cores nothing had arrived after 5 s. The loop ends as soon as
         // the spans are in.
-        for _ in 0..<400 {
+        await eventually {
             exported = collector.received(at: endpoint).map { String(decoding: $0.body, as: UTF8.self) }.joined()
             // The request's own span ends after its answer is written: it may come in a later batch.
-            if exported.contains("webpush upstream") && exported.contains("POST /_matrix/push/v1/notify") { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return exported.contains("webpush upstream") && exported.contains("POST /_matrix/push/v1/notify")
         }
         await herald.kill(SIGTERM)
         await service.stop()

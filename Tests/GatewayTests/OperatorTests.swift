@@ -45,8 +45,12 @@ import Testing
         try (gatewayYAML(apps: Self.probeApp + "  com.example.other:\n    type: probe\n") + "\nlog:\n  level: debug\n")
             .write(toFile: path, atomically: true, encoding: .utf8)
         async let reloaded = herald.gateway.reload(configPath: path)
-        try await Task.sleep(for: .milliseconds(100))
-        let after = try await herald.notify(notifyBody(devices: [device("com.example.other", "accept")]))
+        // The new routes serve while the request held under the old ones is still in progress.
+        var after = before
+        try await eventually {
+            after = try await herald.notify(notifyBody(devices: [device("com.example.other", "accept")]))
+            return after.json == ["rejected": []]
+        }
         probe.release()
         let heldResponse = try await held
         let errors = await reloaded

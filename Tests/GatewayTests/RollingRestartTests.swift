@@ -105,10 +105,6 @@ import Testing
 
     /// Waits for `condition`, checking every 25 ms, for at most 60 s.
     static func until(_ condition: () -> Bool) async throws -> Bool {
-        for _ in 0..<2400 {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        return false
+        await eventually { condition() }
     }
 }

@@ -107,11 +107,8 @@ import Testing
 
     /// Waits up to 60 s (a first start of the debug binary on a loaded machine is slow).
     func waitForHealth(port: Int) async throws {
-        for _ in 0..<1200 {
-            if let response = try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health"), response == 200 { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("herald did not come up on port \(port)")
+        let up = await eventually { (try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health")) == 200 }
+        if !up { Issue.record("herald did not come up on port \(port)") }
     }
 
     @Test(.enabled(if: heraldBinary != nil, "needs the herald executable (swift build --build-tests)"))
@@ -221,10 +218,7 @@ import Testing
             .replacingOccurrences(of: "enabled: true", with: "enabled: false")
             .write(toFile: config, atomically: true, encoding: .utf8)
         let process = try ChildProcess.launch(binary, ["serve", "--config", config])
-        for _ in 0..<300 {
-            if (try? await RunningGatewayClient.get("http://127.0.0.1:\(port)/health")) == 200 { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await StatusDurabilityTests().waitForHealth(port: port)
         let body = notifyBody(
             ["event_id": "$e"],
             devices: [
@@ -237,7 +231,7 @@ import Testing
             url: "http://127.0.0.1:\(port)/_matrix/push/v1/notify", method: .POST, body: JSONWriter.serialize(body)
         )
         .send()
-        for _ in 0..<200 where service.received.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        await eventually { !service.received.isEmpty }
         kill(process.processIdentifier, SIGTERM)
         let answered = try await response
         await process.exit()
@@ -320,9 +314,7 @@ struct URLRequestLite {
 
         let second = try AdamantDurabilityTests.Herald.launch(binary, config: config, log: "\(dir)/second.log")
         defer { second.process.stopInBackground(SIGTERM) }
-        for _ in 0..<1500 where Set(apns.received.map(\.token)).count < tokens.count {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        await eventually { Set(apns.received.map(\.token)).count >= tokens.count }
         await apns.stop()
         let received = apns.received.map(\.token)
         #expect(Set(received) == Set(tokens))  // every acknowledged token was sent

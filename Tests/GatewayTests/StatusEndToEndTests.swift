@@ -186,9 +186,9 @@ import Testing
         #expect(response.json == ["success": "ok", "counts": 3, "logs": []])
         // Delivery is asynchronous, as gorush's default: wait for it.
         var stats = try await setup.herald.request(.GET, "/api/stat/app")
-        for _ in 0..<250 where stats.json?["success_tasks"] != 3 {
-            try await Task.sleep(for: .milliseconds(20))
+        try await eventually {
             stats = try await setup.herald.request(.GET, "/api/stat/app")
+            return stats.json?["success_tasks"] == 3
         }
         let healthz = try await setup.herald.request(.GET, "/healthz")
         await setup.stop()
@@ -251,7 +251,7 @@ extension StatusEndToEndTests {
             #"{"notifications":[{"tokens":["0a"],"platform":1,"message":"\#(message)"},{"tokens":["0b"],"platform":1,"message":"\#(message)"}]}"#
         let full = try await setup.post("/api/push", Array(body.utf8))
         let fits = try await setup.post("/api/push", Array(#"{"notifications":[{"tokens":["0c"],"platform":1,"message":"hi"}]}"#.utf8))
-        for _ in 0..<250 where setup.apns.received.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        await eventually { !setup.apns.received.isEmpty }
         let stats = try await setup.herald.request(.GET, "/api/stat/app")
         let metrics = try await setup.herald.metricsText()
         await setup.stop()

@@ -1,3 +1,4 @@
+import HeraldTestSupport
 import Synchronization
 import Testing
 
@@ -71,10 +72,6 @@ import Testing
 
     /// Waits until `condition` holds (yielding first, then sleeping; at most about 10 s).
     static func until(_ condition: () -> Bool) async throws {
-        for attempt in 0..<10_100 {
-            if condition() { return }
-            if attempt < 100 { await Task.yield() } else { try await Task.sleep(for: .milliseconds(1)) }
-        }
-        #expect(condition())
+        #expect(await eventually { condition() })
     }
 }

@@ -1,3 +1,4 @@
+import HeraldTestSupport
 import Logging
 import Synchronization
 import Testing
@@ -68,7 +69,7 @@ import Testing
             await pushkin.dispatchEach(PushNotification(), devices: Self.devices(5), context: Self.context, admission: admission)
         }
         // One device admitted (the one free permit), the next waiting for the permit held here.
-        for _ in 0..<2000 where admission.waiting == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        await eventually { admission.waiting > 0 }
         #expect(admission.waiting == 1)
         task.cancel()
         let outcomes = await task.value
@@ -90,7 +91,7 @@ import Testing
             await pushkin.dispatchEach(
                 PushNotification(), devices: [Device(appId: "a", pushkey: "d")], context: Self.context, admission: admission)
         }
-        for _ in 0..<2000 where admission.waiting == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        await eventually { admission.waiting > 0 }
         #expect(pushkin.started.current == 0)
         admission.release()
         #expect(await task.value.map(\.label) == ["delivered"])

@@ -1,3 +1,4 @@
+import HeraldTestSupport
 import Logging
 import Metrics
 import NIOCore
@@ -157,7 +158,7 @@ import Testing
         let limiter = AsyncLimiter(limit: 1)
         try await limiter.acquire()
         let waiter = Task { try await limiter.acquire() }
-        for _ in 0..<200 where limiter.waiting == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        await eventually { limiter.waiting > 0 }
         #expect(limiter.waiting == 1)
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }

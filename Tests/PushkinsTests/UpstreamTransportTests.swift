@@ -179,8 +179,7 @@ import Testing
         options.delay = .seconds(2)
         server.set(options)
         async let third = post(on: own, "/2")
-        let deadline = ContinuousClock.now + .seconds(2)
-        while transport.idleConnectionLoops.count > 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        await eventually { transport.idleConnectionLoops.count <= 1 }
         #expect(transport.idleConnectionLoops.map { ObjectIdentifier($0 as AnyObject) } == [ObjectIdentifier(other as AnyObject)])
         #expect(try await third == "/2 ")
         #expect(server.connections == 2)

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Logging
 import Pushkins
 import ServiceLifecycle
@@ -73,10 +74,9 @@ import Testing
 
     static let later = Date().addingTimeInterval(600)
 
-    /// Waits until `condition` holds (at most about 10 s).
+    /// Waits until `condition` holds (at most 60 s).
     static func until(_ condition: () -> Bool) async throws {
-        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(condition())
+        #expect(await eventually { condition() })
     }
 
     @Test func answersAreFoundAtOnceAndWrittenInBatchesWhileTheWriterIsBusy() async throws {

@@ -374,6 +374,12 @@ extension StoreTests {
         #expect(try await store.gorushQueueDepth() == (2, 5))
         #expect(try await store.enqueueGorush([[6, 7, 8, 9, 10]], maxJobs: 3, maxBytes: 10))
         #expect(try await store.gorushQueueDepth() == (3, 10))
+        // With the depth just read (full), a further insert is refused at once, as on a count.
+        #expect(try await store.enqueueGorush([[1]], maxJobs: 3, maxBytes: 10) == false)
+        // Far below generous limits, inserts go in (on PostgreSQL without counting) and all are kept.
+        #expect(try await store.gorushQueueDepth() == (3, 10))
+        for n: UInt8 in 0..<5 { #expect(try await store.enqueueGorush([[n], [n]], maxJobs: 1000, maxBytes: 100_000)) }
+        #expect(try await store.gorushQueueDepth() == (13, 20))
         await store.close()
     }
 

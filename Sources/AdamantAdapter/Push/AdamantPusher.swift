@@ -2,7 +2,7 @@ import Logging
 import Pushkins
 
 /// The APNs push for one transaction to one device, as the ADAMANT apps expect it
-/// (docs/adamant.md, "The push"): localisation keys, `badge` 1, `mutable-content` 1, the sound,
+/// (docs/adamant.md, "Pushes"): localisation keys, `badge` 1, `mutable-content` 1, the sound,
 /// `txn-id` and `push-recipient`; the app fetches and decrypts the message itself.
 public struct AdamantPusher: Sendable {
     public enum Kind: String, Sendable {

@@ -101,6 +101,12 @@ public final class HTTPServer: Sendable {
 
     public var port: Int { localAddress.port ?? 0 }
 
+    /// The connections it serves now.
+    public var openConnectionCount: Int { openConnections.current }
+
+    /// Whether its listener still accepts connections (false once a shutdown closed it).
+    public var isAccepting: Bool { channel.channel.isActive }
+
     /// Accepts and serves connections until `shutdown()` has closed the listener and every
     /// connection has finished.
     public func serve() async {

@@ -150,6 +150,12 @@ public final class Gateway: Sendable {
     public var ports: [Int] { group.withLock { $0?.listeners.map(\.port) ?? [] } }
     public var metricsPort: Int? { group.withLock { $0?.metrics?.port } }
 
+    /// The connections its listeners serve now: what a test waits on (rather than for a time).
+    public var openConnections: Int { group.withLock { $0?.listeners.reduce(0) { $0 + $1.openConnectionCount } ?? 0 } }
+
+    /// Whether any listener still accepts connections (false once a shutdown began).
+    public var accepting: Bool { group.withLock { $0?.listeners.contains { $0.isAccepting } ?? false } }
+
     /// Runs every service until they have all stopped (after `shutdown()` or a signal).
     public func run() async throws {
         guard let serviceGroup = group.withLock({ $0?.group }) else { return }

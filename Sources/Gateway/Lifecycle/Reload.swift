@@ -19,7 +19,7 @@ final class SwappableRoutes: HTTPHandler {
     func routeName(forPath path: String) -> String? { current.routeName(forPath: path) }
 }
 
-/// Reloads the config on SIGHUP (docs/operations.md, "Reloading").
+/// Reloads the config on SIGHUP (docs/operations.md, "Signals").
 struct ReloadService: Service {
     let gateway: Gateway
     let configPath: String

@@ -8,7 +8,7 @@ import Pushkins
 import Synchronization
 
 /// An ADAMANT node on loopback with the subset of its API the notification service uses
-/// (docs/adamant.md, "Node API"): `/api/chats/get` (chat type filter, signals hidden unless asked
+/// (docs/adamant.md, "Pushes"): `/api/chats/get` (chat type filter, signals hidden unless asked
 /// for, strict `fromHeight`, at most 100 rows a page), `/api/transactions` (transaction type,
 /// inclusive `fromHeight`), `/api/transactions/get`, `/api/blocks/getHeight`; errors as nodes
 /// report them (`success: false` with HTTP 200). Tests add transactions made with real

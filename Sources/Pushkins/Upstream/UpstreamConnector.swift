@@ -73,7 +73,7 @@ public struct UpstreamOriginError: Error, Sendable, CustomStringConvertible {
 /// with one loopback, private or reserved address among its answers is refused whole, and the
 /// connection goes to the checked addresses only, by address, with the host name kept for TLS
 /// (SNI) and `Host`. Nothing listening, or not, behind a refused address can change the answer,
-/// since no `connect(2)` is made to it (docs/webpush.md, "Which endpoints Herald reaches").
+/// since no `connect(2)` is made to it (docs/compatibility/webpush.md, "Which endpoints Herald reaches").
 struct UpstreamConnector: Sendable {
     let origin: UpstreamOrigin
     let proxy: ProxySettings?

@@ -1,6 +1,6 @@
 /// Which ids may have been added lately: a Bloom filter in two generations, so that a lookup of an
-/// id never added is answered without asking the store (docs/status-protocol.md, "The response
-/// cache").
+/// id never added is answered without asking the store (docs/status-protocol.md, "Herald's
+/// decisions").
 ///
 /// `mayContain` is true for every id among the last `generation` added (and for the ones before
 /// them until the older generation is dropped), and false for an id never added, except for about

@@ -26,6 +26,8 @@ public final class PostgresStatusStore: StatusStore {
 
     /// The outcome of its latest operation, for `/health`.
     let tracker: ComponentHealth
+    /// The gorush queue's depth as last read, which spares most inserts a count of the queue.
+    let queueDepth = GorushQueueDepth()
     public var health: ComponentHealth? { tracker }
 
     public struct URLError: Error, CustomStringConvertible {

@@ -176,18 +176,14 @@ final class Probe: Sendable {
     func end() { state.withLock { $0.active -= 1 } }
     func release() { state.withLock { $0.released = true } }
 
-    /// Waits (at most 10 s) for `release()`.
+    /// Waits (at most 60 s) for `release()`.
     func waitForRelease() async {
-        for _ in 0..<2000 where !state.withLock({ $0.released }) {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        await eventually { state.withLock { $0.released } }
     }
 
-    /// Waits (at most 10 s) until `count` dispatches are in progress.
+    /// Waits (at most 60 s) until `count` dispatches are in progress.
     func waitForActive(_ count: Int) async {
-        for _ in 0..<2000 where active < count {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        await eventually { active >= count }
     }
     var seen: [String] { state.withLock { $0.seen } }
     var loops: [ObjectIdentifier?] { state.withLock { $0.loops } }
