@@ -30,10 +30,10 @@ let compactLayout: [LinkerSetting] = [
 let package = Package(
     name: "Herald",
     platforms: [.macOS(.v15)],
+    // One product: the modules are layers of one program, reached across with `package` access
+    // (docs/architecture.md, "Modules"), not libraries with a public API.
     products: [
-        .executable(name: "herald", targets: ["herald"]),
-        .library(name: "Pushkins", targets: ["Pushkins"]),
-        .library(name: "Gateway", targets: ["Gateway"]),
+        .executable(name: "herald", targets: ["herald"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -59,14 +59,53 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
+        // The core: JSON, the config reader, notifications, outcomes and their reasons, and the
+        // primitives everything shares. No HTTP.
         .target(
-            name: "Pushkins",
+            name: "HeraldCore",
             dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // The one path of an upstream call: retries and deadlines, the connector and its address
+        // policy, the HTTP/1.1 and HTTP/2 transports.
+        .target(
+            name: "HeraldUpstream",
+            dependencies: [
+                "HeraldCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // The providers, one folder each, and the registry that builds them from `apps:`.
+        .target(
+            name: "Pushkins",
+            dependencies: [
+                "HeraldCore",
+                "HeraldUpstream",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -76,6 +115,20 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // The HTTP/1.1 server: connections, limits, routes and their error dialects.
+        .target(
+            name: "HeraldHTTPServer",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
@@ -98,6 +151,8 @@ let package = Package(
         .target(
             name: "StatusAdapter",
             dependencies: [
+                "HeraldCore",
+                "HeraldUpstream",
                 "Pushkins",
                 "HeraldPostgres",
                 "HeraldSQLite",
@@ -123,6 +178,8 @@ let package = Package(
         .target(
             name: "AdamantAdapter",
             dependencies: [
+                "HeraldCore",
+                "HeraldUpstream",
                 "Pushkins",
                 "HeraldPostgres",
                 "HeraldSQLite",
@@ -141,6 +198,9 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
+                "HeraldCore",
+                "HeraldUpstream",
+                "HeraldHTTPServer",
                 "Pushkins",
                 "StatusAdapter",
                 "AdamantAdapter",
@@ -163,6 +223,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "Gateway",
+                "HeraldCore",
                 "Pushkins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -171,6 +232,9 @@ let package = Package(
         .target(
             name: "HeraldTestSupport",
             dependencies: [
+                "HeraldCore",
+                "HeraldUpstream",
+                "HeraldHTTPServer",
                 "Pushkins",
                 "AdamantAdapter",
                 "Gateway",
@@ -192,23 +256,25 @@ let package = Package(
         .executableTarget(
             name: "herald-fakes",
             dependencies: [
-                "HeraldTestSupport", "Pushkins", "StatusAdapter", "AdamantAdapter",
+                "HeraldTestSupport", "HeraldCore", "HeraldUpstream", "Pushkins", "StatusAdapter", "AdamantAdapter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
-        .executableTarget(name: "herald-fuzz", dependencies: ["Gateway"]),
+        .executableTarget(name: "herald-fuzz", dependencies: ["Gateway", "HeraldCore", "HeraldHTTPServer"]),
         .executableTarget(
             name: "bench-hello",
             dependencies: [.product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
         .testTarget(
             name: "PushkinsTests",
-            dependencies: ["Pushkins", "HeraldTestSupport", .product(name: "Metrics", package: "swift-metrics")]),
+            dependencies: [
+                "HeraldCore", "HeraldUpstream", "Pushkins", "HeraldTestSupport", .product(name: "Metrics", package: "swift-metrics"),
+            ]),
         .testTarget(
             name: "StatusAdapterTests",
             dependencies: [
-                "StatusAdapter", "Pushkins", "HeraldTestSupport", "HeraldPostgres", "HeraldSQLite",
+                "StatusAdapter", "HeraldCore", "HeraldUpstream", "Pushkins", "HeraldTestSupport", "HeraldPostgres", "HeraldSQLite",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -216,13 +282,14 @@ let package = Package(
         .testTarget(
             name: "AdamantAdapterTests",
             dependencies: [
-                "AdamantAdapter", "Pushkins", "HeraldTestSupport", "HeraldSQLite", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "AdamantAdapter", "HeraldCore", "HeraldUpstream", "Pushkins", "HeraldTestSupport", "HeraldSQLite",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "Pushkins", "HeraldTestSupport"],
+            dependencies: ["Gateway", "HeraldCore", "HeraldUpstream", "HeraldHTTPServer", "Pushkins", "HeraldTestSupport"],
             resources: [.copy("Fixtures")]
         ),
     ]

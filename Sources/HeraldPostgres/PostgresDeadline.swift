@@ -2,18 +2,18 @@ import NIOCore
 import NIOPosix
 
 /// A store operation's wait for PostgreSQL, bounded.
-public enum PostgresDeadline {
+package enum PostgresDeadline {
     /// The database did not answer within the store's timeout (it is down or unreachable).
-    public struct Unavailable: Error, CustomStringConvertible {
-        public init() {}
-        public var description: String { "the PostgreSQL store did not answer in time" }
+    package struct Unavailable: Error, CustomStringConvertible {
+        package init() {}
+        package var description: String { "the PostgreSQL store did not answer in time" }
     }
 
     /// `work` within `timeout`, else `Unavailable`. The caller does not wait for `work` past the
     /// timeout: `work` is cancelled then, but a query sent on a connection that died under it
     /// (PostgreSQL killed mid-request) may never complete whatever its cancellation, so it is not
     /// awaited (a task of its own, then abandoned; it ends when its connection is finally closed).
-    public static func bounded<T: Sendable>(_ timeout: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    package static func bounded<T: Sendable>(_ timeout: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         let loop = MultiThreadedEventLoopGroup.singleton.any()
         let promise = loop.makePromise(of: T.self)
         let task = promise.completeWithTask(work)

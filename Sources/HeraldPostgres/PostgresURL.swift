@@ -9,12 +9,12 @@ import PostgresNIO
 /// - `require`: TLS, without checking the server's certificate (as libpq's `require`);
 /// - `verify-full`: TLS, the certificate checked against `sslrootcert` (a PEM CA file) or the
 ///   system's roots, and the host name against the certificate.
-public enum PostgresURL {
-    public struct Invalid: Error, CustomStringConvertible {
-        public var description: String
+package enum PostgresURL {
+    package struct Invalid: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public static func configuration(_ url: String) throws(Invalid) -> PostgresClient.Configuration {
+    package static func configuration(_ url: String) throws(Invalid) -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), let host = components.host,
             components.scheme == "postgres" || components.scheme == "postgresql"
         else { throw Invalid(description: "'\(redacted(url))' is not a postgres:// URL") }
@@ -50,7 +50,7 @@ public enum PostgresURL {
     }
 
     /// The URL without its password, for messages.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url), components.password != nil else { return url }
         components.password = "***"
         return components.string ?? url

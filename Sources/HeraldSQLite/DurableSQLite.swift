@@ -12,11 +12,11 @@ import GRDB
 /// each, for a writer, up to five readers and the point-read connections). The pages of the file stay
 /// in the kernel's page cache anyway, so a smaller cache costs a read from it, not from the disk
 /// (docs/operations.md, "Memory").
-public enum DurableSQLite {
+package enum DurableSQLite {
     /// `sqlite_cache_kib`'s default.
-    public static let defaultCacheKiB = 256
+    package static let defaultCacheKiB = 256
 
-    public static func open(path: String, cacheKiB: Int = defaultCacheKiB) throws -> DatabasePool {
+    package static func open(path: String, cacheKiB: Int = defaultCacheKiB) throws -> DatabasePool {
         try FileManager.default.createDirectory(
             at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         var configuration = Configuration()
@@ -28,7 +28,7 @@ public enum DurableSQLite {
     }
 
     /// The writer's `synchronous` setting (2 is FULL).
-    public static func synchronousSetting(of pool: DatabasePool) async throws -> Int {
+    package static func synchronousSetting(of pool: DatabasePool) async throws -> Int {
         try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 }

@@ -9,9 +9,9 @@ import Synchronization
 /// locks); for a lookup of one row that was more than the lookup. Here a connection is taken from a
 /// list under a lock and used by one thread at a time; SQLite re-prepares a statement by itself if
 /// the schema changes. The writes, and every other read, stay with GRDB.
-public final class SQLitePointReads: Sendable {
+package final class SQLitePointReads: Sendable {
     /// A value bound to a statement's parameter.
-    public enum Value: Sendable {
+    package enum Value: Sendable {
         case blob([UInt8])
         case text(String)
         case integer(Int64)
@@ -19,13 +19,13 @@ public final class SQLitePointReads: Sendable {
     }
 
     /// A row being read: its columns, by position. Valid only within the `read` it is given to.
-    public struct Row {
+    package struct Row {
         fileprivate let statement: OpaquePointer
 
-        public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+        package func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
 
         /// The column's bytes, or nil if it is NULL.
-        public func blob(_ column: Int32) -> [UInt8]? {
+        package func blob(_ column: Int32) -> [UInt8]? {
             guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
             let count = Int(sqlite3_column_bytes(statement, column))
             guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
@@ -33,10 +33,10 @@ public final class SQLitePointReads: Sendable {
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let code: Int32
-        public let message: String
-        public var description: String { "SQLite error \(code): \(message)" }
+    package struct Failure: Error, CustomStringConvertible {
+        package let code: Int32
+        package let message: String
+        package var description: String { "SQLite error \(code): \(message)" }
     }
 
     /// One read connection and its prepared statements. Only the thread that took it from `idle`
@@ -87,14 +87,14 @@ public final class SQLitePointReads: Sendable {
     private let cacheKiB: Int
 
     /// Lookups on the SQLite file at `path`, which a `DurableSQLite` pool has opened (and put in WAL).
-    public init(path: String, maxIdle: Int = 8, cacheKiB: Int = DurableSQLite.defaultCacheKiB) {
+    package init(path: String, maxIdle: Int = 8, cacheKiB: Int = DurableSQLite.defaultCacheKiB) {
         self.path = path
         self.maxIdle = maxIdle
         self.cacheKiB = cacheKiB
     }
 
     /// Runs `sql` with `arguments` and reads its first row with `read`; nil if there is none.
-    public func first<T>(_ sql: String, _ arguments: [Value], read: (Row) -> T) throws(Failure) -> T? {
+    package func first<T>(_ sql: String, _ arguments: [Value], read: (Row) -> T) throws(Failure) -> T? {
         let connection = try take()
         defer { giveBack(connection) }
         let statement = try connection.statement(sql)
@@ -138,7 +138,7 @@ public final class SQLitePointReads: Sendable {
     }
 
     /// Closes the idle connections (the store is closing).
-    public func close() {
+    package func close() {
         idle.withLock { $0 = Idle(closed: true) }
     }
 }

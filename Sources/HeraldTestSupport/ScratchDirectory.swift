@@ -5,13 +5,13 @@ import Synchronization
 /// directory. Each is removed when the process that made it exits: `scripts/test.sh` gives its run
 /// a temporary directory of its own, but a `swift test` run without it used to leave about a
 /// hundred behind.
-public enum ScratchDirectory {
+package enum ScratchDirectory {
     private static let made = Mutex<[String]>([])
     /// Registers the removal at exit once, on the first directory made.
     private static let removalAtExit: Void = { atexit { ScratchDirectory.removeAll() } }()
 
     /// A new, empty directory whose name starts with `prefix`.
-    public static func make(_ prefix: String) -> String {
+    package static func make(_ prefix: String) -> String {
         removalAtExit
         let path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

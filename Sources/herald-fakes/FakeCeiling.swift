@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import NIOSSL

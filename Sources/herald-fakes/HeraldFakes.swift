@@ -2,7 +2,9 @@ import AdamantAdapter
 import ArgumentParser
 import Crypto
 import Foundation
+import HeraldCore
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 
 /// Runs Herald's fake upstreams on loopback for the benchmark and demos: a Web Push service, an

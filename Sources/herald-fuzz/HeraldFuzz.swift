@@ -1,5 +1,7 @@
 import Foundation
 import Gateway
+import HeraldCore
+import HeraldHTTPServer
 
 // `herald-fuzz`: Herald's parsers under libFuzzer (docs/fuzzing.md). `scripts/fuzz.sh` builds it
 // with `-sanitize=fuzzer -D HERALD_FUZZ`, and libFuzzer's `main` runs the target named by
@@ -16,7 +18,7 @@ import Gateway
     }()
 
     @_cdecl("LLVMFuzzerTestOneInput")
-    public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    package func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         target.run(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
         return 0
     }

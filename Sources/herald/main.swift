@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 
 @main

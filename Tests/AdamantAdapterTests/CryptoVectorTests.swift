@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 import Testing
 

@@ -1,10 +1,14 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// APNs through real sockets: Herald → the fake APNs (HTTP/2 over TLS, JWT or client-certificate
 /// checks). docs/compatibility/apns.md.

@@ -1,8 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
 import Testing
 
 @testable import Gateway
+@testable import HeraldCore
+@testable import HeraldHTTPServer
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// Herald's own HTTP/2 connection to APNs (`HTTP2Upstream`): the server's stream limit, the

@@ -1,7 +1,9 @@
 import AdamantAdapter
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
 import HeraldTestSupport
+import HeraldUpstream
 import Logging
 import Pushkins
 import Testing

@@ -1,11 +1,15 @@
 import AdamantAdapter
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The ADAMANT notification service through real sockets: a device's signal and its messages
 /// appear on a fake node, Herald polls it and wakes the device through the fake APNs of its

@@ -1,10 +1,14 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Logging
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// docs/configuration.md lists exactly the keys the config reader asks for: a config with every
 /// section and every kind of app is read, the key paths read are collected, and they must be the

@@ -1,9 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// Start-up validation: every problem is one line naming the key path and the reason.
 @Suite struct ConfigTests {

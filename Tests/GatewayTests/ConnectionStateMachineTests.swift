@@ -1,8 +1,11 @@
+import HeraldCore
+import HeraldHTTPServer
 import NIOCore
 import NIOHTTP1
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The per-connection request handling, without sockets: what each part of a request leads to.
 @Suite struct ConnectionStateMachineTests {

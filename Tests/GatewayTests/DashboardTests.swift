@@ -1,11 +1,15 @@
 import AdamantAdapter
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// `contrib/grafana/herald.json` queries only series Herald exports: a gateway with every kind of
 /// app and front end is started, serves one notify, and its exposition must name every metric the

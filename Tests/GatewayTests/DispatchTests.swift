@@ -1,9 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// How one request's devices are routed, dispatched and answered (docs/compatibility/matrix.md).
 @Suite struct DispatchTests {

@@ -1,5 +1,8 @@
 import CoreMetrics
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import NIOHTTP1
 import Prometheus
@@ -7,6 +10,7 @@ import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 @testable import StatusAdapter
 
 /// Every request error becomes its response in one place, in the dialect of its route.

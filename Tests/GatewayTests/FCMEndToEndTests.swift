@@ -1,9 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// FCM through real sockets: Herald → the fake FCM (OAuth token endpoint, v1 and legacy).
 /// docs/compatibility/fcm.md.

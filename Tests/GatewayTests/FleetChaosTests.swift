@@ -2,7 +2,9 @@ import AdamantAdapter
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import HeraldCore
 import HeraldTestSupport
+import HeraldUpstream
 import NIOCore
 import Pushkins
 import StatusAdapter

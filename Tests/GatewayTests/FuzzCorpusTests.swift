@@ -1,7 +1,10 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The fuzzing seed corpus (docs/fuzzing.md), replayed on every test run: no seed crashes its
 /// target, and each target has seeds that get past its first parser.

@@ -1,10 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import Logging
 import NIOCore
 import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 #if canImport(Glibc)
     import Glibc

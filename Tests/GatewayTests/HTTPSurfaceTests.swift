@@ -1,8 +1,12 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The HTTP surface of the gateway: health, discovery, 404/405 as Matrix JSON, body limits.
 @Suite struct HTTPSurfaceTests {

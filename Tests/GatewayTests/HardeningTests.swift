@@ -1,11 +1,15 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 #if canImport(Glibc)
     import Glibc

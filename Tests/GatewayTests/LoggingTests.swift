@@ -1,8 +1,12 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 @Suite struct LoggingTests {
     @Test func jsonLinesParseAndCarryMetadata() throws {

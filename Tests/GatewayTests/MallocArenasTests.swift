@@ -1,6 +1,9 @@
+import HeraldCore
+import HeraldHTTPServer
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// `herald serve` limits glibc's malloc arenas unless the operator set `MALLOC_ARENA_MAX`.
 @Suite struct MallocArenasTests {

@@ -1,7 +1,11 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// Every validation error of docs/compatibility/matrix.md, "Validation" (and the shapes of §13 that crash Sygnal): the status,
 /// the Matrix errcode and Sygnal's message, as JSON.

@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
 import HeraldTestSupport
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins

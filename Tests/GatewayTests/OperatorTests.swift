@@ -1,13 +1,17 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Logging
 import NIOHTTP1
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// What operators reach for, in process: request ids, reload, the outbound proxy.
 @Suite struct OperatorTests {

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
 import NIOCore
 import NIOPosix
@@ -6,6 +8,9 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HeraldCore
+@testable import HeraldHTTPServer
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// Attacker-chosen Web Push and UnifiedPush endpoints whose *names* lead to internal addresses

@@ -1,13 +1,17 @@
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The Web Push → APNs relay through real sockets: a sender → Herald → the fake APNs of each
 /// environment; the test then decodes and decrypts what the device would get

@@ -1,10 +1,14 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The relay's pieces without sockets: extended Z85, the APNs payload byte for byte against
 /// toot-relay's vectors, and the reading of Web Push headers (docs/webpush-relay.md).

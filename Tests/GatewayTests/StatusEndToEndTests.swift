@@ -1,12 +1,16 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import StatusAdapter
 import SwiftProtobuf
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// The Status server over HTTP: a test client registers, queries and sends; the fake APNs and
 /// FCM receive what gorush would have sent; rejected tokens come back as NOT_REGISTERED.

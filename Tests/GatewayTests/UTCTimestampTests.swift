@@ -1,7 +1,10 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 @Suite struct UTCTimestampTests {
     /// The format log lines had when Foundation wrote them.

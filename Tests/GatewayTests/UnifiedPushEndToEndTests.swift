@@ -1,9 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// Matrix → UnifiedPush through real sockets: Herald → a fake distributor that records what its
 /// endpoints received (docs/compatibility/unifiedpush.md).

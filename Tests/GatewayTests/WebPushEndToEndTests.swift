@@ -1,9 +1,13 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// Web Push through real sockets: Herald → the fake push service, which decrypts and checks VAPID
 /// (docs/compatibility/webpush.md, plus Herald's retries, limits and endpoint policy).

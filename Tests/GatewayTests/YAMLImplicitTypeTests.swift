@@ -1,7 +1,10 @@
+import HeraldCore
+import HeraldHTTPServer
 import Testing
 import Yams
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// `YAMLImplicitType` must type every scalar as Yams' default (regular-expression) resolver did, so
 /// that dropping that resolver changes no config file's meaning.

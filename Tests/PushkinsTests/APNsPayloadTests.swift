@@ -1,5 +1,7 @@
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// docs/compatibility/apns.md: what Sygnal sends to APNs, and how it is cut to 4096 bytes.

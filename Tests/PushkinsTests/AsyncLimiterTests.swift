@@ -2,6 +2,8 @@ import HeraldTestSupport
 import Synchronization
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 @Suite struct AsyncLimiterTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// Herald's byte-level base64url against Foundation's decoder, the implementation it replaced.

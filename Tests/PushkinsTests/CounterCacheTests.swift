@@ -1,6 +1,8 @@
 import Metrics
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// `CounterCache`: one handle per series, whatever the label and dimensions contain.

@@ -3,6 +3,8 @@ import Logging
 import Synchronization
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// `dispatchEach` with an admission limiter: the devices of a request beyond the limiter's

@@ -1,5 +1,7 @@
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 @Suite struct GlobTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 @Suite struct SecureRandomTests {

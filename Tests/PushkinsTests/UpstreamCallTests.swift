@@ -6,6 +6,8 @@ import NIOHTTP1
 import Synchronization
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// The one upstream-call path: attempts, classification, Retry-After, budget, metrics-free fakes.

@@ -7,6 +7,8 @@ import NIOHTTP2
 import NIOPosix
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// Herald's own transports against real servers on loopback: the keep-alive HTTP/1.1 pool

@@ -1,6 +1,8 @@
 import Crypto
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 /// RFC 8291 Appendix A: the worked example, byte for byte.

@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import Testing
 
+@testable import HeraldCore
+@testable import HeraldUpstream
 @testable import Pushkins
 
 @Suite struct WebPushPayloadTests {

@@ -1,5 +1,7 @@
 import Foundation
+import HeraldCore
 import HeraldTestSupport
+import HeraldUpstream
 import Pushkins
 import SwiftProtobuf
 import Testing

@@ -1,8 +1,10 @@
 import Foundation
 import GRDB
+import HeraldCore
 import HeraldPostgres
 import HeraldSQLite
 import HeraldTestSupport
+import HeraldUpstream
 import Logging
 import PostgresNIO
 import Pushkins

@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 @testable import StatusAdapter

@@ -1,10 +1,12 @@
 import Foundation
+import HeraldCore
 import HeraldSQLite
+import HeraldUpstream
 import Pushkins
 
 /// The `adamant:` section (docs/adamant.md, "Configuration").
-public struct AdamantConfig: Sendable {
-    public enum Startup: Sendable, Equatable {
+package struct AdamantConfig: Sendable {
+    package enum Startup: Sendable, Equatable {
         /// The stored cursors; where there are none, the chain's current height.
         case database
         /// The chain's current height: nothing older is pushed.
@@ -13,51 +15,52 @@ public struct AdamantConfig: Sendable {
         case initial(height: Int64)
     }
 
-    public enum Store: Sendable, Equatable {
+    package enum Store: Sendable, Equatable {
         case sqlite(path: String)
         case postgres(url: String)
     }
 
     /// What a push says for one kind of transaction: localisation keys the app resolves, a sound.
-    public struct Payload: Sendable, Equatable {
-        public var locKey: String
-        public var titleLocKey: String?
-        public var sound: String?
+    package struct Payload: Sendable, Equatable {
+        package var locKey: String
+        package var titleLocKey: String?
+        package var sound: String?
     }
 
-    public var enabled = true
-    public var nodes: [String] = []
+    package var enabled = true
+    package var nodes: [String] = []
     /// The service account's keys, from `passphrase_file` or `private_key_file`.
-    public var keys: AdamantKeys?
-    public var apnsApp = ""
-    public var apnsSandboxApp: String?
-    public var developmentBaseURL = APNsHosts.development
-    public var topic: String?
-    public var pollInterval: Duration = .seconds(3)
-    public var signalPollInterval: Duration = .seconds(10)
-    public var maxBackoff: Duration = .seconds(60)
-    public var startup = Startup.database
-    public var store = Store.sqlite(path: "./data/adamant.sqlite")
+    package var keys: AdamantKeys?
+    package var apnsApp = ""
+    package var apnsSandboxApp: String?
+    package var developmentBaseURL = APNsHosts.development
+    package var topic: String?
+    package var pollInterval: Duration = .seconds(3)
+    package var signalPollInterval: Duration = .seconds(10)
+    package var maxBackoff: Duration = .seconds(60)
+    package var startup = Startup.database
+    package var store = Store.sqlite(path: "./data/adamant.sqlite")
     /// The page cache of each SQLite connection, in KiB.
-    public var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
-    public var chatPayload = Payload(locKey: "NotificationsService.NewMessage.BodySingle", titleLocKey: nil, sound: "notification.mp3")
-    public var transferPayload = Payload(locKey: "NotificationsService.NewTransfer.BodySingle", titleLocKey: nil, sound: "notification.mp3")
-    public var recentPushes = 100_000
-    public var leaseRetry: Duration = .seconds(2)
+    package var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
+    package var chatPayload = Payload(locKey: "NotificationsService.NewMessage.BodySingle", titleLocKey: nil, sound: "notification.mp3")
+    package var transferPayload = Payload(
+        locKey: "NotificationsService.NewTransfer.BodySingle", titleLocKey: nil, sound: "notification.mp3")
+    package var recentPushes = 100_000
+    package var leaseRetry: Duration = .seconds(2)
     /// How often the lease holder proves its lock's connection alive (PostgreSQL).
-    public var leaseCheck: Duration = .seconds(1)
+    package var leaseCheck: Duration = .seconds(1)
     /// How long a PostgreSQL store operation may wait for the database (`store_timeout`).
-    public var storeTimeout: Duration = .seconds(5)
+    package var storeTimeout: Duration = .seconds(5)
     /// Polls a batch with temporary APNs failures is tried again before its failed pushes are given up.
-    public var maxBatchAttempts = 5
-    public var maxConcurrentPushes = 64
+    package var maxBatchAttempts = 5
+    package var maxConcurrentPushes = 64
     /// Towards the nodes. A page of 100 chat transactions is about 70 KB: answers up to 16 MiB are read.
-    public var node = UpstreamSettings(
+    package var node = UpstreamSettings(
         maxConnections: 8, connectTimeout: .seconds(5), requestTimeout: .seconds(10), maxResponseBytes: 16 << 20)
 
-    public init() {}
+    package init() {}
 
-    public static func read(_ section: ConfigSection, proxy: ProxySettings?) -> AdamantConfig {
+    package static func read(_ section: ConfigSection, proxy: ProxySettings?) -> AdamantConfig {
         var config = AdamantConfig()
         let diagnostics = section.diagnostics
         config.enabled = section.bool("enabled", default: true)

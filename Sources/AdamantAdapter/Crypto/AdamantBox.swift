@@ -1,19 +1,21 @@
 import CSodium
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 /// ADAMANT's message encryption (AIP-4; signals too): NaCl `crypto_box` (X25519, XSalsa20,
 /// Poly1305) between the two accounts' Ed25519 keys converted to Curve25519; the ciphertext is
 /// the 16-byte tag then the encrypted bytes, hex in `asset.chat.message`, with the 24-byte nonce hex
 /// in `asset.chat.own_message`.
-public enum AdamantBox {
-    public enum Failure: Error, Equatable {
+package enum AdamantBox {
+    package enum Failure: Error, Equatable {
         case badKey
         case badNonce
         case authenticationFailed
     }
 
     /// The Curve25519 public key of an Ed25519 public key.
-    public static func curvePublic(_ edPublic: [UInt8]) throws(Failure) -> [UInt8] {
+    package static func curvePublic(_ edPublic: [UInt8]) throws(Failure) -> [UInt8] {
         guard edPublic.count == 32, AdamantSodium.ready else { throw .badKey }
         var out = [UInt8](repeating: 0, count: 32)
         guard crypto_sign_ed25519_pk_to_curve25519(&out, edPublic) == 0 else { throw .badKey }
@@ -21,7 +23,7 @@ public enum AdamantBox {
     }
 
     /// The Curve25519 secret of an Ed25519 private key (only its first 32 bytes matter).
-    public static func curveSecret(_ edPrivate: [UInt8]) throws(Failure) -> [UInt8] {
+    package static func curveSecret(_ edPrivate: [UInt8]) throws(Failure) -> [UInt8] {
         guard edPrivate.count == 64 || edPrivate.count == 32, AdamantSodium.ready else { throw .badKey }
         var full = edPrivate
         if full.count == 32 {
@@ -34,7 +36,7 @@ public enum AdamantBox {
     }
 
     /// Seals `plaintext` from the sender's private key to the recipient's public key.
-    public static func seal(_ plaintext: [UInt8], nonce: [UInt8], senderPrivate: [UInt8], recipientPublic: [UInt8]) throws(Failure)
+    package static func seal(_ plaintext: [UInt8], nonce: [UInt8], senderPrivate: [UInt8], recipientPublic: [UInt8]) throws(Failure)
         -> [UInt8]
     {
         guard nonce.count == 24 else { throw .badNonce }
@@ -46,7 +48,7 @@ public enum AdamantBox {
     }
 
     /// Opens a message sent by `senderPublic` to the owner of `recipientPrivate`.
-    public static func open(_ ciphertext: [UInt8], nonce: [UInt8], senderPublic: [UInt8], recipientPrivate: [UInt8]) throws(Failure)
+    package static func open(_ ciphertext: [UInt8], nonce: [UInt8], senderPublic: [UInt8], recipientPrivate: [UInt8]) throws(Failure)
         -> [UInt8]
     {
         guard nonce.count == 24 else { throw .badNonce }
@@ -61,7 +63,7 @@ public enum AdamantBox {
     }
 
     /// 24 random bytes.
-    public static func randomNonce() -> [UInt8] {
+    package static func randomNonce() -> [UInt8] {
         var nonce = [UInt8](repeating: 0, count: 24)
         _ = AdamantSodium.ready
         randombytes_buf(&nonce, 24)

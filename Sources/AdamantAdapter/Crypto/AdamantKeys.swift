@@ -2,21 +2,23 @@ import CSodium
 import Crypto
 import CryptoExtras
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 /// An ADAMANT account's keys (docs/adamant.md, "Crypto"): Ed25519, made from a passphrase as the
 /// ADAMANT clients do (BIP39 seed, SHA-256 of it as the Ed25519 seed), and its `U…` address.
-public struct AdamantKeys: Sendable, Equatable {
+package struct AdamantKeys: Sendable, Equatable {
     /// 32 bytes.
-    public let publicKey: [UInt8]
+    package let publicKey: [UInt8]
     /// 64 bytes, NaCl's layout: the 32-byte seed, then the public key.
-    public let privateKey: [UInt8]
+    package let privateKey: [UInt8]
 
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         case badPrivateKey
         case emptyPassphrase
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .badPrivateKey: return "not the hex of a 32-byte seed or a 64-byte Ed25519 private key"
             case .emptyPassphrase: return "the passphrase is empty"
@@ -26,7 +28,7 @@ public struct AdamantKeys: Sendable, Equatable {
 
     /// From a passphrase: PBKDF2-HMAC-SHA512 (2048 rounds, salt "mnemonic") of its NFKD form, then
     /// SHA-256 of that seed is the Ed25519 seed.
-    public init(passphrase: String) throws {
+    package init(passphrase: String) throws {
         let normalized = passphrase.trimmingCharacters(in: .whitespacesAndNewlines).decomposedStringWithCompatibilityMapping
         guard !normalized.isEmpty else { throw Failure.emptyPassphrase }
         let seed = try KDF.Insecure.PBKDF2.deriveKey(
@@ -35,7 +37,7 @@ public struct AdamantKeys: Sendable, Equatable {
     }
 
     /// From a 32-byte Ed25519 seed.
-    public init(seed: [UInt8]) throws {
+    package init(seed: [UInt8]) throws {
         guard seed.count == 32, AdamantSodium.ready else { throw Failure.badPrivateKey }
         var publicKey = [UInt8](repeating: 0, count: 32)
         var privateKey = [UInt8](repeating: 0, count: 64)
@@ -45,7 +47,7 @@ public struct AdamantKeys: Sendable, Equatable {
     }
 
     /// From hex: a 64-byte private key (seed ‖ public key) or a 32-byte seed.
-    public init(privateKeyHex: String) throws {
+    package init(privateKeyHex: String) throws {
         guard let bytes = [UInt8](hexString: privateKeyHex.trimmingCharacters(in: .whitespacesAndNewlines)),
             bytes.count == 64 || bytes.count == 32
         else { throw Failure.badPrivateKey }
@@ -53,10 +55,10 @@ public struct AdamantKeys: Sendable, Equatable {
         if bytes.count == 64, Array(bytes.suffix(32)) != publicKey { throw Failure.badPrivateKey }
     }
 
-    public var address: String { Self.address(publicKey: publicKey) }
+    package var address: String { Self.address(publicKey: publicKey) }
 
     /// `U` and the decimal of the first 8 bytes of SHA-256(public key), read little-endian.
-    public static func address(publicKey: [UInt8]) -> String {
+    package static func address(publicKey: [UInt8]) -> String {
         let digest = Array(SHA256.hash(data: publicKey))
         var value: UInt64 = 0
         for byte in digest.prefix(8).reversed() { value = value << 8 | UInt64(byte) }
@@ -64,7 +66,7 @@ public struct AdamantKeys: Sendable, Equatable {
     }
 
     /// `^U[0-9]{6,20}$`.
-    public static func isAddress(_ text: String) -> Bool {
+    package static func isAddress(_ text: String) -> Bool {
         text.first == "U" && (7...21).contains(text.count) && text.dropFirst().allSatisfy(\.isASCII)
             && text.dropFirst().allSatisfy(\.isNumber)
     }

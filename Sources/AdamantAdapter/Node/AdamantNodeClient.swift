@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
@@ -8,39 +10,39 @@ import Synchronization
 /// Asks ADAMANT nodes. A node that answers an HTTP error, something that is not JSON, or
 /// `success: false` (nodes report handler errors with HTTP 200) fails the request, and the next
 /// request goes to the next node in the list; the caller backs off.
-public final class AdamantNodeClient: Sendable {
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var node: String
-        public var reason: String
-        public var description: String { "\(node): \(reason)" }
+package final class AdamantNodeClient: Sendable {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package var node: String
+        package var reason: String
+        package var description: String { "\(node): \(reason)" }
     }
 
-    public let nodes: [String]
+    package let nodes: [String]
     private let client: UpstreamHTTPClient
     private let current = Atomic<Int>(0)
     private let failures: Metrics.Counter
 
     /// The newest-first page size of the node's list endpoints (their maximum for chats).
-    public static let pageSize = 100
+    package static let pageSize = 100
 
-    public init(nodes: [String], settings: UpstreamSettings, metrics: any MetricsFactory) throws {
+    package init(nodes: [String], settings: UpstreamSettings, metrics: any MetricsFactory) throws {
         self.nodes = nodes.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.client = try UpstreamHTTPClient(settings: settings)
         self.failures = Metrics.Counter(label: "herald_adamant_node_failures_total", dimensions: [], factory: metrics)
     }
 
-    public func shutdown() async { await client.shutdown() }
+    package func shutdown() async { await client.shutdown() }
 
     /// `GET path?query` on the current node: the answer when it is a JSON object with `success: true`.
-    public func get(_ path: String, query: [(String, String)]) async throws(Failure) -> JSONValue {
+    package func get(_ path: String, query: [(String, String)]) async throws(Failure) -> JSONValue {
         try await answer(path, query: query).json
     }
 
     /// The index of the node requests go to now.
-    public var currentNode: Int { current.load(ordering: .relaxed) % max(nodes.count, 1) }
+    package var currentNode: Int { current.load(ordering: .relaxed) % max(nodes.count, 1) }
 
     /// The chain's height as the current node reports it, and which node (`currentNode`) said so.
-    public func height() async throws(Failure) -> (height: Int64, node: Int) {
+    package func height() async throws(Failure) -> (height: Int64, node: Int) {
         let (json, node) = try await answer("/api/blocks/getHeight", query: [])
         guard let height = json["height"]?.pythonInt else { throw Failure(node: nodes[node], reason: "no height in the answer") }
         return (height, node)
@@ -75,7 +77,7 @@ public final class AdamantNodeClient: Sendable {
     }
 
     /// Every page of a newest-first list (`transactions`), following `offset` until a page is short.
-    public func transactions(_ path: String, query: [(String, String)], maxPages: Int = 1000) async throws(Failure) -> [AdamantTransaction]
+    package func transactions(_ path: String, query: [(String, String)], maxPages: Int = 1000) async throws(Failure) -> [AdamantTransaction]
     {
         var all: [AdamantTransaction] = []
         var offset = 0

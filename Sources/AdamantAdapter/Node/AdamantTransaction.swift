@@ -1,32 +1,34 @@
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 /// The fields of a node's transaction that the service reads.
-public struct AdamantTransaction: Sendable, Equatable {
-    public var id: String
-    public var height: Int64
+package struct AdamantTransaction: Sendable, Equatable {
+    package var id: String
+    package var height: Int64
     /// 0 transfer, 8 chat.
-    public var type: Int
+    package var type: Int
     /// Seconds since the ADAMANT epoch (2017-09-02T17:00:00Z).
-    public var timestamp: Int64
-    public var senderId: String
-    public var senderPublicKey: String
-    public var recipientId: String
+    package var timestamp: Int64
+    package var senderId: String
+    package var senderPublicKey: String
+    package var recipientId: String
     /// `asset.chat`: chat type (1 message, 2 rich, 3 signal…), and the hex ciphertext and nonce.
-    public var chat: Chat?
+    package var chat: Chat?
 
-    public struct Chat: Sendable, Equatable {
-        public var type: Int
-        public var message: String
-        public var ownMessage: String
+    package struct Chat: Sendable, Equatable {
+        package var type: Int
+        package var message: String
+        package var ownMessage: String
 
-        public init(type: Int, message: String, ownMessage: String) {
+        package init(type: Int, message: String, ownMessage: String) {
             self.type = type
             self.message = message
             self.ownMessage = ownMessage
         }
     }
 
-    public init(
+    package init(
         id: String, height: Int64, type: Int, timestamp: Int64, senderId: String, senderPublicKey: String, recipientId: String,
         chat: Chat? = nil
     ) {
@@ -41,7 +43,7 @@ public struct AdamantTransaction: Sendable, Equatable {
     }
 
     /// Reads one transaction object; nil when a field the service needs is missing.
-    public init?(_ json: JSONValue) {
+    package init?(_ json: JSONValue) {
         guard let id = json["id"]?.stringValue, !id.isEmpty, let height = json["height"]?.pythonInt,
             let type = json["type"]?.pythonInt, let senderId = json["senderId"]?.stringValue
         else { return nil }
@@ -59,7 +61,7 @@ public struct AdamantTransaction: Sendable, Equatable {
     }
 
     /// The JSON a node answers with (for the fake node and tests).
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object: JSONObject = [
             "id": .string(id), "height": .int(height), "blockId": .string("\(height)0"), "type": .int(Int64(type)),
             "block_timestamp": .int(timestamp), "timestamp": .int(timestamp), "senderPublicKey": .string(senderPublicKey),
@@ -78,7 +80,7 @@ public struct AdamantTransaction: Sendable, Equatable {
     }
 
     /// Chain order: height, then timestamp, then id.
-    public static func chainOrder(_ a: AdamantTransaction, _ b: AdamantTransaction) -> Bool {
+    package static func chainOrder(_ a: AdamantTransaction, _ b: AdamantTransaction) -> Bool {
         if a.height != b.height { return a.height < b.height }
         if a.timestamp != b.timestamp { return a.timestamp < b.timestamp }
         return a.id < b.id

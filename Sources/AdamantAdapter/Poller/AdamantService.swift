@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import Pushkins
@@ -11,7 +13,7 @@ import Synchronization
 /// pushes and its cursor are committed together, and the recently pushed (transaction, device)
 /// keys make a replayed batch push nothing twice. A failing node or database is backed off and
 /// tried again; nothing here ends the process, and a graceful shutdown ends it promptly.
-public final class AdamantService: Service {
+package final class AdamantService: Service {
     let config: AdamantConfig
     let keys: AdamantKeys
     let nodes: AdamantNodeClient
@@ -22,7 +24,7 @@ public final class AdamantService: Service {
     let counters: CounterCache
     private let batchAttempts = Mutex<[String: Int]>([:])
 
-    public init(
+    package init(
         config: AdamantConfig, keys: AdamantKeys, nodes: AdamantNodeClient, store: any AdamantStore, pusher: AdamantPusher,
         logger: Logger, metrics: any MetricsFactory
     ) {
@@ -37,12 +39,12 @@ public final class AdamantService: Service {
     }
 
     /// The PostgreSQL store's health (SQLite has none of its own).
-    public var health: [ComponentHealth] { store.health.map { [$0] } ?? [] }
+    package var health: [ComponentHealth] { store.health.map { [$0] } ?? [] }
 
     /// The store's services, then this one.
-    public var services: [any Service] { store.services + [self] }
+    package var services: [any Service] { store.services + [self] }
 
-    public func run() async throws {
+    package func run() async throws {
         defer { logger.notice("ADAMANT pollers stopped") }
         guard await migrated() else {
             await nodes.shutdown()

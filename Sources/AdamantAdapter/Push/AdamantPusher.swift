@@ -1,11 +1,13 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Pushkins
 
 /// The APNs push for one transaction to one device, as the ADAMANT apps expect it
 /// (docs/adamant.md, "Pushes"): localisation keys, `badge` 1, `mutable-content` 1, the sound,
 /// `txn-id` and `push-recipient`; the app fetches and decrypts the message itself.
-public struct AdamantPusher: Sendable {
-    public enum Kind: String, Sendable {
+package struct AdamantPusher: Sendable {
+    package enum Kind: String, Sendable {
         case chat
         case transfer
     }
@@ -15,7 +17,7 @@ public struct AdamantPusher: Sendable {
     let topic: String?
     let payloads: [Kind: AdamantConfig.Payload]
 
-    public init(
+    package init(
         production: any APNsSending, sandbox: any APNsSending, topic: String?, chat: AdamantConfig.Payload,
         transfer: AdamantConfig.Payload
     ) {
@@ -25,7 +27,7 @@ public struct AdamantPusher: Sendable {
         self.payloads = [.chat: chat, .transfer: transfer]
     }
 
-    public static func payload(_ transaction: AdamantTransaction, recipient: String, config: AdamantConfig.Payload) -> JSONObject {
+    package static func payload(_ transaction: AdamantTransaction, recipient: String, config: AdamantConfig.Payload) -> JSONObject {
         var alert: JSONObject = ["loc-key": .string(config.locKey)]
         if let title = config.titleLocKey { alert["title-loc-key"] = .string(title) }
         var aps: JSONObject = ["alert": .object(alert), "badge": 1]
@@ -36,7 +38,7 @@ public struct AdamantPusher: Sendable {
 
     func sender(_ provider: AdamantProvider) -> any APNsSending { provider == .apns ? production : sandbox }
 
-    public func push(_ transaction: AdamantTransaction, kind: Kind, to device: RegisteredDevice, logger: Logger) async -> DeviceOutcome {
+    package func push(_ transaction: AdamantTransaction, kind: Kind, to device: RegisteredDevice, logger: Logger) async -> DeviceOutcome {
         guard let config = payloads[kind] else { return .skipped(reason: .nothingToSend) }
         let message = APNsMessage(
             payload: Self.payload(transaction, recipient: device.address, config: config), deviceToken: device.token, topic: topic,
@@ -45,7 +47,7 @@ public struct AdamantPusher: Sendable {
     }
 
     /// Whether APNs says the token is dead: 410, or 400 `BadDeviceToken` / `DeviceTokenNotForTopic`.
-    public static func meansDeadToken(_ outcome: DeviceOutcome) -> Bool {
+    package static func meansDeadToken(_ outcome: DeviceOutcome) -> Bool {
         switch outcome {
         case .rejected(.apns(status: 410, _)), .rejected(.apns(status: 400, .badDeviceToken?)),
             .rejected(.apns(status: 400, .deviceTokenNotForTopic?)):

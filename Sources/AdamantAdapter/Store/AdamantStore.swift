@@ -1,21 +1,23 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 import ServiceLifecycle
 
 /// Where a device registered: `apns` (Apple's production host) or `apns-sandbox` (development).
-public enum AdamantProvider: String, Sendable, CaseIterable {
+package enum AdamantProvider: String, Sendable, CaseIterable {
     case apns
     case apnsSandbox = "apns-sandbox"
 }
 
 /// A device registered for an address.
-public struct RegisteredDevice: Sendable, Equatable, Hashable {
-    public var address: String
+package struct RegisteredDevice: Sendable, Equatable, Hashable {
+    package var address: String
     /// Lowercase hex.
-    public var token: String
-    public var provider: AdamantProvider
+    package var token: String
+    package var provider: AdamantProvider
 
-    public init(address: String, token: String, provider: AdamantProvider) {
+    package init(address: String, token: String, provider: AdamantProvider) {
         self.address = address
         self.token = token
         self.provider = provider
@@ -23,17 +25,17 @@ public struct RegisteredDevice: Sendable, Equatable, Hashable {
 }
 
 /// One registration signal, decoded: add (or update the provider of) or remove (address, token).
-public struct DeviceChange: Sendable, Equatable {
-    public enum Action: Sendable, Equatable {
+package struct DeviceChange: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         case add(AdamantProvider)
         case remove
     }
 
-    public var address: String
-    public var token: String
-    public var action: Action
+    package var address: String
+    package var token: String
+    package var action: Action
 
-    public init(address: String, token: String, action: Action) {
+    package init(address: String, token: String, action: Action) {
         self.address = address
         self.token = token
         self.action = action
@@ -43,7 +45,7 @@ public struct DeviceChange: Sendable, Equatable {
 /// The ADAMANT service's state: devices by address, a height cursor per poller, and the recently
 /// pushed (transaction, device) keys that make a replayed batch push nothing twice. SQLite (one
 /// instance) and PostgreSQL (several instances, one of which polls) implement it.
-public protocol AdamantStore: Sendable {
+package protocol AdamantStore: Sendable {
     func migrate() async throws
 
     /// The height up to which `worker` has handled the chain; nil when it never ran.
@@ -88,19 +90,19 @@ public protocol AdamantStore: Sendable {
 }
 
 extension AdamantStore {
-    public var services: [any Service] { [] }
-    public var health: ComponentHealth? { nil }
+    package var services: [any Service] { [] }
+    package var health: ComponentHealth? { nil }
 
     /// One instance alone: always the leader.
-    public func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws { try await body() }
+    package func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws { try await body() }
 
-    public func confirmLease() async throws {}
+    package func confirmLease() async throws {}
 }
 
 /// This instance no longer holds the polling lease (docs/adamant.md, "Several instances"): its
 /// pollers stop, and a cursor commit made after another instance took the lease is refused.
-public struct LeaseLost: Error, CustomStringConvertible, Sendable {
-    public var why: String
-    public init(_ why: String) { self.why = why }
-    public var description: String { "the ADAMANT polling lease was lost: \(why)" }
+package struct LeaseLost: Error, CustomStringConvertible, Sendable {
+    package var why: String
+    package init(_ why: String) { self.why = why }
+    package var description: String { "the ADAMANT polling lease was lost: \(why)" }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import HeraldCore
 import HeraldPostgres
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
@@ -23,10 +25,10 @@ import Synchronization
 /// the epoch `FOR SHARE` in its transaction and is refused unless it is still its own. A holder
 /// whose connection died (a PostgreSQL crash or restart) therefore stops before, or at the latest
 /// at, its next commit, and the instance that took over never sees that commit land after its own.
-public final class PostgresAdamantStore: AdamantStore {
+package final class PostgresAdamantStore: AdamantStore {
     private let client: PostgresClient
     private let logger: Logger
-    public let url: String
+    package let url: String
     /// How often the lease holder proves its lock's connection alive; an answer later than five
     /// times this counts as a lost lease (a database merely slow for a moment keeps its poller).
     let leaseCheck: Duration
@@ -36,7 +38,7 @@ public final class PostgresAdamantStore: AdamantStore {
     let timeout: Duration
     /// The outcome of its latest operation, for `/health`.
     let tracker: ComponentHealth
-    public var health: ComponentHealth? { tracker }
+    package var health: ComponentHealth? { tracker }
     private let lease = Mutex(LeaseState.unfenced)
     static let leaseKey: Int64 = 4_242_002
     static let migrationKey: Int64 = 4_242_003
@@ -49,11 +51,11 @@ public final class PostgresAdamantStore: AdamantStore {
         case lost
     }
 
-    public struct URLError: Error, CustomStringConvertible {
-        public var description: String
+    package struct URLError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public init(
+    package init(
         url: String, logger: Logger, leaseCheck: Duration = .seconds(1), timeout: Duration = .seconds(5),
         metrics: (any MetricsFactory)? = nil
     ) throws {
@@ -71,7 +73,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public var services: [any Service] { [client] }
+    package var services: [any Service] { [client] }
 
     /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
     /// A lost lease is an answer of the database, not a failure of it.
@@ -89,7 +91,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public func migrate() async throws {
+    package func migrate() async throws {
         _ = try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationKey))", logger: logger)
             try await connection.query(
@@ -112,7 +114,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public func cursor(_ worker: String) async throws -> Int64? {
+    package func cursor(_ worker: String) async throws -> Int64? {
         try await bounded { [client, logger] in
             let rows = try await client.query("SELECT height FROM adamant_cursors WHERE worker = \(worker)", logger: logger)
             for try await height in rows.decode(Int64.self) { return height }
@@ -128,7 +130,7 @@ public final class PostgresAdamantStore: AdamantStore {
             """, logger: logger)
     }
 
-    public func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
+    package func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
         let logger = self.logger
         try await fencedTransaction { connection in
             for change in changes {
@@ -149,7 +151,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public func devices(addresses: [String]) async throws -> [RegisteredDevice] {
+    package func devices(addresses: [String]) async throws -> [RegisteredDevice] {
         guard !addresses.isEmpty else { return [] }
         return try await bounded { [client, logger] in
             let rows = try await client.query(
@@ -164,7 +166,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public func remove(token: String, provider: AdamantProvider) async throws -> Int {
+    package func remove(token: String, provider: AdamantProvider) async throws -> Int {
         try await bounded { [client, logger] in
             let rows = try await client.query(
                 "DELETE FROM adamant_devices WHERE token = \(token) AND provider = \(provider.rawValue) RETURNING address", logger: logger)
@@ -174,7 +176,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public func pushed(among keys: [String]) async throws -> Set<String> {
+    package func pushed(among keys: [String]) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         return try await bounded { [client, logger] in
             let rows = try await client.query("SELECT key FROM adamant_pushed WHERE key = ANY(\(keys))", logger: logger)
@@ -185,7 +187,7 @@ public final class PostgresAdamantStore: AdamantStore {
     }
 
     /// Not fenced: it records what was sent, whoever holds the lease now.
-    public func markPushed(_ keys: [String]) async throws {
+    package func markPushed(_ keys: [String]) async throws {
         guard !keys.isEmpty else { return }
         try await bounded { [client, logger] in
             let rows = try await client.query(
@@ -194,7 +196,7 @@ public final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    public func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
+    package func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
         let logger = self.logger
         try await fencedTransaction { connection in
             if !keys.isEmpty {
@@ -248,7 +250,7 @@ public final class PostgresAdamantStore: AdamantStore {
         return nil
     }
 
-    public func confirmLease() async throws {
+    package func confirmLease() async throws {
         guard let expected = try expectedEpoch() else { return }
         let current = try await bounded { [client, logger] in
             try await client.withConnection { try await Self.epoch($0, lock: false, logger: logger) }
@@ -260,7 +262,7 @@ public final class PostgresAdamantStore: AdamantStore {
     /// alive every `leaseCheck`: when it fails, `body` is cancelled (its pollers stop) and the lock
     /// is sought again. A dead instance's connection closes and its lock with it. Ends when `body`
     /// returns, or at a graceful shutdown, whatever the state of the database.
-    public func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    package func whileLeader(retry: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
         lease.withLock { $0 = .lost }
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
@@ -376,5 +378,5 @@ public final class PostgresAdamantStore: AdamantStore {
         return "\(host):\(getpid())"
     }()
 
-    public func close() async {}
+    package func close() async {}
 }

@@ -3,15 +3,15 @@ import GRDB
 import HeraldSQLite
 
 /// The default ADAMANT store: one SQLite file (WAL, `synchronous=FULL`), for one instance.
-public final class SQLiteAdamantStore: AdamantStore {
+package final class SQLiteAdamantStore: AdamantStore {
     let pool: DatabasePool
 
     /// `cacheKiB`: each connection's page cache (`sqlite_cache_kib`).
-    public init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
+    package init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
         pool = try DurableSQLite.open(path: path, cacheKiB: cacheKiB)
     }
 
-    public func migrate() async throws {
+    package func migrate() async throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -28,7 +28,7 @@ public final class SQLiteAdamantStore: AdamantStore {
         try migrator.migrate(pool)
     }
 
-    public func cursor(_ worker: String) async throws -> Int64? {
+    package func cursor(_ worker: String) async throws -> Int64? {
         try await pool.read { db in try Int64.fetchOne(db, sql: "SELECT height FROM adamant_cursors WHERE worker = ?", arguments: [worker])
         }
     }
@@ -41,7 +41,7 @@ public final class SQLiteAdamantStore: AdamantStore {
                 """, arguments: [worker, cursor, Date().timeIntervalSince1970])
     }
 
-    public func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
+    package func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
         try await pool.write { db in
             for change in changes {
                 switch change.action {
@@ -60,7 +60,7 @@ public final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    public func devices(addresses: [String]) async throws -> [RegisteredDevice] {
+    package func devices(addresses: [String]) async throws -> [RegisteredDevice] {
         guard !addresses.isEmpty else { return [] }
         return try await pool.read { db in
             var result: [RegisteredDevice] = []
@@ -79,14 +79,14 @@ public final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    public func remove(token: String, provider: AdamantProvider) async throws -> Int {
+    package func remove(token: String, provider: AdamantProvider) async throws -> Int {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM adamant_devices WHERE token = ? AND provider = ?", arguments: [token, provider.rawValue])
             return db.changesCount
         }
     }
 
-    public func pushed(among keys: [String]) async throws -> Set<String> {
+    package func pushed(among keys: [String]) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         return try await pool.read { db in
             var found: Set<String> = []
@@ -101,7 +101,7 @@ public final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    public func markPushed(_ keys: [String]) async throws {
+    package func markPushed(_ keys: [String]) async throws {
         guard !keys.isEmpty else { return }
         try await pool.write { db in
             var seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM adamant_pushed") ?? 0
@@ -112,7 +112,7 @@ public final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    public func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
+    package func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
         try await pool.write { db in
             var seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM adamant_pushed") ?? 0
             for key in keys {
@@ -124,5 +124,5 @@ public final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    public func close() async { try? pool.close() }
+    package func close() async { try? pool.close() }
 }

@@ -1,15 +1,18 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 
 /// Reads a config file into a `GatewayConfig`. Only unreadable files and invalid YAML throw; every
 /// other problem is in the returned diagnostics, so that one run reports them all.
-public enum ConfigLoading {
-    public struct Failure: Error, CustomStringConvertible {
-        public var errors: [String]
-        public var description: String { errors.joined(separator: "\n") }
+package enum ConfigLoading {
+    package struct Failure: Error, CustomStringConvertible {
+        package var errors: [String]
+        package var description: String { errors.joined(separator: "\n") }
     }
 
-    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(Failure) -> (
+    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(Failure) -> (
         GatewayConfig, ConfigDiagnostics
     ) {
         let text: String
@@ -21,7 +24,7 @@ public enum ConfigLoading {
         return try parse(text, source: path, environment: environment)
     }
 
-    public static func parse(_ text: String, source: String = "config", environment: [String: String] = [:]) throws(Failure) -> (
+    package static func parse(_ text: String, source: String = "config", environment: [String: String] = [:]) throws(Failure) -> (
         GatewayConfig, ConfigDiagnostics
     ) {
         let root: ConfigValue

@@ -1,85 +1,88 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import OrderedCollections
 import Pushkins
 
 /// The whole config file: Sygnal's sections (docs/compatibility/matrix.md, "Configuration") plus Herald's additions, validated at
 /// start-up with every problem named by its key path.
-public struct GatewayConfig: Sendable {
-    public struct HTTP: Sendable {
-        public var bindAddresses: [String] = ["127.0.0.1"]
-        public var port: Int = 5000
-        public var maxRequestBodyBytes: Int = 512 * 1024
+package struct GatewayConfig: Sendable {
+    package struct HTTP: Sendable {
+        package var bindAddresses: [String] = ["127.0.0.1"]
+        package var port: Int = 5000
+        package var maxRequestBodyBytes: Int = 512 * 1024
         /// After a 413, how much of the refused body is read and thrown away so the client reads
         /// the answer before the connection closes.
-        public var maxDiscardedBodyBytes: Int = 8 << 20
+        package var maxDiscardedBodyBytes: Int = 8 << 20
         /// Connections open at once on each listener.
-        public var maxConnections = 10_000
+        package var maxConnections = 10_000
         /// From a request's first byte to its last: a trickling client is answered 408 and cut.
-        public var requestReadTimeout: Duration = .seconds(30)
+        package var requestReadTimeout: Duration = .seconds(30)
         /// Request-body bytes held in memory across all connections; beyond, 503 with `Retry-After`.
-        public var maxBufferedBodyBytes = 256 << 20
-        public var idleTimeout: Duration = .seconds(75)
-        public var shutdownGracePeriod: Duration = .seconds(30)
+        package var maxBufferedBodyBytes = 256 << 20
+        package var idleTimeout: Duration = .seconds(75)
+        package var shutdownGracePeriod: Duration = .seconds(30)
         /// `SO_REUSEPORT` on the listeners, for rolling restarts.
-        public var reusePort = false
+        package var reusePort = false
         /// With `reusePort`: how long a stopping Herald keeps accepting after handing new
         /// connections over to its successor.
-        public var reusePortHandover: Duration = .milliseconds(500)
+        package var reusePortHandover: Duration = .milliseconds(500)
         /// On shutdown, how long a connection accepted but without a request yet gets to start one.
-        public var shutdownFirstRequestWait: Duration = .seconds(2)
+        package var shutdownFirstRequestWait: Duration = .seconds(2)
     }
 
-    public struct Log: Sendable {
-        public enum Format: String, Sendable { case plain, json }
-        public var format: Format = .plain
-        public var level: Logger.Level = .info
+    package struct Log: Sendable {
+        package enum Format: String, Sendable { case plain, json }
+        package var format: Format = .plain
+        package var level: Logger.Level = .info
         /// `log.access.enabled`: a line per HTTP request under `herald.access`.
-        public var accessLog = false
+        package var accessLog = false
     }
 
     /// `tracing:`: OpenTelemetry spans exported over OTLP/HTTP.
-    public struct Tracing: Sendable {
-        public var enabled = false
-        public var endpoint = "http://127.0.0.1:4318/v1/traces"
-        public var serviceName = "herald"
-        public var sampleRatio = 1.0
-        public var exportInterval: Duration = .seconds(5)
+    package struct Tracing: Sendable {
+        package var enabled = false
+        package var endpoint = "http://127.0.0.1:4318/v1/traces"
+        package var serviceName = "herald"
+        package var sampleRatio = 1.0
+        package var exportInterval: Duration = .seconds(5)
         /// OTLP/HTTP with JSON bodies instead of protobuf.
-        public var json = false
+        package var json = false
     }
 
-    public struct Prometheus: Sendable {
-        public var enabled = false
-        public var address = "127.0.0.1"
-        public var port = 8000
+    package struct Prometheus: Sendable {
+        package var enabled = false
+        package var address = "127.0.0.1"
+        package var port = 8000
     }
 
-    public struct App: Sendable {
-        public var key: String
-        public var type: String
-        public var inflightRequestLimit: Int
+    package struct App: Sendable {
+        package var key: String
+        package var type: String
+        package var inflightRequestLimit: Int
     }
 
-    public var http = HTTP()
-    public var log = Log()
-    public var prometheus = Prometheus()
-    public var tracing = Tracing()
-    public var proxy: ProxySettings?
+    package var http = HTTP()
+    package var log = Log()
+    package var prometheus = Prometheus()
+    package var tracing = Tracing()
+    package var proxy: ProxySettings?
     /// Each app's type and limit; the pushkin-specific keys are read when pushkins are built.
-    public var apps: [App] = []
+    package var apps: [App] = []
     /// The raw `apps:` section, in file order.
-    public var rawApps: OrderedDictionary<String, ConfigValue> = [:]
+    package var rawApps: OrderedDictionary<String, ConfigValue> = [:]
     /// Every other top-level section, for the front ends (`status:`); the gateway warns about
     /// those no front end reads.
-    public var extraSections: OrderedDictionary<String, ConfigValue> = [:]
+    package var extraSections: OrderedDictionary<String, ConfigValue> = [:]
 }
 
 extension GatewayConfig {
     static let coreSections: Set<String> = ["http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db"]
 
     /// Parses the config's generic sections. Pushkin keys are validated separately, by the pushkins.
-    public static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
+    package static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
         var config = GatewayConfig()
         guard case .map(let top) = root else {
             diagnostics.error("(top level)", "expected a mapping, got \(root.typeName)")

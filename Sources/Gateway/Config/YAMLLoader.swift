@@ -1,14 +1,17 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import OrderedCollections
 import Pushkins
 import Yams
 
 /// Reads YAML into `ConfigValue`, keeping mapping order.
-public enum YAMLLoader {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+package enum YAMLLoader {
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public static func load(_ text: String) throws(Failure) -> ConfigValue {
+    package static func load(_ text: String) throws(Failure) -> ConfigValue {
         let node: Node?
         do {
             // No resolver: Yams' would match every scalar with NSRegularExpression

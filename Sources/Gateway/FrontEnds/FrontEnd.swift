@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import ServiceLifecycle
@@ -5,7 +8,7 @@ import ServiceLifecycle
 /// A way in to Herald: the Matrix push gateway API, the Status server, gorush's API, and the
 /// Web Push relay and ADAMANT poller to come. A front end uses pushkins to deliver; the gateway
 /// composes front ends and knows nothing of their insides (docs/architecture.md).
-public protocol FrontEnd: Sendable {
+package protocol FrontEnd: Sendable {
     /// A short name for logs (`matrix`, `status`, `gorush`).
     var name: String { get }
 
@@ -37,39 +40,39 @@ public protocol FrontEnd: Sendable {
 }
 
 extension FrontEnd {
-    public var services: [any Service] { [] }
-    public func waitUntilReady() async throws {}
-    public var ownListeners: [ListenerAddress] { [] }
-    public var appsInUse: Set<String> { [] }
-    public func drained() async {}
-    public var health: [ComponentHealth] { [] }
+    package var services: [any Service] { [] }
+    package func waitUntilReady() async throws {}
+    package var ownListeners: [ListenerAddress] { [] }
+    package var appsInUse: Set<String> { [] }
+    package func drained() async {}
+    package var health: [ComponentHealth] { [] }
 }
 
 /// Where a listener binds: each host on one port.
-public struct ListenerAddress: Sendable, Equatable {
-    public var hosts: [String]
-    public var port: Int
+package struct ListenerAddress: Sendable, Equatable {
+    package var hosts: [String]
+    package var port: Int
 
-    public init(hosts: [String], port: Int) {
+    package init(hosts: [String], port: Int) {
         self.hosts = hosts
         self.port = port
     }
 }
 
 /// What a front end is built from.
-public struct FrontEndContext: Sendable {
-    public let config: GatewayConfig
-    public let pushkins: [any Pushkin]
-    public let metrics: GatewayMetrics
-    public let logger: Logger
+package struct FrontEndContext: Sendable {
+    package let config: GatewayConfig
+    package let pushkins: [any Pushkin]
+    package let metrics: GatewayMetrics
+    package let logger: Logger
     /// Validation only (`herald check-config`): build nothing that touches files or the network.
-    public let readOnly: Bool
+    package let readOnly: Bool
 
-    public func pushkin(named name: String) -> (any Pushkin)? { pushkins.first { $0.name == name } }
+    package func pushkin(named name: String) -> (any Pushkin)? { pushkins.first { $0.name == name } }
 }
 
 /// Builds front ends from the config. A new front end is one factory in `FrontEnds.standard`.
-public protocol FrontEndFactory: Sendable {
+package protocol FrontEndFactory: Sendable {
     /// The top-level config sections it reads; the gateway warns about sections nobody reads.
     var sections: [String] { get }
 
@@ -83,12 +86,12 @@ public protocol FrontEndFactory: Sendable {
 }
 
 extension FrontEndFactory {
-    public var reloadable: Bool { false }
+    package var reloadable: Bool { false }
 }
 
-public enum FrontEnds {
+package enum FrontEnds {
     /// The front ends shipped with Herald.
-    public static let standard: [any FrontEndFactory] = [
+    package static let standard: [any FrontEndFactory] = [
         MatrixFrontEndFactory(), StatusFrontEndFactory(), RelayFrontEndFactory(), AdamantFrontEndFactory(),
     ]
 }

@@ -1,4 +1,7 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins
@@ -8,7 +11,7 @@ import StatusAdapter
 /// any bytes and must neither crash nor hang; what it returns does not matter. `herald-fuzz` runs
 /// them under libFuzzer, and the tests replay the seed corpus in `fuzz/corpus/<target>/`. `run`
 /// says whether the input got past the first parser (a corpus of inputs that never do is useless).
-public enum FuzzTarget: String, CaseIterable, Sendable {
+package enum FuzzTarget: String, CaseIterable, Sendable {
     /// Herald's JSON parser, and writing back what it parsed.
     case json
     /// A `/_matrix/push/v1/notify` body, up to the payloads each pushkin would build from it.
@@ -22,7 +25,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case gorush
 
     @discardableResult
-    public func run(_ bytes: [UInt8]) -> Bool {
+    package func run(_ bytes: [UInt8]) -> Bool {
         switch self {
         case .json: return Self.json(bytes)
         case .notify: return Self.notify(bytes)

@@ -1,18 +1,21 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import ServiceLifecycle
 import UnixSignals
 
 /// Loading a config file into a gateway, as `herald serve` and `herald check-config` do.
-public enum Bootstrap {
-    public struct StartupError: Error, CustomStringConvertible {
-        public var lines: [String]
-        public var description: String { lines.joined(separator: "\n") }
+package enum Bootstrap {
+    package struct StartupError: Error, CustomStringConvertible {
+        package var lines: [String]
+        package var description: String { lines.joined(separator: "\n") }
     }
 
     /// Loads and validates the config and builds the gateway (pushkins included) without binding.
-    public static func makeGateway(
+    package static func makeGateway(
         configPath: String, registry: PushkinRegistry = .standard, bootstrapLogging: Bool = false, readOnly: Bool = false
     ) async throws(StartupError) -> Gateway {
         let (config, diagnostics): (GatewayConfig, ConfigDiagnostics)
@@ -46,7 +49,7 @@ public enum Bootstrap {
         return gateway
     }
 
-    public static func bootstrapLogger(_ log: GatewayConfig.Log) {
+    package static func bootstrapLogger(_ log: GatewayConfig.Log) {
         LogLevelControl.set(log.level)
         LoggingSystem.bootstrap(
             { label, provider in
@@ -55,7 +58,7 @@ public enum Bootstrap {
     }
 
     /// Binds, then runs until SIGTERM or SIGINT has drained everything; SIGHUP reloads `configPath`.
-    public static func serve(_ gateway: Gateway, configPath: String? = nil) async throws {
+    package static func serve(_ gateway: Gateway, configPath: String? = nil) async throws {
         try await gateway.start(signals: [.sigterm, .sigint], reloadPath: configPath)
         try await gateway.run()
     }

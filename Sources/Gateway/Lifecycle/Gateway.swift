@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import NIOCore
 import Pushkins
@@ -12,10 +15,10 @@ import UnixSignals
 /// signal. Services stop in the reverse of their order: listeners drain first (up to
 /// `http.shutdown_grace_period`), then front ends finish their work, then pushkins close their
 /// upstream connections (docs/architecture.md, "Lifecycle").
-public final class Gateway: Sendable {
+package final class Gateway: Sendable {
     /// The config the gateway started with (listeners and front-end sections are not reloaded).
-    public let config: GatewayConfig
-    public let metrics: GatewayMetrics
+    package let config: GatewayConfig
+    package let metrics: GatewayMetrics
     let logger: Logger
     let registry: PushkinRegistry
     let factories: [any FrontEndFactory]
@@ -34,13 +37,13 @@ public final class Gateway: Sendable {
     }
 
     /// The pushkins of `apps:` as last loaded.
-    public var pushkins: [any Pushkin] { live.withLock { $0.pushkins } }
-    public var frontEnds: [any FrontEnd] { live.withLock { $0.frontEnds } }
-    public var routes: RouteTable { handler.current }
+    package var pushkins: [any Pushkin] { live.withLock { $0.pushkins } }
+    package var frontEnds: [any FrontEnd] { live.withLock { $0.frontEnds } }
+    package var routes: RouteTable { handler.current }
 
     /// Builds pushkins and front ends. Problems are added to `diagnostics` (naming key paths); the
     /// caller stops when it has errors.
-    public init(
+    package init(
         config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
         frontEnds factories: [any FrontEndFactory] = FrontEnds.standard, logger: Logger, readOnly: Bool = false
     ) {
@@ -87,7 +90,7 @@ public final class Gateway: Sendable {
 
     /// Binds the listeners (one per `http.bind_addresses` entry, and the metrics listener) and
     /// makes the service group; `signals` trigger its graceful shutdown.
-    public func start(signals: [UnixSignal] = [], reloadPath: String? = nil) async throws {
+    package func start(signals: [UnixSignal] = [], reloadPath: String? = nil) async throws {
         var listeners: [HTTPServer] = []
         let accessLog = config.log.accessLog ? AccessLog() : nil
         var inboundLimits = InboundLimits()
@@ -147,24 +150,24 @@ public final class Gateway: Sendable {
     }
 
     /// The bound ports: `bind_addresses` in order, then the front ends' own listeners.
-    public var ports: [Int] { group.withLock { $0?.listeners.map(\.port) ?? [] } }
-    public var metricsPort: Int? { group.withLock { $0?.metrics?.port } }
+    package var ports: [Int] { group.withLock { $0?.listeners.map(\.port) ?? [] } }
+    package var metricsPort: Int? { group.withLock { $0?.metrics?.port } }
 
     /// The connections its listeners serve now: what a test waits on (rather than for a time).
-    public var openConnections: Int { group.withLock { $0?.listeners.reduce(0) { $0 + $1.openConnectionCount } ?? 0 } }
+    package var openConnections: Int { group.withLock { $0?.listeners.reduce(0) { $0 + $1.openConnectionCount } ?? 0 } }
 
     /// Whether any listener still accepts connections (false once a shutdown began).
-    public var accepting: Bool { group.withLock { $0?.listeners.contains { $0.isAccepting } ?? false } }
+    package var accepting: Bool { group.withLock { $0?.listeners.contains { $0.isAccepting } ?? false } }
 
     /// Runs every service until they have all stopped (after `shutdown()` or a signal).
-    public func run() async throws {
+    package func run() async throws {
         guard let serviceGroup = group.withLock({ $0?.group }) else { return }
         defer { logger.notice("Shut down") }
         try await serviceGroup.run()
     }
 
     /// Starts the graceful shutdown; `run()` returns when it is complete.
-    public func shutdown() async {
+    package func shutdown() async {
         guard let serviceGroup = group.withLock({ $0?.group }) else {
             for pushkin in allPushkins { await pushkin.shutdown() }
             return

@@ -1,3 +1,7 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -9,8 +13,8 @@
 /// of the Web Push, APNs and FCM rows is 0.6–0.9 MiB lower, CPU per request unchanged
 /// (docs/operations.md, "Memory"). `MALLOC_ARENA_MAX` in the environment, glibc's own setting,
 /// wins.
-public enum MallocArenas {
-    public static let defaultLimit: Int32 = 2
+package enum MallocArenas {
+    package static let defaultLimit: Int32 = 2
 
     /// The limit Herald sets, or nil when the environment already sets one.
     static func limit(environment: [String: String]) -> Int32? {
@@ -18,7 +22,7 @@ public enum MallocArenas {
     }
 
     /// Sets the limit for `herald serve`, before its threads start allocating.
-    public static func apply(environment: [String: String]) {
+    package static func apply(environment: [String: String]) {
         #if canImport(Glibc)
             guard let limit = limit(environment: environment), let mallopt else { return }
             _ = mallopt(arenaMax, limit)

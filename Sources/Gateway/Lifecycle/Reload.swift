@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import ServiceLifecycle
@@ -38,7 +41,7 @@ extension Gateway {
     /// Status, relay and ADAMANT sections, keep their start-up settings. An invalid file changes
     /// nothing; every problem is logged and returned.
     @discardableResult
-    public func reload(configPath: String) async -> [String] {
+    package func reload(configPath: String) async -> [String] {
         let loaded: (GatewayConfig, ConfigDiagnostics)
         do {
             loaded = try ConfigLoading.load(path: configPath)

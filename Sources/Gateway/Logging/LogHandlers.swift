@@ -1,35 +1,38 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import Synchronization
 
 /// Writes log lines to standard error in `plain` or `json` format (config `log.format`).
-public struct HeraldLogHandler: LogHandler {
-    public enum Format: Sendable { case plain, json }
+package struct HeraldLogHandler: LogHandler {
+    package enum Format: Sendable { case plain, json }
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { LogLevelControl.current ?? level }
         set { level = newValue }
     }
     private var level: Logger.Level
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     let label: String
     let format: Format
 
-    public init(label: String, format: Format, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
+    package init(label: String, format: Format, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
         self.format = format
         self.level = level
         self.metadataProvider = metadataProvider
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var extra = metadataProvider?.get() ?? [:]
         if let metadata = event.metadata { extra.merge(metadata) { $1 } }
         let line = format(level: event.level, message: "\(event.message)", metadata: extra, timestamp: Self.timestamp())

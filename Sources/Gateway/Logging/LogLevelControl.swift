@@ -1,10 +1,13 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Synchronization
 
 /// The process-wide log level, which a reload (SIGHUP) changes for every logger at once.
-public enum LogLevelControl {
+package enum LogLevelControl {
     private static let level = Mutex<Logger.Level?>(nil)
 
-    public static var current: Logger.Level? { level.withLock { $0 } }
-    public static func set(_ value: Logger.Level) { level.withLock { $0 = value } }
+    package static var current: Logger.Level? { level.withLock { $0 } }
+    package static func set(_ value: Logger.Level) { level.withLock { $0 = value } }
 }

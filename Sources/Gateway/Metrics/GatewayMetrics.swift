@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Metrics
 import Prometheus
 import Pushkins
@@ -6,9 +9,9 @@ import Synchronization
 /// The gateway's own metrics, under Sygnal's names (docs/compatibility/matrix.md, "Metrics") where
 /// they apply, plus Herald's per-app outcome counters. Each gateway has its own registry (no global
 /// state). Handles are made once and kept, not looked up per event.
-public final class GatewayMetrics: Sendable {
-    public let registry: PrometheusCollectorRegistry
-    public let factory: PrometheusMetricsFactory
+package final class GatewayMetrics: Sendable {
+    package let registry: PrometheusCollectorRegistry
+    package let factory: PrometheusMetricsFactory
     let notificationsReceived: Metrics.Counter
     let devicesReceived: Metrics.Counter
     let requestsInFlight: Metrics.Gauge
@@ -17,7 +20,7 @@ public final class GatewayMetrics: Sendable {
     /// `sygnal_pushgateway_status_codes_total` and `sygnal_notify_time` by status code.
     private let codes = Mutex<[Int: (count: Metrics.Counter, time: Metrics.Timer)]>([:])
 
-    public init() {
+    package init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -72,7 +75,7 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts one device outcome: `herald_device_outcomes_total{pushkin,outcome,reason}`, and the
     /// rejected and failed counters operators alert on.
-    public func count(_ outcome: DeviceOutcome, pushkin: String) {
+    package func count(_ outcome: DeviceOutcome, pushkin: String) {
         counter(
             "herald_device_outcomes_total", [("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? "")]
         ).increment()
@@ -84,7 +87,7 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// The Prometheus text exposition of everything, plus process metrics.
-    public func exposition() -> [UInt8] {
+    package func exposition() -> [UInt8] {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         ProcessMetrics.emit(into: &buffer)

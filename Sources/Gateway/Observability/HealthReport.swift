@@ -1,4 +1,7 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 
 /// `GET /health`: always 200 while the instance serves (a load balancer must not take every

@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import OTel
 import Pushkins

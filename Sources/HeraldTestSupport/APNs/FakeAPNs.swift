@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -11,8 +13,8 @@ import Synchronization
 /// A fake APNs: HTTP/2 over TLS (with a test CA the tests trust), checking what Apple checks:
 /// the path and token, the headers, the ES256 provider token (or the client certificate), and
 /// the payload size. It records every request and can be scripted per device token.
-public final class FakeAPNs: Sendable {
-    public enum Behavior: Sendable {
+package final class FakeAPNs: Sendable {
+    package enum Behavior: Sendable {
         case accept
         /// Answer `status` with `{"reason": reason}`.
         case fail(Int, String, retryAfter: String? = nil)
@@ -27,17 +29,17 @@ public final class FakeAPNs: Sendable {
         case resetStream
     }
 
-    public struct Received: Sendable {
-        public let token: String
-        public let headers: [String: String]
-        public let body: [UInt8]
-        public let payload: JSONValue?
-        public let connection: Int
-        public let status: Int
-        public let reason: String?
+    package struct Received: Sendable {
+        package let token: String
+        package let headers: [String: String]
+        package let body: [UInt8]
+        package let payload: JSONValue?
+        package let connection: Int
+        package let status: Int
+        package let reason: String?
     }
 
-    public enum Auth: Sendable {
+    package enum Auth: Sendable {
         case token(keyId: String, teamId: String, publicKey: P256.Signing.PublicKey)
         case clientCertificate
     }
@@ -57,13 +59,13 @@ public final class FakeAPNs: Sendable {
 
     private let state = Mutex(State())
     fileprivate let verifiedTokens = Mutex<[String: (header: JSONValue, claims: JSONValue)]>([:])
-    public let topic: String
-    public let auth: Auth
-    public let port: Int
+    package let topic: String
+    package let auth: Auth
+    package let port: Int
     private let channel: any Channel
-    public var baseURL: String { "https://localhost:\(port)" }
+    package var baseURL: String { "https://localhost:\(port)" }
 
-    public static func start(
+    package static func start(
         pki: TestPKI, topic: String, auth: Auth, maxConcurrentStreams: Int = 1000, port: Int = 0, recordRequests: Bool = true
     ) async throws -> FakeAPNs {
         let (certificateFile, keyFile) = try pki.issueServerCertificate(name: "apns-\(UUID().uuidString.prefix(8))")
@@ -116,11 +118,11 @@ public final class FakeAPNs: Sendable {
         self.channel = channel
     }
 
-    public func stop() async {
+    package func stop() async {
         try? await channel.close()
     }
 
-    public func script(_ token: String, _ behavior: Behavior) {
+    package func script(_ token: String, _ behavior: Behavior) {
         state.withLock {
             $0.behaviors[token] = behavior
             $0.served[token] = 0
@@ -128,18 +130,18 @@ public final class FakeAPNs: Sendable {
     }
 
     /// The behaviour for tokens without a script of their own.
-    public func scriptDefault(_ behavior: Behavior) { state.withLock { $0.defaultBehavior = behavior } }
+    package func scriptDefault(_ behavior: Behavior) { state.withLock { $0.defaultBehavior = behavior } }
 
-    public var received: [Received] { state.withLock { $0.received } }
-    public func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
+    package var received: [Received] { state.withLock { $0.received } }
+    package func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
     /// TCP connections accepted so far.
-    public var connectionsAccepted: Int { state.withLock { $0.connections } }
+    package var connectionsAccepted: Int { state.withLock { $0.connections } }
     /// Requests answered, recorded or not.
-    public var answered: Int { state.withLock { $0.answered } }
+    package var answered: Int { state.withLock { $0.answered } }
     /// The most connections open at once.
-    public var maxOpenConnections: Int { state.withLock { $0.maxOpen } }
+    package var maxOpenConnections: Int { state.withLock { $0.maxOpen } }
     /// The most requests in progress at once, over all connections.
-    public var maxConcurrentRequests: Int { state.withLock { $0.maxStreamsInFlight } }
+    package var maxConcurrentRequests: Int { state.withLock { $0.maxStreamsInFlight } }
 
     fileprivate func connectionOpened(_ channel: any Channel) -> Int {
         let id = state.withLock { s -> Int in

@@ -1,6 +1,9 @@
 import AdamantAdapter
 import Foundation
 import Gateway
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -13,8 +16,8 @@ import Synchronization
 /// inclusive `fromHeight`), `/api/transactions/get`, `/api/blocks/getHeight`; errors as nodes
 /// report them (`success: false` with HTTP 200). Tests add transactions made with real
 /// encryption, each in a block of its own unless they say otherwise, and switch the node's health.
-public final class FakeAdamantNode: HTTPHandler, Sendable {
-    public enum Health: Sendable {
+package final class FakeAdamantNode: HTTPHandler, Sendable {
+    package enum Health: Sendable {
         case healthy
         /// `{"success": false, "error": …}` with HTTP 200, as a node's handler errors are.
         case successFalse
@@ -23,8 +26,8 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
         case slow(Duration)
     }
 
-    public let server: HTTPServer
-    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    package let server: HTTPServer
+    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
     private let serveTask: Mutex<Task<Void, Never>?> = Mutex(nil)
     private struct State {
         var transactions: [AdamantTransaction] = []
@@ -41,9 +44,9 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
     }
     private let state = Mutex(State())
     /// The ADAMANT epoch is 2017-09-02T17:00:00Z; timestamps count seconds from it.
-    public static let epoch: Double = 1_504_371_600
+    package static let epoch: Double = 1_504_371_600
 
-    public static func start() async throws -> FakeAdamantNode {
+    package static func start() async throws -> FakeAdamantNode {
         let box = HandlerBox<FakeAdamantNode>()
         let server = try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: box, logger: Logger(label: "fake-adamant"))
         let node = FakeAdamantNode(server: server)
@@ -54,24 +57,24 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
 
     private init(server: HTTPServer) { self.server = server }
 
-    public func stop() async {
+    package func stop() async {
         await server.shutdown()
         await serveTask.withLock { $0 }?.value
     }
 
-    public func setHealth(_ health: Health) { state.withLock { $0.health = health } }
+    package func setHealth(_ health: Health) { state.withLock { $0.health = health } }
     /// Off keeps memory flat under a benchmark's load.
-    public func setRecordRequests(_ record: Bool) { state.withLock { $0.recordRequests = record } }
+    package func setRecordRequests(_ record: Bool) { state.withLock { $0.recordRequests = record } }
     /// Whether a poll for signals has asked for everything above the last signal added.
-    public var signalsCaughtUp: Bool { state.withLock { $0.signalsReadUpTo >= $0.lastSignalHeight } }
+    package var signalsCaughtUp: Bool { state.withLock { $0.signalsReadUpTo >= $0.lastSignalHeight } }
     /// Extra fields of `GET /_fake/state` (the benchmark adds the fake APNs's count).
-    public let extraState = Mutex<(@Sendable () -> JSONObject)?>(nil)
-    public var requests: [String] { state.withLock { $0.requests } }
-    public var height: Int64 { state.withLock { $0.height } }
+    package let extraState = Mutex<(@Sendable () -> JSONObject)?>(nil)
+    package var requests: [String] { state.withLock { $0.requests } }
+    package var height: Int64 { state.withLock { $0.height } }
 
     /// Adds a transaction in a new block (or the current one), with the next id.
     @discardableResult
-    public func add(
+    package func add(
         type: Int, from sender: AdamantKeys, to recipient: String, chat: AdamantTransaction.Chat?, newBlock: Bool = true
     ) -> AdamantTransaction {
         state.withLock { s in
@@ -88,7 +91,7 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
 
     /// A registration signal from `user` to the service, encrypted as the app does.
     @discardableResult
-    public func addSignal(
+    package func addSignal(
         from user: AdamantKeys, to service: AdamantKeys, token: String, provider: String = "apns", action: String = "add",
         newBlock: Bool = true
     ) throws -> AdamantTransaction {
@@ -104,7 +107,7 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
 
     /// A chat message (type 1 by default) from `sender` to `recipient`, really encrypted.
     @discardableResult
-    public func addChat(
+    package func addChat(
         from sender: AdamantKeys, to recipient: AdamantKeys, text: String = "hello", chatType: Int = 1, newBlock: Bool = true
     ) throws -> AdamantTransaction {
         try addChat(from: sender, to: recipient, bytes: Array(text.utf8), chatType: chatType, newBlock: newBlock)
@@ -122,11 +125,11 @@ public final class FakeAdamantNode: HTTPHandler, Sendable {
 
     /// A plain ADM transfer.
     @discardableResult
-    public func addTransfer(from sender: AdamantKeys, to recipient: String, newBlock: Bool = true) -> AdamantTransaction {
+    package func addTransfer(from sender: AdamantKeys, to recipient: String, newBlock: Bool = true) -> AdamantTransaction {
         add(type: 0, from: sender, to: recipient, chat: nil, newBlock: newBlock)
     }
 
-    public func handle(_ request: ServerRequest) async -> ServerResponse {
+    package func handle(_ request: ServerRequest) async -> ServerResponse {
         let health = state.withLock { s -> Health in
             if s.recordRequests { s.requests.append(request.uri) }
             return s.health

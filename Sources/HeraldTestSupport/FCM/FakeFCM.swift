@@ -1,6 +1,9 @@
 import Crypto
 import Foundation
 import Gateway
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -12,8 +15,8 @@ import _CryptoExtras
 /// JWT bearer grant and issues expiring tokens), the HTTP v1 send endpoint (checks the bearer
 /// token and validates messages as FCM does, answering with FCM's error bodies) and the legacy
 /// endpoint (per-result errors). Scriptable per registration token.
-public final class FakeFCM: HTTPHandler, Sendable {
-    public indirect enum Behavior: Sendable {
+package final class FakeFCM: HTTPHandler, Sendable {
+    package indirect enum Behavior: Sendable {
         case accept
         /// 404 UNREGISTERED (v1) / `NotRegistered` result (legacy).
         case unregistered
@@ -27,13 +30,13 @@ public final class FakeFCM: HTTPHandler, Sendable {
         case delay(Duration, then: Behavior)
     }
 
-    public struct Received: Sendable {
-        public let path: String
-        public let headers: HTTPHeaders
-        public let body: JSONValue?
-        public let status: Int
+    package struct Received: Sendable {
+        package let path: String
+        package let headers: HTTPHeaders
+        package let body: JSONValue?
+        package let status: Int
         /// `message.token` (v1) or the legacy `to` / `registration_ids`.
-        public let tokens: [String]
+        package let tokens: [String]
     }
 
     private struct State {
@@ -45,23 +48,23 @@ public final class FakeFCM: HTTPHandler, Sendable {
         var tokenProblems: [String] = []
     }
 
-    public let projectId: String
-    public let legacyAPIKey: String
-    public let serviceAccountFile: String
-    public let clientEmail = "herald-test@herald-test.iam.gserviceaccount.com"
+    package let projectId: String
+    package let legacyAPIKey: String
+    package let serviceAccountFile: String
+    package let clientEmail = "herald-test@herald-test.iam.gserviceaccount.com"
     private let publicKey: _RSA.Signing.PublicKey
     private let tokenLifetime: Int
     private let state = Mutex(State())
-    public let server: HTTPServer
+    package let server: HTTPServer
     private let serveTask = Mutex<Task<Void, Never>?>(nil)
-    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
 
     /// The service accounts' RSA key, made once per process: making a 2048-bit key takes long
     /// enough (a debug build's BoringSSL in particular) to slow the tests running beside it.
     private static let accountKey: Result<_RSA.Signing.PrivateKey, any Error> = Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) }
 
     /// Starts on 127.0.0.1 and writes a service-account file into `directory`.
-    public static func start(
+    package static func start(
         directory: String, projectId: String = "herald-test", tokenLifetime: Int = 3600, port: Int = 0, recordRequests: Bool = true
     ) async throws -> FakeFCM {
         let box = HandlerBox<FakeFCM>()
@@ -97,12 +100,12 @@ public final class FakeFCM: HTTPHandler, Sendable {
         self.legacyAPIKey = "legacy-key-\(UUID().uuidString.prefix(8))"
     }
 
-    public func stop() async {
+    package func stop() async {
         await server.shutdown()
         await serveTask.withLock { $0 }?.value
     }
 
-    public func script(_ token: String, _ behavior: Behavior) {
+    package func script(_ token: String, _ behavior: Behavior) {
         state.withLock {
             $0.behaviors[token] = behavior
             $0.served[token] = 0
@@ -110,13 +113,13 @@ public final class FakeFCM: HTTPHandler, Sendable {
     }
 
     /// Invalidates every access token issued so far (the next send gets 401).
-    public func revokeAccessTokens() { state.withLock { $0.issued.removeAll() } }
+    package func revokeAccessTokens() { state.withLock { $0.issued.removeAll() } }
 
-    public var received: [Received] { state.withLock { $0.received } }
-    public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
-    public var tokenProblems: [String] { state.withLock { $0.tokenProblems } }
+    package var received: [Received] { state.withLock { $0.received } }
+    package var tokenRequests: Int { state.withLock { $0.tokenRequests } }
+    package var tokenProblems: [String] { state.withLock { $0.tokenProblems } }
 
-    public func handle(_ request: ServerRequest) async -> ServerResponse {
+    package func handle(_ request: ServerRequest) async -> ServerResponse {
         let path = request.path
         if path == "/token" { return issueToken(request) }
         if path == "/v1/projects/\(projectId)/messages:send" { return await sendV1(request) }

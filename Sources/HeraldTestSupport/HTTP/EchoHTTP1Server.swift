@@ -8,14 +8,14 @@ import Synchronization
 /// the request's path and body (`POST /a` with `xy` → `/a xy`), after `delay`, keeping the
 /// connection open unless told to close it. It counts connections and the most requests it had
 /// in flight at once. With a `TestPKI` it serves HTTPS (ALPN `http/1.1` only) as `localhost`.
-public final class EchoHTTP1Server: Sendable {
-    public struct Options: Sendable {
-        public var delay: TimeAmount = .zero
-        public var closeAfterEachAnswer = false
+package final class EchoHTTP1Server: Sendable {
+    package struct Options: Sendable {
+        package var delay: TimeAmount = .zero
+        package var closeAfterEachAnswer = false
         /// Answers wait until this many requests are in flight at once (at most `holdLimit`),
         /// then go out after `delay`: a test of a pool's concurrency that does not depend on timing.
-        public var holdAnswersUntilInFlight = 0
-        public init() {}
+        package var holdAnswersUntilInFlight = 0
+        package init() {}
     }
 
     struct State {
@@ -31,14 +31,14 @@ public final class EchoHTTP1Server: Sendable {
     /// How long answers are held at most for `holdAnswersUntilInFlight`.
     static let holdLimit: TimeAmount = .seconds(10)
 
-    public let port: Int
+    package let port: Int
     private let channel: any Channel
 
     final class Shared: Sendable {
         let state = Mutex(State())
     }
 
-    public static func start(tls pki: TestPKI? = nil) async throws -> EchoHTTP1Server {
+    package static func start(tls pki: TestPKI? = nil) async throws -> EchoHTTP1Server {
         let shared = Shared()
         let context = try pki.map { pki -> NIOSSLContext in
             let (certificateFile, keyFile) = try pki.issueServerCertificate(name: "echo")
@@ -73,13 +73,13 @@ public final class EchoHTTP1Server: Sendable {
         self.shared = shared
     }
 
-    public var baseURL: String { secure ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
-    public func set(_ options: Options) { shared.state.withLock { $0.options = options } }
-    public var connections: Int { shared.state.withLock { $0.connections } }
-    public var maxInFlight: Int { shared.state.withLock { $0.maxInFlight } }
-    public var requests: Int { shared.state.withLock { $0.requests } }
+    package var baseURL: String { secure ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
+    package func set(_ options: Options) { shared.state.withLock { $0.options = options } }
+    package var connections: Int { shared.state.withLock { $0.connections } }
+    package var maxInFlight: Int { shared.state.withLock { $0.maxInFlight } }
+    package var requests: Int { shared.state.withLock { $0.requests } }
 
-    public func stop() async { try? await channel.close() }
+    package func stop() async { try? await channel.close() }
 
     private final class Echo: ChannelInboundHandler {
         typealias InboundIn = HTTPServerRequestPart

@@ -1,4 +1,6 @@
 import Gateway
+import HeraldCore
+import HeraldHTTPServer
 import Synchronization
 
 /// Lets a fake's server be bound (so its port is known) before the fake that answers exists.

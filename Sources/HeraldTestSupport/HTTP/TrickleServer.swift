@@ -3,11 +3,11 @@ import NIOPosix
 
 /// A hostile upstream: it answers every request with headers at once, then one body byte every
 /// `interval`, for ever (the body it announces never completes). Plain HTTP on loopback.
-public final class TrickleServer: Sendable {
-    public let port: Int
+package final class TrickleServer: Sendable {
+    package let port: Int
     private let channel: any Channel
 
-    public static func start(interval: TimeAmount = .milliseconds(200)) async throws -> TrickleServer {
+    package static func start(interval: TimeAmount = .milliseconds(200)) async throws -> TrickleServer {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
@@ -22,9 +22,9 @@ public final class TrickleServer: Sendable {
         self.channel = channel
     }
 
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    package var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    public func stop() async { try? await channel.close() }
+    package func stop() async { try? await channel.close() }
 }
 
 private final class Trickler: ChannelInboundHandler {

@@ -4,11 +4,11 @@ import PostgresNIO
 
 /// The throwaway PostgreSQL the test script starts (`HERALD_TEST_POSTGRES_URL`), and databases of
 /// their own on it for tests.
-public enum TestPostgres {
-    public static let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+package enum TestPostgres {
+    package static let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
 
     /// Creates a new database and returns its URL.
-    public static func createDatabase(prefix: String = "herald_test") async throws -> String {
+    package static func createDatabase(prefix: String = "herald_test") async throws -> String {
         guard let url, var components = URLComponents(string: url) else { throw Unavailable() }
         var logger = Logger(label: "test-postgres")
         logger.logLevel = .critical
@@ -26,5 +26,5 @@ public enum TestPostgres {
         return components.string ?? url
     }
 
-    public struct Unavailable: Error {}
+    package struct Unavailable: Error {}
 }

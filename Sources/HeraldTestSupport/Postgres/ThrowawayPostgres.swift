@@ -7,12 +7,12 @@ import Foundation
 /// A PostgreSQL server of a test's own (`scripts/postgres.sh`), which the test may crash (SIGKILL
 /// of the postmaster, as a machine or OOM-killer would) and start again on the same port. Needs
 /// root and Debian's server binaries, as the test script has.
-public final class ThrowawayPostgres: Sendable {
-    public let url: String
-    public let directory: String
+package final class ThrowawayPostgres: Sendable {
+    package let url: String
+    package let directory: String
 
-    public struct Failed: Error, CustomStringConvertible {
-        public var description: String
+    package struct Failed: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The repository's `scripts/postgres.sh`.
@@ -20,7 +20,7 @@ public final class ThrowawayPostgres: Sendable {
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/postgres.sh").path
 
     /// Whether this machine can run one (root, the script, the server binaries).
-    public static var available: Bool {
+    package static var available: Bool {
         getuid() == 0 && FileManager.default.isExecutableFile(atPath: script)
             && ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false)
     }
@@ -30,7 +30,7 @@ public final class ThrowawayPostgres: Sendable {
         self.directory = directory
     }
 
-    public static func start() throws -> ThrowawayPostgres {
+    package static func start() throws -> ThrowawayPostgres {
         let output = try run([script])
         let parts = output.split(separator: " ").map(String.init)
         guard parts.count == 2 else { throw Failed(description: "postgres.sh printed \(output)") }
@@ -40,7 +40,7 @@ public final class ThrowawayPostgres: Sendable {
     /// SIGKILL to the postmaster and every process it started, as a machine or the OOM killer
     /// would: every connection ends without a goodbye, the lock table with them, and no backend
     /// answers a query any more (a backend whose postmaster died alone could).
-    public func crash() throws {
+    package func crash() throws {
         let pidFile = try String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
             throw Failed(description: "no postmaster pid")
@@ -64,9 +64,9 @@ public final class ThrowawayPostgres: Sendable {
     }
 
     /// Starts it again on the same port and data (after `crash()`, once its backends have ended).
-    public func restart() throws { _ = try Self.run([Self.script, "start", directory]) }
+    package func restart() throws { _ = try Self.run([Self.script, "start", directory]) }
 
-    public func stop() { _ = try? Self.run([Self.script, "stop", directory]) }
+    package func stop() { _ = try? Self.run([Self.script, "stop", directory]) }
 
     /// Runs the script, its output going to a file: the server it starts lives on and could hold a
     /// pipe open, so the output is read once the script has exited. Spawned and reaped directly

@@ -6,18 +6,18 @@ import Synchronization
 /// An HTTP CONNECT proxy on loopback (as operators put in front of Herald's outbound traffic):
 /// it checks `Proxy-Authorization: Basic` when given credentials, answers 407 otherwise, and
 /// tunnels the connection to the target. It records every CONNECT it was asked for.
-public final class FakeConnectProxy: Sendable {
-    public struct Connect: Sendable, Equatable {
-        public let target: String
-        public let authorized: Bool
+package final class FakeConnectProxy: Sendable {
+    package struct Connect: Sendable, Equatable {
+        package let target: String
+        package let authorized: Bool
 
-        public init(target: String, authorized: Bool) {
+        package init(target: String, authorized: Bool) {
             self.target = target
             self.authorized = authorized
         }
     }
 
-    public let port: Int
+    package let port: Int
     private let channel: any Channel
     private let log: Log
 
@@ -25,9 +25,9 @@ public final class FakeConnectProxy: Sendable {
         let connects = Mutex<[Connect]>([])
     }
 
-    public var connects: [Connect] { log.connects.withLock { $0 } }
+    package var connects: [Connect] { log.connects.withLock { $0 } }
 
-    public static func start(username: String? = nil, password: String? = nil) async throws -> FakeConnectProxy {
+    package static func start(username: String? = nil, password: String? = nil) async throws -> FakeConnectProxy {
         let expected = username.map { "Basic " + Data("\($0):\(password ?? "")".utf8).base64EncodedString() }
         let log = Log()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -47,7 +47,7 @@ public final class FakeConnectProxy: Sendable {
         self.log = log
     }
 
-    public func stop() async { try? await channel.close() }
+    package func stop() async { try? await channel.close() }
 }
 
 /// Reads the CONNECT request head, then tunnels.

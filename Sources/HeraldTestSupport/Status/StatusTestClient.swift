@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 import StatusAdapter
 import SwiftProtobuf
@@ -6,19 +8,19 @@ import SwiftProtobuf
 /// A Status client for tests, built from docs/status-protocol.md: it registers with a server (ECDH +
 /// AES-GCM payload, grant, identity signature), queries with an ephemeral key and sends push
 /// requests, producing exactly the bytes status-go would.
-public struct StatusTestClient: Sendable {
-    public let identity: Secp256k1.PrivateKey
+package struct StatusTestClient: Sendable {
+    package let identity: Secp256k1.PrivateKey
 
-    public init(identity: Secp256k1.PrivateKey = Secp256k1.PrivateKey()) {
+    package init(identity: Secp256k1.PrivateKey = Secp256k1.PrivateKey()) {
         self.identity = identity
     }
 
-    public var hashedKey: [UInt8] { Keccak.shake256(identity.publicKey.compressed) }
+    package var hashedKey: [UInt8] { Keccak.shake256(identity.publicKey.compressed) }
     /// The client's id as Status writes it: "0x04…".
-    public var id: String { "0x" + identity.publicKey.uncompressed.hex }
+    package var id: String { "0x" + identity.publicKey.uncompressed.hex }
 
     /// A registration with a valid grant for `server`.
-    public func registration(
+    package func registration(
         server: Secp256k1.PublicKey, version: UInt64 = 1, token: String = "abc",
         tokenType: Protobuf_PushNotificationRegistration.TokenType = .apnToken,
         installationId: String = "c6ae4fde-bb65-11ea-b3de-0242ac130004", accessToken: String = UUID().uuidString.lowercased(),
@@ -39,7 +41,7 @@ public struct StatusTestClient: Sendable {
     }
 
     /// The type-16 message: the registration encrypted to `server`, signed by the identity.
-    public func registrationMessage(
+    package func registrationMessage(
         _ registration: Protobuf_PushNotificationRegistration, server: Secp256k1.PublicKey, nonce: [UInt8]? = nil
     )
         throws -> [UInt8]
@@ -49,13 +51,13 @@ public struct StatusTestClient: Sendable {
         return try StatusEnvelope.wrap(payload: payload, type: 16, key: identity)
     }
 
-    public static func queryMessage(publicKeys: [[UInt8]], ephemeral: Secp256k1.PrivateKey = Secp256k1.PrivateKey()) throws -> [UInt8] {
+    package static func queryMessage(publicKeys: [[UInt8]], ephemeral: Secp256k1.PrivateKey = Secp256k1.PrivateKey()) throws -> [UInt8] {
         var query = Protobuf_PushNotificationQuery()
         query.publicKeys = publicKeys.map { Data($0) }
         return try StatusEnvelope.wrap(payload: [UInt8](query.serializedData()), type: 18, key: ephemeral)
     }
 
-    public static func pushMessage(_ request: Protobuf_PushNotificationRequest, ephemeral: Secp256k1.PrivateKey = Secp256k1.PrivateKey())
+    package static func pushMessage(_ request: Protobuf_PushNotificationRequest, ephemeral: Secp256k1.PrivateKey = Secp256k1.PrivateKey())
         throws
         -> [UInt8]
     {
@@ -63,7 +65,7 @@ public struct StatusTestClient: Sendable {
     }
 
     /// One notification for `recipient` from this client (a 1:1 message unless `type` says otherwise).
-    public func notification(
+    package func notification(
         to recipient: StatusTestClient, accessToken: String, installationId: String = "c6ae4fde-bb65-11ea-b3de-0242ac130004",
         type: Protobuf_PushNotification.PushNotificationType = .message, chatId: [UInt8]? = nil
     ) -> Protobuf_PushNotification {
@@ -78,7 +80,7 @@ public struct StatusTestClient: Sendable {
     }
 
     /// Opens a server's response: its type, its payload and the key that signed it.
-    public static func open(_ bytes: [UInt8]) throws -> (type: Int, payload: [UInt8], signer: Secp256k1.PublicKey) {
+    package static func open(_ bytes: [UInt8]) throws -> (type: Int, payload: [UInt8], signer: Secp256k1.PublicKey) {
         let opened = try StatusEnvelope.open(bytes)
         return (opened.type, opened.payload, opened.signer)
     }

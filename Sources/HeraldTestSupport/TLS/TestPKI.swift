@@ -6,13 +6,13 @@ import X509
 /// A private certificate authority for tests: it issues the fake servers' certificates (for
 /// `localhost` and 127.0.0.1) and APNs-style client certificates, and writes PEM files that
 /// Herald's `tls_ca_file` and `certfile` keys can point at.
-public struct TestPKI: Sendable {
-    public let directory: String
-    public let caFile: String
+package struct TestPKI: Sendable {
+    package let directory: String
+    package let caFile: String
     private let caKey: P256.Signing.PrivateKey
     private let caName: DistinguishedName
 
-    public init(directory: String) throws {
+    package init(directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.directory = directory
         caKey = P256.Signing.PrivateKey()
@@ -30,7 +30,7 @@ public struct TestPKI: Sendable {
     }
 
     /// A server certificate for localhost and 127.0.0.1: (certificate PEM path, key PEM path).
-    public func issueServerCertificate(name: String = "server") throws -> (certificate: String, key: String) {
+    package func issueServerCertificate(name: String = "server") throws -> (certificate: String, key: String) {
         let key = P256.Signing.PrivateKey()
         let now = Date()
         let certificate = try Certificate(
@@ -50,7 +50,7 @@ public struct TestPKI: Sendable {
 
     /// An APNs-style client certificate whose subject carries `UID=<topic>`, written with its
     /// key in one PEM file (as Sygnal's `certfile` expects). Returns the path.
-    public func issueClientCertificate(topic: String, validFor: TimeInterval = 90 * 86_400, name: String = "client") throws -> String {
+    package func issueClientCertificate(topic: String, validFor: TimeInterval = 90 * 86_400, name: String = "client") throws -> String {
         let key = P256.Signing.PrivateKey()
         let now = Date()
         let uid: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]

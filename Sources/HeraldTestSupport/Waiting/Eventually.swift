@@ -6,7 +6,7 @@ import Foundation
 /// as state (a fake's record, a metric, a row in a store): never a pause of a guessed length.
 /// This helper is where the test suite sleeps (`TestSleepGuardTests`).
 @discardableResult
-public func eventually(within limit: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
+package func eventually(within limit: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + limit
     while true {
         if try await condition() { return true }

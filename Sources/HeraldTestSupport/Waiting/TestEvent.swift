@@ -4,18 +4,18 @@ import Synchronization
 /// Something that happens once, which any number of tasks can wait for: what a test waits on
 /// instead of time. `wait()` returns when the event is raised (at once if it already was), or
 /// when the waiting task is cancelled.
-public final class TestEvent: Sendable {
+package final class TestEvent: Sendable {
     private struct State {
         var raised = false
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
     }
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
-    public var isRaised: Bool { state.withLock { $0.raised } }
+    package var isRaised: Bool { state.withLock { $0.raised } }
 
-    public func raise() {
+    package func raise() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.raised = true
             defer { state.waiters = [:] }
@@ -24,7 +24,7 @@ public final class TestEvent: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    public func wait() async {
+    package func wait() async {
         let id = UUID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -1,6 +1,9 @@
 import Crypto
 import Foundation
 import Gateway
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -10,18 +13,18 @@ import Synchronization
 /// A push service for tests, the benchmark and the demo: it holds each subscription's private
 /// key and auth secret, decrypts what it receives (RFC 8291), verifies the VAPID token
 /// (RFC 8292), records every request, and answers as scripted per subscription.
-public final class FakeWebPushService: HTTPHandler, Sendable {
-    public struct Subscription: Sendable {
-        public let path: String
-        public let privateKey: P256.KeyAgreement.PrivateKey
-        public let authSecret: [UInt8]
-        public let endpoint: String
+package final class FakeWebPushService: HTTPHandler, Sendable {
+    package struct Subscription: Sendable {
+        package let path: String
+        package let privateKey: P256.KeyAgreement.PrivateKey
+        package let authSecret: [UInt8]
+        package let endpoint: String
         /// The `pushkey` a homeserver would send: base64url of the public key.
-        public var p256dh: String { Base64URL.encode(privateKey.publicKey.x963Representation) }
-        public var auth: String { Base64URL.encode(authSecret) }
+        package var p256dh: String { Base64URL.encode(privateKey.publicKey.x963Representation) }
+        package var auth: String { Base64URL.encode(authSecret) }
     }
 
-    public indirect enum Behavior: Sendable {
+    package indirect enum Behavior: Sendable {
         /// Answer this status (201 by default), with an optional `Retry-After`.
         case respond(status: Int = 201, retryAfter: String? = nil)
         /// Use each behaviour once, in order, then keep the last.
@@ -30,17 +33,17 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         case delay(Duration, then: Behavior)
     }
 
-    public struct Received: Sendable {
-        public let path: String
-        public let headers: HTTPHeaders
-        public let body: [UInt8]
+    package struct Received: Sendable {
+        package let path: String
+        package let headers: HTTPHeaders
+        package let body: [UInt8]
         /// The decrypted payload, parsed; nil when it did not decrypt or parse.
-        public let payload: JSONValue?
-        public let plaintext: [UInt8]?
-        public let problems: [String]
-        public let vapidClaims: JSONValue?
+        package let payload: JSONValue?
+        package let plaintext: [UInt8]?
+        package let problems: [String]
+        package let vapidClaims: JSONValue?
 
-        public func header(_ name: String) -> String? { headers.first(name: name) }
+        package func header(_ name: String) -> String? { headers.first(name: name) }
     }
 
     private struct State {
@@ -52,13 +55,13 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
 
     private let state = Mutex(State())
     private let recordRequests: Bool
-    public let server: HTTPServer
-    public var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    package let server: HTTPServer
+    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
     private let serveTask: Mutex<Task<Void, Never>?> = Mutex(nil)
     private let box: HandlerBox<FakeWebPushService>
 
     /// Starts listening on 127.0.0.1 (port 0 picks a free one).
-    public static func start(port: Int = 0, recordRequests: Bool = true) async throws -> FakeWebPushService {
+    package static func start(port: Int = 0, recordRequests: Bool = true) async throws -> FakeWebPushService {
         let box = HandlerBox<FakeWebPushService>()
         let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-webpush"))
         let service = FakeWebPushService(server: server, box: box, recordRequests: recordRequests)
@@ -73,14 +76,14 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         self.recordRequests = recordRequests
     }
 
-    public func stop() async {
+    package func stop() async {
         await server.shutdown()
         await serveTask.withLock { $0 }?.value
     }
 
     /// A new subscription at `/push/<path>`.
     @discardableResult
-    public func subscribe(_ name: String = UUID().uuidString, behavior: Behavior = .respond()) -> Subscription {
+    package func subscribe(_ name: String = UUID().uuidString, behavior: Behavior = .respond()) -> Subscription {
         let path = "/push/\(name)"
         let subscription = Subscription(
             path: path, privateKey: P256.KeyAgreement.PrivateKey(), authSecret: (0..<16).map { _ in UInt8.random(in: 0...255) },
@@ -92,20 +95,20 @@ public final class FakeWebPushService: HTTPHandler, Sendable {
         return subscription
     }
 
-    public func setBehavior(_ behavior: Behavior, for subscription: Subscription) {
+    package func setBehavior(_ behavior: Behavior, for subscription: Subscription) {
         state.withLock {
             $0.behaviors[subscription.path] = behavior
             $0.served[subscription.path] = 0
         }
     }
 
-    public var received: [Received] { state.withLock { $0.received } }
+    package var received: [Received] { state.withLock { $0.received } }
 
-    public func received(for subscription: Subscription) -> [Received] {
+    package func received(for subscription: Subscription) -> [Received] {
         state.withLock { $0.received.filter { $0.path == subscription.path } }
     }
 
-    public func handle(_ request: ServerRequest) async -> ServerResponse {
+    package func handle(_ request: ServerRequest) async -> ServerResponse {
         let path = request.path
         let (subscription, behavior, index) = state.withLock { s -> (Subscription?, Behavior?, Int) in
             let n = s.served[path, default: 0]

@@ -4,10 +4,10 @@ import Foundation
 /// What an iOS app's notification extension does with a relayed `aesgcm` message (the encoding of
 /// the Web Push drafts that Mastodon still sends by default): ECDH with the sender key, two HKDF
 /// steps with the auth secret and the salt, one AES-GCM record, then the 2-byte padding length.
-public enum LegacyWebPushDecryption {
-    public enum Failure: Error { case badKey, decryptionFailed, badPadding }
+package enum LegacyWebPushDecryption {
+    package enum Failure: Error { case badKey, decryptionFailed, badPadding }
 
-    public static func decrypt(
+    package static func decrypt(
         _ body: [UInt8], senderKey: [UInt8], salt: [UInt8], receiver: P256.KeyAgreement.PrivateKey, authSecret: [UInt8]
     ) throws -> [UInt8] {
         guard let sender = try? P256.KeyAgreement.PublicKey(x963Representation: senderKey) else { throw Failure.badKey }

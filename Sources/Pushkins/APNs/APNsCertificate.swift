@@ -1,19 +1,21 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import SwiftASN1
 import X509
 
 /// An APNs client certificate: its topic (the subject's UID) and expiry.
-public struct APNsCertificate: Sendable {
-    public var topic: String?
-    public var notAfter: Date
+package struct APNsCertificate: Sendable {
+    package var topic: String?
+    package var notAfter: Date
 
     static let uidOID: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
 
-    public struct LoadError: Error, CustomStringConvertible {
-        public var description: String
+    package struct LoadError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public static func load(path: String) throws -> APNsCertificate {
+    package static func load(path: String) throws -> APNsCertificate {
         let pem: String
         do {
             pem = try FileAccess.readString(path)

@@ -1,34 +1,36 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 
 /// The `type: apns` app keys: Sygnal's (docs/compatibility/apns.md, "Configuration") plus connection and retry limits.
-public struct APNsConfig: Sendable {
-    public enum Auth: Sendable {
+package struct APNsConfig: Sendable {
+    package enum Auth: Sendable {
         /// Token authentication: a `.p8` key signs ES256 provider tokens.
         case token(key: P256.Signing.PrivateKey, keyId: String, teamId: String)
         /// Certificate authentication: a PEM file with the certificate and its key.
         case certificate(path: String, identity: APNsCertificate)
     }
 
-    public var auth: Auth
-    public var topic: String
-    public var baseURL: String
-    public var pushType: String?
-    public var convertDeviceTokenToHex: Bool
-    public var sendBadgeCounts: Bool
+    package var auth: Auth
+    package var topic: String
+    package var baseURL: String
+    package var pushType: String?
+    package var convertDeviceTokenToHex: Bool
+    package var sendBadgeCounts: Bool
     /// Seconds Apple keeps an undeliverable notification (`apns-expiration` = now + this; 0 = once).
-    public var expiration: Int
-    public var connections: Int
+    package var expiration: Int
+    package var connections: Int
     /// Streams in flight per connection (APNs allows 1000; the server's own limit also applies).
-    public var maxConcurrentStreams: Int
-    public var upstream: UpstreamSettings
-    public var retry: RetryPolicy
+    package var maxConcurrentStreams: Int
+    package var upstream: UpstreamSettings
+    package var retry: RetryPolicy
 
-    public static let pushTypes: Set<String> = [
+    package static let pushTypes: Set<String> = [
         "alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity", "location", "pushtotalk",
     ]
 
-    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> APNsConfig? {
+    package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> APNsConfig? {
         let diagnostics = config.diagnostics
         let platform = config.string("platform") ?? "production"
         var baseURL: String

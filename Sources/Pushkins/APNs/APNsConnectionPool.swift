@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Metrics
 import NIOCore
 import NIOPosix

@@ -1,15 +1,18 @@
+import HeraldCore
+import HeraldUpstream
+
 /// The JSON body Sygnal sends to APNs for a notification (docs/compatibility/apns.md, "Payload"), plus the
 /// `tweaks.sound` → `aps.sound` fix of Sygnal issue 107.
-public enum APNsPayload {
-    public enum Result: Equatable, Sendable {
+package enum APNsPayload {
+    package enum Result: Equatable, Sendable {
         case send(JSONObject)
         /// Neither an alert nor a badge: nothing to send, and not a rejection.
         case nothingToSend
     }
 
-    public static let maxFieldCodePoints = 1024
+    package static let maxFieldCodePoints = 1024
 
-    public static func build(_ n: PushNotification, device: Device, sendBadgeCounts: Bool) -> Result {
+    package static func build(_ n: PushNotification, device: Device, sendBadgeCounts: Bool) -> Result {
         let defaultPayload = device.data?["default_payload"]?.objectValue
         if let eventId = n.eventId, !eventId.isEmpty, n.type?.isEmpty ?? true {
             // Event-id-only mode: the app fetches the event itself.
@@ -50,7 +53,7 @@ public enum APNsPayload {
     }
 
     /// The loc-key and its arguments (docs/compatibility/apns.md), or nil for none.
-    public static func locKey(_ n: PushNotification) -> (String, [String])? {
+    package static func locKey(_ n: PushNotification) -> (String, [String])? {
         guard let type = n.type, !type.isEmpty else { return nil }
         let from: String
         if (n.sender?.isEmpty ?? true) && (n.senderDisplayName?.isEmpty ?? true) {

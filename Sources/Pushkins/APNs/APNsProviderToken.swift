@@ -1,18 +1,20 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Synchronization
 
 /// The provider authentication token (ES256 JWT, `kid` = key id, `iss` = team, `iat` = now),
 /// reused for 50 minutes (Apple refuses tokens older than 60) and re-minted on demand after
 /// `ExpiredProviderToken`.
-public final class APNsProviderToken: Sendable {
+package final class APNsProviderToken: Sendable {
     private let key: P256.Signing.PrivateKey
     private let keyId: String
     private let teamId: String
     private let lifetime: TimeInterval
     private let current = Mutex<(token: String, issued: Date)?>(nil)
 
-    public init(key: P256.Signing.PrivateKey, keyId: String, teamId: String, lifetime: TimeInterval = 50 * 60) {
+    package init(key: P256.Signing.PrivateKey, keyId: String, teamId: String, lifetime: TimeInterval = 50 * 60) {
         self.key = key
         self.keyId = keyId
         self.teamId = teamId
@@ -20,7 +22,7 @@ public final class APNsProviderToken: Sendable {
     }
 
     /// The current token; `refreshingFrom` forces a new one unless another caller already replaced it.
-    public func token(now: Date = Date(), refreshingFrom stale: String? = nil) throws -> String {
+    package func token(now: Date = Date(), refreshingFrom stale: String? = nil) throws -> String {
         if let cached = current.withLock({ $0 }), now.timeIntervalSince(cached.issued) < lifetime, cached.token != stale {
             return cached.token
         }

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
@@ -7,10 +9,10 @@ import NIOHTTP1
 
 /// `type: apns`: Apple Push Notification service over HTTP/2, with Sygnal's payloads
 /// (docs/compatibility/apns.md).
-public final class APNsPushkin: APNsSending {
-    public let name: String
-    public let type = "apns"
-    public let config: APNsConfig
+package final class APNsPushkin: APNsSending {
+    package let name: String
+    package let type = "apns"
+    package let config: APNsConfig
     private let pool: APNsConnectionPool
     private let providerToken: APNsProviderToken?
     private let upstream: UpstreamCall
@@ -18,7 +20,7 @@ public final class APNsPushkin: APNsSending {
     private let admission: AsyncLimiter
     let environment: PushkinEnvironment
 
-    public init(name: String, config: APNsConfig, environment: PushkinEnvironment) throws {
+    package init(name: String, config: APNsConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         self.environment = environment
@@ -41,11 +43,11 @@ public final class APNsPushkin: APNsSending {
         }
     }
 
-    public func shutdown() async { await pool.shutdown() }
+    package func shutdown() async { await pool.shutdown() }
 
-    public var baseURL: String { config.baseURL }
+    package var baseURL: String { config.baseURL }
 
-    public func sibling(baseURL: String, name: String) throws -> any APNsSending {
+    package func sibling(baseURL: String, name: String) throws -> any APNsSending {
         var config = self.config
         config.baseURL = baseURL
         return try APNsPushkin(name: name, config: config, environment: environment)
@@ -53,11 +55,11 @@ public final class APNsPushkin: APNsSending {
 
     /// The devices beyond the connections' streams wait for admission before their payloads are
     /// built (docs/architecture.md, "Admission").
-    public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         await dispatchEach(notification, devices: devices, context: context, admission: admission)
     }
 
-    public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         if let value = device.data?["default_payload"], value.objectValue == nil {
             return .rejected(reason: .invalidDefaultPayload)
         }
@@ -81,7 +83,7 @@ public final class APNsPushkin: APNsSending {
 
     /// Sends a message built elsewhere (the Status adapter's): no priority header unless the message
     /// has one, as gorush sends none for status-go.
-    public func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome {
+    package func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome {
         guard !message.deviceToken.isEmpty, message.deviceToken.allSatisfy({ $0.isHexDigit }) else {
             return .rejected(reason: .invalidPushkey("device token is not hex"))
         }
@@ -163,7 +165,7 @@ public final class APNsPushkin: APNsSending {
     /// `apns-collapse-id` is at most 64 bytes of visible ASCII: the value, or a digest of one that
     /// is longer or holds anything else (a control character would make the header invalid, a
     /// failure no retry can fix).
-    public static func collapseId(_ value: String) -> String {
+    package static func collapseId(_ value: String) -> String {
         if value.utf8.count <= APNsHosts.maxCollapseIdBytes, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) { return value }
         return Base64URL.encode(SHA256.hash(data: Data(value.utf8)))
     }

@@ -1,32 +1,35 @@
+import HeraldCore
+import HeraldUpstream
+
 /// A message for APNs built outside the notify path (the Status adapter, and the Web Push relay to
 /// come): the payload and the headers the caller decides. Nil headers are not sent, except the
 /// topic and push type, which then come from the app's config.
-public struct APNsMessage: Sendable {
-    public enum Body: Sendable {
+package struct APNsMessage: Sendable {
+    package enum Body: Sendable {
         /// A payload shortened to fit APNs' 4096 bytes as Sygnal does.
         case payload(JSONObject)
         /// Bytes sent as they are; over 4096 bytes the message is dropped as too large.
         case raw([UInt8])
     }
 
-    public var body: Body
+    package var body: Body
     /// The payload, when the body is one.
-    public var payload: JSONObject? {
+    package var payload: JSONObject? {
         if case .payload(let payload) = body { return payload }
         return nil
     }
     /// The device token as hex.
-    public var deviceToken: String
-    public var topic: String?
-    public var priority: Int?
-    public var pushType: String?
+    package var deviceToken: String
+    package var topic: String?
+    package var priority: Int?
+    package var pushType: String?
     /// `apns-expiration` as seconds since 1970.
-    public var expiration: Int?
-    public var collapseId: String?
+    package var expiration: Int?
+    package var collapseId: String?
     /// `apns-id`; a new UUID when nil.
-    public var id: String?
+    package var id: String?
 
-    public init(
+    package init(
         payload: JSONObject, deviceToken: String, topic: String? = nil, priority: Int? = nil, pushType: String? = nil,
         expiration: Int? = nil, collapseId: String? = nil, id: String? = nil
     ) {
@@ -35,7 +38,7 @@ public struct APNsMessage: Sendable {
             expiration: expiration, collapseId: collapseId, id: id)
     }
 
-    public init(
+    package init(
         body: Body, deviceToken: String, topic: String? = nil, priority: Int? = nil, pushType: String? = nil, expiration: Int? = nil,
         collapseId: String? = nil, id: String? = nil
     ) {
@@ -51,7 +54,7 @@ public struct APNsMessage: Sendable {
 }
 
 /// A pushkin that sends ready-made APNs messages through its connections and credentials.
-public protocol APNsSending: Pushkin {
+package protocol APNsSending: Pushkin {
     func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome
 
     /// The APNs host it sends to.
@@ -64,11 +67,11 @@ public protocol APNsSending: Pushkin {
 }
 
 /// APNs hosts and limits.
-public enum APNsHosts {
-    public static let production = "https://api.push.apple.com"
-    public static let development = "https://api.sandbox.push.apple.com"
+package enum APNsHosts {
+    package static let production = "https://api.push.apple.com"
+    package static let development = "https://api.sandbox.push.apple.com"
     /// `apns-collapse-id` is at most 64 bytes.
-    public static let maxCollapseIdBytes = 64
+    package static let maxCollapseIdBytes = 64
     /// The largest payload APNs takes for a notification.
-    public static let maxPayloadBytes = 4096
+    package static let maxPayloadBytes = 4096
 }

@@ -1,12 +1,15 @@
+import HeraldCore
+import HeraldUpstream
+
 /// Fits an APNs payload into `limit` bytes as Sygnal does (docs/compatibility/apns.md, "Payload"): while the body (JSON
 /// with Python's separators, raw UTF-8) is too long, remove the last code point of the longest
 /// (by UTF-8 bytes; ties to the first) of `aps.alert` (a string) or `aps.alert.body` and
 /// `aps.alert.loc-args[i]`. Characters are never split; nothing else is touched.
-public enum APNsTruncation {
-    public static let maxBodyBytes = 4096
+package enum APNsTruncation {
+    package static let maxBodyBytes = 4096
 
     /// The encoded body, or nil when even empty strings do not fit.
-    public static func fit(_ payload: JSONObject, limit: Int = maxBodyBytes) -> [UInt8]? {
+    package static func fit(_ payload: JSONObject, limit: Int = maxBodyBytes) -> [UInt8]? {
         var bytes = JSONWriter.serialize(.object(payload), style: .python)
         guard bytes.count > limit else { return bytes }
         guard case .object(var aps)? = payload["aps"] else { return nil }

@@ -1,27 +1,29 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 
 /// The `type: gcm` app keys: Sygnal's (docs/compatibility/fcm.md, "Configuration") plus Herald's limits.
-public struct FCMConfig: Sendable {
-    public enum Credentials: Sendable {
+package struct FCMConfig: Sendable {
+    package enum Credentials: Sendable {
         case v1(projectId: String, account: GoogleServiceAccount)
         case legacy(apiKey: String)
     }
 
-    public var credentials: Credentials
-    public var fcmOptions: JSONObject
-    public var sendBadgeCounts: Bool
+    package var credentials: Credentials
+    package var fcmOptions: JSONObject
+    package var sendBadgeCounts: Bool
     /// Adds a visible `notification` block to v1 messages (Sygnal issue 366).
-    public var visibleNotification: Bool
-    public var baseURL: String
-    public var upstream: UpstreamSettings
-    public var retry: RetryPolicy
+    package var visibleNotification: Bool
+    package var baseURL: String
+    package var upstream: UpstreamSettings
+    package var retry: RetryPolicy
 
-    public var version: FCMData.APIVersion {
+    package var version: FCMData.APIVersion {
         if case .legacy = credentials { return .legacy }
         return .v1
     }
 
-    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> FCMConfig? {
+    package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> FCMConfig? {
         let diagnostics = config.diagnostics
         var version = FCMData.APIVersion.v1
         if let raw = config.string("api_version") {

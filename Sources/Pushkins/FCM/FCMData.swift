@@ -1,14 +1,17 @@
-/// The FCM `data` map as Sygnal builds it (docs/compatibility/fcm.md, "The data map"), for both API versions.
-public enum FCMData {
-    public enum APIVersion: String, Sendable { case v1, legacy }
+import HeraldCore
+import HeraldUpstream
 
-    public static let maxFieldBytes = 1024
+/// The FCM `data` map as Sygnal builds it (docs/compatibility/fcm.md, "The data map"), for both API versions.
+package enum FCMData {
+    package enum APIVersion: String, Sendable { case v1, legacy }
+
+    package static let maxFieldBytes = 1024
     nonisolated(unsafe) static let fields: [(String, KeyPath<PushNotification, String?>)] = [
         ("event_id", \.eventId), ("type", \.type), ("sender", \.sender), ("room_name", \.roomName), ("room_alias", \.roomAlias),
         ("membership", \.membership), ("sender_display_name", \.senderDisplayName),
     ]
 
-    public enum Result: Equatable, Sendable {
+    package enum Result: Equatable, Sendable {
         case send(JSONObject)
         /// No room, no event and no counts: nothing worth waking the app for.
         case nothingToSend
@@ -16,7 +19,7 @@ public enum FCMData {
         case invalidDefaultPayload
     }
 
-    public static func build(_ n: PushNotification, device: Device, version: APIVersion, sendBadgeCounts: Bool) -> Result {
+    package static func build(_ n: PushNotification, device: Device, version: APIVersion, sendBadgeCounts: Bool) -> Result {
         var data = JSONObject()
         if let raw = device.data?["default_payload"] {
             guard case .object(let defaults) = raw else { return .invalidDefaultPayload }
@@ -59,7 +62,7 @@ public enum FCMData {
 
     /// At most 1024 UTF-8 bytes: longer text keeps its first 1021 bytes (no partial character)
     /// and gains "…".
-    public static func truncate(_ s: String) -> String {
+    package static func truncate(_ s: String) -> String {
         guard s.utf8.count > maxFieldBytes else { return s }
         var kept = String.UnicodeScalarView()
         var bytes = 0
@@ -75,7 +78,7 @@ public enum FCMData {
     /// FCM v1 wants `map<string, string>`: Sygnal copies nested `default_payload` values as they
     /// are and FCM refuses the message (Sygnal issues 365, 367). An iOS-style `aps` object is
     /// moved to `apns.payload.aps`; any other non-string value becomes its JSON text; null is dropped.
-    public static func stringify(_ data: JSONObject) -> (data: JSONObject, aps: JSONObject?) {
+    package static func stringify(_ data: JSONObject) -> (data: JSONObject, aps: JSONObject?) {
         // The usual map (no default_payload) is strings only and is sent as it is.
         if data.values.allSatisfy({ $0.stringValue != nil }) { return (data, nil) }
         var result = JSONObject()

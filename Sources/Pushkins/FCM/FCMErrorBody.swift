@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldUpstream
+
 /// The error body of FCM HTTP v1: `{"error": {"code", "message", "status", "details": [...]}}`.
 struct FCMErrorBody {
     var status: String?

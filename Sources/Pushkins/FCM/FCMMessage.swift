@@ -1,8 +1,11 @@
+import HeraldCore
+import HeraldUpstream
+
 /// Request bodies for FCM (docs/compatibility/fcm.md).
-public enum FCMMessage {
+package enum FCMMessage {
     /// `{"message": {…fcm_options, data, android.priority, token}}` for HTTP v1, with data values
     /// made strings and an `aps` object routed to `apns.payload.aps`.
-    public static func v1(
+    package static func v1(
         data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool
     ) -> JSONValue {
         var message = options
@@ -28,7 +31,7 @@ public enum FCMMessage {
     }
 
     /// `{…fcm_options, data, priority, to | registration_ids}` for the legacy API.
-    public static func legacy(data: JSONObject, tokens: [String], notification n: PushNotification, options: JSONObject) -> JSONValue {
+    package static func legacy(data: JSONObject, tokens: [String], notification n: PushNotification, options: JSONObject) -> JSONValue {
         var body = options
         body["data"] = .object(data)
         body["priority"] = .string(n.isLowPriority ? "normal" : "high")

@@ -1,14 +1,16 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import NIOCore
 import NIOHTTP1
 
 /// `type: gcm`: Firebase Cloud Messaging, HTTP v1 (default, one request per device) or the legacy
 /// API (batched, in `FCMLegacySender`). docs/compatibility/fcm.md says what is sent and why.
-public final class FCMPushkin: FCMSending {
-    public let name: String
-    public let type = "gcm"
-    public let config: FCMConfig
+package final class FCMPushkin: FCMSending {
+    package let name: String
+    package let type = "gcm"
+    package let config: FCMConfig
     /// For Google's token endpoint.
     private let client: UpstreamHTTPClient
     /// For messages, on `base_url`.
@@ -19,7 +21,7 @@ public final class FCMPushkin: FCMSending {
     /// v1's `messages:send` URL, made once.
     private let v1URL: String
 
-    public init(name: String, config: FCMConfig, environment: PushkinEnvironment) throws {
+    package init(name: String, config: FCMConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         let client = try UpstreamHTTPClient(settings: config.upstream)
@@ -41,12 +43,12 @@ public final class FCMPushkin: FCMSending {
         }
     }
 
-    public func shutdown() async {
+    package func shutdown() async {
         await transport.shutdown()
         await client.shutdown()
     }
 
-    public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard case .v1 = config.credentials, let tokens else {
             return await dispatch(notification, devices: [device], context: context)[0]
         }
@@ -62,14 +64,14 @@ public final class FCMPushkin: FCMSending {
     }
 
     /// Legacy: devices batched by identical data, at most 1000 a request. v1: one request each.
-    public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         guard let legacy else { return await dispatchEach(notification, devices: devices, context: context) }
         return await legacy.dispatch(notification, devices: devices, config: config, context: context)
     }
 
     /// Sends a message built elsewhere (the Status adapter's): a visible `notification` and a
     /// string `data` map, as gorush builds it for status-go.
-    public func send(_ raw: FCMRawMessage, context: DispatchContext) async -> DeviceOutcome {
+    package func send(_ raw: FCMRawMessage, context: DispatchContext) async -> DeviceOutcome {
         guard !raw.token.isEmpty else { return .rejected(reason: .invalidPushkey("empty registration token")) }
         switch config.credentials {
         case .v1:

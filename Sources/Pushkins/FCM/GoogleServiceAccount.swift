@@ -1,22 +1,24 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import _CryptoExtras
 
 /// A Google service-account key file, and the RS256-signed JWT bearer assertion
 /// (RFC 7523) that exchanges it for an OAuth access token.
-public struct GoogleServiceAccount: Sendable {
-    public var clientEmail: String
-    public var privateKeyId: String?
-    public var tokenURI: String
+package struct GoogleServiceAccount: Sendable {
+    package var clientEmail: String
+    package var privateKeyId: String?
+    package var tokenURI: String
     let key: _RSA.Signing.PrivateKey
 
-    public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+    package static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
 
-    public struct LoadError: Error, CustomStringConvertible {
-        public var description: String
+    package struct LoadError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public static func load(path: String) throws -> GoogleServiceAccount {
+    package static func load(path: String) throws -> GoogleServiceAccount {
         guard let data = FileManager.default.contents(atPath: path) else { throw LoadError(description: "cannot read '\(path)'") }
         guard let json = try? JSONParser.parse(Array(data)) else { throw LoadError(description: "'\(path)' is not JSON") }
         guard let email = json["client_email"]?.stringValue, let pem = json["private_key"]?.stringValue else {
@@ -31,7 +33,7 @@ public struct GoogleServiceAccount: Sendable {
     }
 
     /// The signed assertion for the messaging scope, valid one hour.
-    public func assertion(now: Date = Date()) throws -> String {
+    package func assertion(now: Date = Date()) throws -> String {
         var header: JSONObject = ["alg": "RS256", "typ": "JWT"]
         if let privateKeyId { header["kid"] = .string(privateKeyId) }
         let iat = Int64(now.timeIntervalSince1970)

@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Synchronization
 import Tracing
@@ -7,7 +9,7 @@ import Tracing
 /// A pushkin turns a notification into a request to its upstream (APNs, FCM, a Web Push
 /// service) and reports, per device, what became of it. It never throws: every failure is an
 /// outcome, so one device cannot take the others of a request down with it.
-public protocol Pushkin: Sendable {
+package protocol Pushkin: Sendable {
     /// The app key from the config (an app id or a glob).
     var name: String { get }
     /// The pushkin's `type` as written in config: `webpush`, `apns`, `gcm`.
@@ -28,7 +30,7 @@ public protocol Pushkin: Sendable {
 }
 
 extension Pushkin {
-    public func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         await dispatchEach(notification, devices: devices, context: context)
     }
 
@@ -40,7 +42,7 @@ extension Pushkin {
     /// upstream's capacity wait as entries of this list, not as dispatches that have built their
     /// request and hold its memory (docs/architecture.md, "Admission"). A device whose task is
     /// cancelled while it waits fails as not dispatched.
-    public func dispatchEach(
+    package func dispatchEach(
         _ notification: PushNotification, devices: [Device], context: DispatchContext, admission: AsyncLimiter? = nil
     ) async -> [DeviceOutcome] {
         if devices.count == 1 {
@@ -87,9 +89,9 @@ extension Pushkin {
     /// A device whose task was cancelled while it waited for admission.
     static var notAdmitted: DeviceOutcome { .failed(reason: .localError("cancelled before dispatch")) }
 
-    public func shutdown() async {}
+    package func shutdown() async {}
 
-    public var startupDetails: [String: String] { [:] }
+    package var startupDetails: [String: String] { [:] }
 
     /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason.
     func tracedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
@@ -107,11 +109,11 @@ extension Pushkin {
 }
 
 /// What a dispatch needs besides the notification: the request's id and logger.
-public struct DispatchContext: Sendable {
-    public var requestId: String
-    public var logger: Logger
+package struct DispatchContext: Sendable {
+    package var requestId: String
+    package var logger: Logger
 
-    public init(requestId: String, logger: Logger) {
+    package init(requestId: String, logger: Logger) {
         self.requestId = requestId
         self.logger = logger
     }

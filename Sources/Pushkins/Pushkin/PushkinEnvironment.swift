@@ -1,19 +1,21 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 
 /// What every pushkin is built with: a logger, the metrics factory of the gateway that owns it,
 /// the process-wide proxy, how host names are resolved for endpoint checks, and the TLS contexts
 /// the gateway's pushkins share.
-public struct PushkinEnvironment: Sendable {
-    public var logger: Logger
-    public var metrics: any MetricsFactory
-    public var proxy: ProxySettings?
+package struct PushkinEnvironment: Sendable {
+    package var logger: Logger
+    package var metrics: any MetricsFactory
+    package var proxy: ProxySettings?
     /// Validation only (`herald check-config`): create no files.
-    public var readOnly: Bool
-    public var hostResolver: HostResolver
-    public var tlsContexts: TLSContexts
+    package var readOnly: Bool
+    package var hostResolver: HostResolver
+    package var tlsContexts: TLSContexts
 
-    public init(
+    package init(
         logger: Logger, metrics: any MetricsFactory, proxy: ProxySettings? = nil, readOnly: Bool = false,
         hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts()
     ) {

@@ -1,28 +1,30 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import OrderedCollections
 
 /// Builds pushkins by their config `type`. A new provider is one `register` call in `standard`.
-public struct PushkinRegistry: Sendable {
-    public typealias Builder =
+package struct PushkinRegistry: Sendable {
+    package typealias Builder =
         @Sendable (_ name: String, _ config: ConfigSection, _ environment: PushkinEnvironment) throws -> (any Pushkin)?
 
     private var builders: [String: Builder] = [:]
     /// How the pushkins built here resolve host names for their endpoint checks (tests stage DNS
     /// answers through it).
-    public var hostResolver: HostResolver = .system
+    package var hostResolver: HostResolver = .system
 
-    public init() {}
+    package init() {}
 
-    public mutating func register(_ type: String, _ builder: @escaping Builder) {
+    package mutating func register(_ type: String, _ builder: @escaping Builder) {
         builders[type] = builder
     }
 
-    public var types: [String] { builders.keys.sorted() }
+    package var types: [String] { builders.keys.sorted() }
 
-    public func builder(for type: String) -> Builder? { builders[type] }
+    package func builder(for type: String) -> Builder? { builders[type] }
 
     /// The providers shipped with Herald.
-    public static var standard: PushkinRegistry {
+    package static var standard: PushkinRegistry {
         var registry = PushkinRegistry()
         registry.register("webpush") { name, config, environment in
             guard let settings = WebPushConfig.read(config, environment: environment) else { return nil }
@@ -46,7 +48,7 @@ public struct PushkinRegistry: Sendable {
     /// Builds one pushkin per entry of the `apps:` section, in file order. Problems go to
     /// `diagnostics` with their key paths; an app whose keys are wrong is left out. `sharedKeys`
     /// are app keys read by others (the gateway's `inflight_request_limit`), not unknown.
-    public func build(
+    package func build(
         apps: OrderedDictionary<String, ConfigValue>, sharedKeys: [String], environment: PushkinEnvironment,
         diagnostics: ConfigDiagnostics
     ) -> [any Pushkin] {

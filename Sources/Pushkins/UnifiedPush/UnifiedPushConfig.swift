@@ -1,15 +1,18 @@
+import HeraldCore
+import HeraldUpstream
+
 /// The `type: unifiedpush` app keys (docs/compatibility/unifiedpush.md): the same endpoint policy,
 /// timeouts and retries as Web Push, and no credentials (a UnifiedPush endpoint is a capability URL).
-public struct UnifiedPushConfig: Sendable {
-    public var allowedEndpoints: [String]?
-    public var allowInsecureEndpoints: Bool
-    public var allowPrivateEndpoints: Bool
+package struct UnifiedPushConfig: Sendable {
+    package var allowedEndpoints: [String]?
+    package var allowInsecureEndpoints: Bool
+    package var allowPrivateEndpoints: Bool
     /// The largest body a distributor is sent; UnifiedPush guarantees 4096 bytes.
-    public var maxMessageBytes: Int
-    public var upstream: UpstreamSettings
-    public var retry: RetryPolicy
+    package var maxMessageBytes: Int
+    package var upstream: UpstreamSettings
+    package var retry: RetryPolicy
 
-    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> UnifiedPushConfig? {
+    package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> UnifiedPushConfig? {
         let allowed = config.stringList("allowed_endpoints")
         EndpointPolicy.noteExplicitEntries(allowed, config: config)
         return UnifiedPushConfig(

@@ -1,9 +1,12 @@
+import HeraldCore
+import HeraldUpstream
+
 /// The body a UnifiedPush distributor receives: `{"notification": {…}}`, the notification's
 /// fields as the homeserver sent them, without `devices`.
-public enum UnifiedPushPayload {
+package enum UnifiedPushPayload {
     /// The body, within `limit` bytes: when the whole notification does not fit, `content` is left
     /// out (the app fetches the event itself); nil when even that does not fit.
-    public static func encode(_ notification: PushNotification, limit: Int) -> [UInt8]? {
+    package static func encode(_ notification: PushNotification, limit: Int) -> [UInt8]? {
         var fields = notification.fields
         fields.removeValue(forKey: "devices")
         let whole = JSONWriter.serialize(["notification": .object(fields)])

@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
@@ -7,13 +9,13 @@ import NIOHTTP1
 /// endpoint URL; the notification is POSTed to it as `{"notification": {…}}` without the
 /// `devices` list (other devices' pushkeys never leave Herald), as UnifiedPush's Matrix gateway
 /// does (docs/compatibility/unifiedpush.md).
-public final class UnifiedPushPushkin: Pushkin {
-    public let name: String
-    public let type = "unifiedpush"
-    public let config: UnifiedPushConfig
+package final class UnifiedPushPushkin: Pushkin {
+    package let name: String
+    package let type = "unifiedpush"
+    package let config: UnifiedPushConfig
     private let pushService: PushServiceClient
 
-    public init(name: String, config: UnifiedPushConfig, environment: PushkinEnvironment) throws {
+    package init(name: String, config: UnifiedPushConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         self.pushService = try PushServiceClient(
@@ -22,9 +24,9 @@ public final class UnifiedPushPushkin: Pushkin {
             retry: config.retry, environment: environment)
     }
 
-    public func shutdown() async { await pushService.shutdown() }
+    package func shutdown() async { await pushService.shutdown() }
 
-    public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         let endpoint: EndpointPolicy.Endpoint
         switch await pushService.admit(device.pushkey, pushkey: device.pushkey, context: context) {
         case .success(let admitted): endpoint = admitted

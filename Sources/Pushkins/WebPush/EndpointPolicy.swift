@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 
 /// Decides whether Herald may POST to a subscription endpoint.
 ///
@@ -12,21 +14,21 @@ import Foundation
 /// global and connects to those addresses only, so a name that answers differently from one
 /// lookup to the next (DNS rebinding) gains nothing; a name reached through the outbound proxy,
 /// which resolves it there, by resolving it here for every check (no verdict is kept).
-public final class EndpointPolicy: Sendable {
-    public struct Endpoint: Sendable, Equatable {
-        public var url: String
-        public var scheme: String
-        public var host: String
-        public var port: Int
+package final class EndpointPolicy: Sendable {
+    package struct Endpoint: Sendable, Equatable {
+        package var url: String
+        package var scheme: String
+        package var host: String
+        package var port: Int
         /// `host[:port]` as written in the URL: what `allowed_endpoints` globs match.
-        public var netloc: String
+        package var netloc: String
         /// `scheme://host[:port]`: the VAPID audience.
-        public var origin: String
+        package var origin: String
         /// The policy classified the host's addresses: the connection's peer must pass the same check.
-        public var addressChecked = false
+        package var addressChecked = false
     }
 
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         case allowed(Endpoint)
         /// Not a usable http(s) URL: the pushkey can never work.
         case malformed(String)
@@ -43,7 +45,7 @@ public final class EndpointPolicy: Sendable {
     let resolver: HostResolver
     let proxy: ProxySettings?
 
-    public init(
+    package init(
         allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool, proxy: ProxySettings? = nil,
         resolver: HostResolver = .system
     ) {
@@ -57,7 +59,7 @@ public final class EndpointPolicy: Sendable {
     /// The endpoint's parts; nil for what is no http(s) URL, or has a space or control character
     /// (which Foundation's parser would take, and no push service serves). The host is the one
     /// DNS, TLS and the `Host` header use (`UpstreamOrigin.wireHost`).
-    public static func parse(_ url: String) -> Endpoint? {
+    package static func parse(_ url: String) -> Endpoint? {
         guard !UpstreamOrigin.hasSpaceOrControl(url), let components = URLComponents(string: url),
             let scheme = components.scheme?.lowercased(),
             scheme == "https" || scheme == "http", let rawHost = UpstreamOrigin.wireHost(components), !rawHost.isEmpty
@@ -70,7 +72,7 @@ public final class EndpointPolicy: Sendable {
             netloc: netloc, origin: "\(scheme)://\(netloc)")
     }
 
-    public func check(_ url: String) async -> Verdict {
+    package func check(_ url: String) async -> Verdict {
         guard var endpoint = Self.parse(url) else { return .malformed("endpoint is not an http(s) URL") }
         var namedExplicitly = false
         if let globs = allowedGlobs {

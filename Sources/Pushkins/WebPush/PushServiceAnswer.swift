@@ -1,3 +1,5 @@
+import HeraldCore
+import HeraldUpstream
 import Logging
 
 /// What a push service's answer means, for Web Push and UnifiedPush alike (RFC 8030: 404/410 the

@@ -1,16 +1,18 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 
 /// The application server's VAPID key (RFC 8292): loaded from `vapid_private_key`, or created
 /// there on first start when the app allows it.
-public enum VAPIDKey {
-    public enum LoadError: Error, CustomStringConvertible {
+package enum VAPIDKey {
+    package enum LoadError: Error, CustomStringConvertible {
         case missing(String)
         case unreadable(String, String)
         case invalid(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .missing(let path): return "file '\(path)' does not exist"
             case .unreadable(let path, let reason): return "cannot read '\(path)': \(reason)"
@@ -22,7 +24,7 @@ public enum VAPIDKey {
     /// Loads a PEM (PKCS#8 or SEC1, as `vapid --gen` writes) or raw base64url key. When the file
     /// does not exist and `createIfMissing` is set, a new key is written there (mode 0600).
     /// With `readOnly`, a missing key that would be created is made in memory only.
-    public static func load(path: String, createIfMissing: Bool, readOnly: Bool = false, logger: Logger? = nil) throws(LoadError)
+    package static func load(path: String, createIfMissing: Bool, readOnly: Bool = false, logger: Logger? = nil) throws(LoadError)
         -> P256.Signing.PrivateKey
     {
         if !FileAccess.exists(path) {
@@ -58,7 +60,7 @@ public enum VAPIDKey {
 
     /// The public key as browsers take it for `applicationServerKey`: base64url of the
     /// uncompressed point.
-    public static func applicationServerKey(_ key: P256.Signing.PrivateKey) -> String {
+    package static func applicationServerKey(_ key: P256.Signing.PrivateKey) -> String {
         Base64URL.encode(key.publicKey.x963Representation)
     }
 }

@@ -1,18 +1,20 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Synchronization
 
 /// Builds `Authorization: vapid t=<JWT>,k=<key>` headers (RFC 8292), caching one token per
 /// push-service origin until shortly before it expires.
-public final class VAPIDSigner: Sendable {
-    public let applicationServerKey: String
+package final class VAPIDSigner: Sendable {
+    package let applicationServerKey: String
     private let key: P256.Signing.PrivateKey
     private let subject: String
     private let lifetime: TimeInterval
     private let cache = Mutex<[String: (header: String, expires: Date)]>([:])
 
     /// `lifetime` is capped at 24 h as RFC 8292 §2 requires; Sygnal uses 12 h.
-    public init(key: P256.Signing.PrivateKey, contactEmail: String, lifetime: TimeInterval = 12 * 3600) {
+    package init(key: P256.Signing.PrivateKey, contactEmail: String, lifetime: TimeInterval = 12 * 3600) {
         self.key = key
         self.applicationServerKey = VAPIDKey.applicationServerKey(key)
         self.subject = contactEmail.hasPrefix("mailto:") || contactEmail.hasPrefix("https:") ? contactEmail : "mailto:" + contactEmail
@@ -20,7 +22,7 @@ public final class VAPIDSigner: Sendable {
     }
 
     /// The header for `origin` (`scheme://host[:port]` of the endpoint).
-    public func authorization(origin: String, now: Date = Date()) throws -> String {
+    package func authorization(origin: String, now: Date = Date()) throws -> String {
         if let cached = cache.withLock({ $0[origin] }), cached.expires.timeIntervalSince(now) > lifetime / 4 {
             return cached.header
         }

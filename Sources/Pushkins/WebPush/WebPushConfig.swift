@@ -1,19 +1,21 @@
 import Crypto
+import HeraldCore
+import HeraldUpstream
 import Logging
 
 /// The `type: webpush` app keys: Sygnal's (docs/compatibility/webpush.md) plus Herald's limits and policies.
-public struct WebPushConfig: Sendable {
-    public var vapidKey: P256.Signing.PrivateKey
-    public var contactEmail: String
-    public var allowedEndpoints: [String]?
-    public var ttl: Int
-    public var allowInsecureEndpoints: Bool
-    public var allowPrivateEndpoints: Bool
-    public var upstream: UpstreamSettings
-    public var retry: RetryPolicy
+package struct WebPushConfig: Sendable {
+    package var vapidKey: P256.Signing.PrivateKey
+    package var contactEmail: String
+    package var allowedEndpoints: [String]?
+    package var ttl: Int
+    package var allowInsecureEndpoints: Bool
+    package var allowPrivateEndpoints: Bool
+    package var upstream: UpstreamSettings
+    package var retry: RetryPolicy
 
     /// Reads the app's keys; problems go to the reader's diagnostics and nil is returned.
-    public static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> WebPushConfig? {
+    package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> WebPushConfig? {
         let keyPath = config.string("vapid_private_key", required: true)
         let createKey = config.bool("create_vapid_key_if_missing", default: false)
         let email = config.string("vapid_contact_email", required: true)

@@ -1,14 +1,16 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 
 /// Message encryption for Web Push: `aes128gcm` (RFC 8188) with the key derivation of RFC 8291.
-public enum WebPushEncryption {
+package enum WebPushEncryption {
     /// Header (86 bytes) + one record's padding delimiter (1) + AEAD tag (16).
-    public static let overhead = 86 + 1 + 16
+    package static let overhead = 86 + 1 + 16
     /// Push services must accept 4096-byte bodies (RFC 8030 §7.2); so 3993 bytes of plaintext.
-    public static let maxPlaintext = 4096 - overhead
+    package static let maxPlaintext = 4096 - overhead
 
-    public enum Error: Swift.Error, Equatable {
+    package enum Error: Swift.Error, Equatable {
         case invalidPublicKey
         case invalidAuthSecret
         case malformedBody
@@ -17,7 +19,7 @@ public enum WebPushEncryption {
 
     /// Encrypts `plaintext` for a subscription. `salt` and `senderKey` are fresh per message unless
     /// given (the known-answer tests give RFC 8291's).
-    public static func encrypt(
+    package static func encrypt(
         _ plaintext: [UInt8], p256dh: [UInt8], authSecret: [UInt8],
         salt: [UInt8]? = nil, senderKey: P256.KeyAgreement.PrivateKey? = nil, recordSize: UInt32 = 4096
     ) throws -> [UInt8] {
@@ -48,7 +50,7 @@ public enum WebPushEncryption {
 
     /// Decrypts a single-record `aes128gcm` body as a user agent would (used by the fake push
     /// service and the tests).
-    public static func decrypt(_ body: [UInt8], uaPrivate: P256.KeyAgreement.PrivateKey, authSecret: [UInt8]) throws -> [UInt8] {
+    package static func decrypt(_ body: [UInt8], uaPrivate: P256.KeyAgreement.PrivateKey, authSecret: [UInt8]) throws -> [UInt8] {
         guard body.count >= 21 else { throw Error.malformedBody }
         let salt = Array(body[0..<16])
         let idLength = Int(body[20])

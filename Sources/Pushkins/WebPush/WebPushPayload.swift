@@ -1,12 +1,15 @@
+import HeraldCore
+import HeraldUpstream
+
 /// The JSON a Web Push subscriber receives (docs/compatibility/webpush.md), kept within the 3993 bytes one
 /// `aes128gcm` record of a 4096-byte push message can carry.
-public enum WebPushPayload {
+package enum WebPushPayload {
     nonisolated(unsafe) static let copiedFields: [(String, KeyPath<PushNotification, String?>)] = [
         ("room_id", \.roomId), ("room_name", \.roomName), ("room_alias", \.roomAlias), ("membership", \.membership),
         ("event_id", \.eventId), ("sender", \.sender), ("sender_display_name", \.senderDisplayName),
     ]
 
-    public static func build(_ notification: PushNotification, defaultPayload: JSONObject?) -> JSONObject {
+    package static func build(_ notification: PushNotification, defaultPayload: JSONObject?) -> JSONObject {
         var payload = defaultPayload ?? JSONObject()
         for (key, path) in copiedFields {
             if let value = notification[keyPath: path], !value.isEmpty { payload[key] = .string(value) }
@@ -30,7 +33,7 @@ public enum WebPushPayload {
 
     /// Serialises `payload`, shortening its longest strings from their ends (never splitting a
     /// character) until it fits in `limit` bytes. Returns nil if even empty strings do not fit.
-    public static func encode(_ payload: JSONObject, limit: Int = WebPushEncryption.maxPlaintext) -> [UInt8]? {
+    package static func encode(_ payload: JSONObject, limit: Int = WebPushEncryption.maxPlaintext) -> [UInt8]? {
         var current = payload
         var bytes = JSONWriter.serialize(.object(current))
         var rounds = 0

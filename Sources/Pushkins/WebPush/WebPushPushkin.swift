@@ -1,21 +1,23 @@
 import Crypto
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
 
 /// `type: webpush`: encrypted Web Push (RFC 8030, 8291, 8292) to each device's endpoint.
-public final class WebPushPushkin: Pushkin {
-    public let name: String
-    public let type = "webpush"
-    public let config: WebPushConfig
-    public var applicationServerKey: String { vapid.applicationServerKey }
+package final class WebPushPushkin: Pushkin {
+    package let name: String
+    package let type = "webpush"
+    package let config: WebPushConfig
+    package var applicationServerKey: String { vapid.applicationServerKey }
 
     private let vapid: VAPIDSigner
     private let pushService: PushServiceClient
 
-    public init(name: String, config: WebPushConfig, environment: PushkinEnvironment) throws {
+    package init(name: String, config: WebPushConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         self.vapid = VAPIDSigner(key: config.vapidKey, contactEmail: config.contactEmail)
@@ -24,11 +26,11 @@ public final class WebPushPushkin: Pushkin {
             allowPrivate: config.allowPrivateEndpoints, upstream: config.upstream, retry: config.retry, environment: environment)
     }
 
-    public var startupDetails: [String: String] { ["application_server_key": applicationServerKey] }
+    package var startupDetails: [String: String] { ["application_server_key": applicationServerKey] }
 
-    public func shutdown() async { await pushService.shutdown() }
+    package func shutdown() async { await pushService.shutdown() }
 
-    public func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard let data = device.data else { return .rejected(reason: .invalidPushkey("device has no data")) }
         if data["events_only"] == .bool(true), notification.eventId?.isEmpty ?? true {
             return .skipped(reason: .eventsOnly)
@@ -74,7 +76,7 @@ public final class WebPushPushkin: Pushkin {
     }
 
     /// A `Topic` (RFC 8030 §5.4): at most 32 base64url characters, derived from the room.
-    public static func topic(forRoom roomId: String) -> String {
+    package static func topic(forRoom roomId: String) -> String {
         Base64URL.encode(SHA256.hash(data: Data(roomId.utf8)).prefix(24))
     }
 }

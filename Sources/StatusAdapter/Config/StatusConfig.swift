@@ -1,61 +1,63 @@
 import Foundation
+import HeraldCore
 import HeraldSQLite
+import HeraldUpstream
 import Pushkins
 
 /// The `status:` section: which push apps serve Status registrations, the identity, the store,
 /// and the limits of the native and gorush-compatible APIs.
-public struct StatusConfig: Sendable {
-    public enum Store: Sendable, Equatable {
+package struct StatusConfig: Sendable {
+    package enum Store: Sendable, Equatable {
         case sqlite(path: String)
         case postgres(url: String)
     }
 
-    public var enabled = false
+    package var enabled = false
     /// App key of the `type: apns` app for APN_TOKEN registrations (gorush platform 1).
-    public var apnsApp: String?
+    package var apnsApp: String?
     /// App key of the `type: gcm` app for FIREBASE_TOKEN registrations (gorush platform 2).
-    public var fcmApp: String?
+    package var fcmApp: String?
     /// A fixed identity (hex of the 32-byte secret); otherwise one is created in the store.
-    public var identity: [UInt8]?
-    public var store = Store.sqlite(path: "./data/status.sqlite")
+    package var identity: [UInt8]?
+    package var store = Store.sqlite(path: "./data/status.sqlite")
     /// The SQLite file, when the store is SQLite.
-    public var sqlitePath: String? {
+    package var sqlitePath: String? {
         if case .sqlite(let path) = store { return path }
         return nil
     }
-    public var maxQueryKeys = 100
-    public var maxMessageBytes = 1 << 20
-    public var responseCacheLifetime: TimeInterval = 86_400
-    public var responseCacheLimit = 100_000
+    package var maxQueryKeys = 100
+    package var maxMessageBytes = 1 << 20
+    package var responseCacheLifetime: TimeInterval = 86_400
+    package var responseCacheLimit = 100_000
     /// Answers remembered and not yet written to the store; beyond it a push request waits for the writer.
-    public var responseCacheMaxPending = 10_000
+    package var responseCacheMaxPending = 10_000
     /// The page cache of each SQLite connection, in KiB (`DurableSQLite`).
-    public var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
+    package var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
     /// How long a request waits for the PostgreSQL store before it is answered as failed for now.
-    public var storeTimeout: Duration = .seconds(5)
+    package var storeTimeout: Duration = .seconds(5)
 
-    public var gorush = Gorush()
+    package var gorush = Gorush()
 
-    public struct Gorush: Sendable {
-        public var enabled = true
-        public var maxNotification = 100
-        public var sync = false
-        public var workers = 8
+    package struct Gorush: Sendable {
+        package var enabled = true
+        package var maxNotification = 100
+        package var sync = false
+        package var workers = 8
         /// Jobs (notifications) queued at once, in the Status store.
-        public var queueSize = 8192
+        package var queueSize = 8192
         /// Bytes of notifications queued at once; beyond either bound a request is answered 503.
-        public var queueMaxBytes = 64 << 20
+        package var queueMaxBytes = 64 << 20
         /// How long a worker holds a job before another may take it (a worker that died).
-        public var claimTimeout: Duration = .seconds(300)
-        public var feedbackURL: String?
-        public var feedbackTimeout: Duration = .seconds(10)
+        package var claimTimeout: Duration = .seconds(300)
+        package var feedbackURL: String?
+        package var feedbackTimeout: Duration = .seconds(10)
         /// gorush sends an FCM topic message for an Android notification with a `topic`; off by default.
-        public var honourAndroidTopic = false
+        package var honourAndroidTopic = false
     }
 
-    public init() {}
+    package init() {}
 
-    public static func read(_ config: ConfigSection?) -> StatusConfig {
+    package static func read(_ config: ConfigSection?) -> StatusConfig {
         var result = StatusConfig()
         guard let config else { return result }
         result.enabled = config.bool("enabled", default: true)

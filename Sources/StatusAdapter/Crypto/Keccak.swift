@@ -1,6 +1,6 @@
 /// Keccak-f[1600] and the two sponges Status uses: legacy Keccak-256 (padding 0x01, as Ethereum)
 /// and SHAKE-256 (FIPS 202, padding 0x1F) with a 64-byte output.
-public enum Keccak {
+package enum Keccak {
     static let roundConstants: [UInt64] = [
         0x0000_0000_0000_0001, 0x0000_0000_0000_8082, 0x8000_0000_0000_808A, 0x8000_0000_8000_8000, 0x0000_0000_0000_808B,
         0x0000_0000_8000_0001, 0x8000_0000_8000_8081, 0x8000_0000_0000_8009, 0x0000_0000_0000_008A, 0x0000_0000_0000_0088,
@@ -10,12 +10,12 @@ public enum Keccak {
     ]
 
     /// Legacy Keccak-256 (not FIPS SHA3-256): Ethereum's and status-go's `Keccak256`.
-    public static func keccak256(_ data: some Sequence<UInt8>) -> [UInt8] {
+    package static func keccak256(_ data: some Sequence<UInt8>) -> [UInt8] {
         hash(data, suffix: 0x01, outputLength: 32)
     }
 
     /// SHAKE-256 with a 64-byte output: status-go's `Shake256` / `HashPublicKey`.
-    public static func shake256(_ data: some Sequence<UInt8>, outputLength: Int = 64) -> [UInt8] {
+    package static func shake256(_ data: some Sequence<UInt8>, outputLength: Int = 64) -> [UInt8] {
         hash(data, suffix: 0x1F, outputLength: outputLength)
     }
 

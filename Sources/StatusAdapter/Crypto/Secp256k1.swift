@@ -1,12 +1,14 @@
 import CSecp256k1
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 /// secp256k1 through libsecp256k1, as status-go (go-ethereum) uses it: recoverable signatures
 /// R||S||V with V ∈ {0,1}, recovery, compressed and uncompressed keys, and ECDH whose shared key
 /// is the raw X coordinate (docs/status-protocol.md, "Crypto"), not libsecp256k1's default SHA-256 of the point.
-public enum Secp256k1 {
-    public enum Error: Swift.Error, Equatable {
+package enum Secp256k1 {
+    package enum Error: Swift.Error, Equatable {
         case invalidPrivateKey
         case invalidPublicKey
         case invalidSignature
@@ -20,16 +22,16 @@ public enum Secp256k1 {
         return ctx
     }()
 
-    public struct PrivateKey: Sendable, Equatable {
-        public let rawRepresentation: [UInt8]
+    package struct PrivateKey: Sendable, Equatable {
+        package let rawRepresentation: [UInt8]
 
-        public init(rawRepresentation raw: [UInt8]) throws(Error) {
+        package init(rawRepresentation raw: [UInt8]) throws(Error) {
             guard raw.count == 32, secp256k1_ec_seckey_verify(Secp256k1.context, raw) == 1 else { throw .invalidPrivateKey }
             rawRepresentation = raw
         }
 
         /// A new random key.
-        public init() {
+        package init() {
             while true {
                 let candidate = SecureRandom.bytes(32)
                 if let key = try? PrivateKey(rawRepresentation: candidate) {
@@ -39,14 +41,14 @@ public enum Secp256k1 {
             }
         }
 
-        public var publicKey: PublicKey {
+        package var publicKey: PublicKey {
             var pubkey = secp256k1_pubkey()
             _ = secp256k1_ec_pubkey_create(Secp256k1.context, &pubkey, rawRepresentation)
             return PublicKey(pubkey)
         }
 
         /// A deterministic (RFC 6979), low-S recoverable signature of a 32-byte digest: R||S||V.
-        public func signature(forDigest digest: [UInt8]) throws(Error) -> [UInt8] {
+        package func signature(forDigest digest: [UInt8]) throws(Error) -> [UInt8] {
             guard digest.count == 32 else { throw .invalidDigest }
             var signature = secp256k1_ecdsa_recoverable_signature()
             guard secp256k1_ecdsa_sign_recoverable(Secp256k1.context, &signature, digest, rawRepresentation, nil, nil) == 1 else {
@@ -59,7 +61,7 @@ public enum Secp256k1 {
         }
 
         /// ECDH with `other`: the raw 32-byte X coordinate of other × self.
-        public func sharedX(with other: PublicKey) throws(Error) -> [UInt8] {
+        package func sharedX(with other: PublicKey) throws(Error) -> [UInt8] {
             var point = other.point
             var output = [UInt8](repeating: 0, count: 32)
             let copyX: secp256k1_ecdh_hash_function = { output, x32, _, _ in
@@ -72,9 +74,9 @@ public enum Secp256k1 {
         }
     }
 
-    public struct PublicKey: Sendable, Equatable, Hashable {
+    package struct PublicKey: Sendable, Equatable, Hashable {
         /// The 65-byte uncompressed form, 0x04||X||Y.
-        public let uncompressed: [UInt8]
+        package let uncompressed: [UInt8]
 
         init(_ pubkey: secp256k1_pubkey) {
             var pubkey = pubkey
@@ -85,7 +87,7 @@ public enum Secp256k1 {
         }
 
         /// Parses a 33-byte compressed or 65-byte uncompressed key.
-        public init(bytes: [UInt8]) throws(Error) {
+        package init(bytes: [UInt8]) throws(Error) {
             var pubkey = secp256k1_pubkey()
             guard bytes.count == 33 || bytes.count == 65,
                 secp256k1_ec_pubkey_parse(Secp256k1.context, &pubkey, bytes, bytes.count) == 1
@@ -94,7 +96,7 @@ public enum Secp256k1 {
         }
 
         /// The 33-byte compressed form, 0x02/0x03||X.
-        public var compressed: [UInt8] {
+        package var compressed: [UInt8] {
             var point = self.point
             var output = [UInt8](repeating: 0, count: 33)
             var length = 33
@@ -109,7 +111,7 @@ public enum Secp256k1 {
         }
 
         /// The signer of a 65-byte R||S||V signature over a 32-byte digest (go-ethereum's `SigToPub`).
-        public static func recover(signature: [UInt8], digest: [UInt8]) throws(Error) -> PublicKey {
+        package static func recover(signature: [UInt8], digest: [UInt8]) throws(Error) -> PublicKey {
             guard digest.count == 32 else { throw .invalidDigest }
             guard signature.count == 65, signature[64] < 4 else { throw .invalidSignature }
             var parsed = secp256k1_ecdsa_recoverable_signature()

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import Pushkins
@@ -11,7 +13,7 @@ extension GorushAPI {
 
     /// Claims queued jobs as workers are free and hands them to `workers` tasks, until graceful
     /// shutdown; then the workers finish what they hold and the rest stays queued in the store.
-    public func run() async {
+    package func run() async {
         let store: any GorushQueueStore
         do {
             store = try await cancelWhenGracefulShutdown { try await self.queueStore() }

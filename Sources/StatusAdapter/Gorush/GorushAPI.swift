@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
@@ -17,7 +19,7 @@ import Synchronization
 ///
 /// The workers are a `Service` (`GorushAPI+Workers.swift`): on graceful shutdown they finish the
 /// jobs they hold; the rest of the queue waits in the store for the next start.
-public final class GorushAPI: Service {
+package final class GorushAPI: Service {
     let config: StatusConfig.Gorush
     let delivery: any StatusSender
     let logger: Logger
@@ -42,7 +44,7 @@ public final class GorushAPI: Service {
         var androidError = 0
     }
 
-    public init(
+    package init(
         config: StatusConfig.Gorush, delivery: any StatusSender, queue: @escaping @Sendable () async throws -> any GorushQueueStore,
         logger: Logger, metrics: any MetricsFactory
     ) {
@@ -59,7 +61,7 @@ public final class GorushAPI: Service {
     }
 
     /// `POST /api/push`: the answer body, or a `GorushError` with gorush's message.
-    public func handle(body: [UInt8]) async throws(GorushError) -> JSONValue {
+    package func handle(body: [UInt8]) async throws(GorushError) -> JSONValue {
         let (notifications, counts) = try Self.parseRequest(body, maxNotification: config.maxNotification)
         var logs: [JSONValue] = []
         if config.sync {
@@ -76,7 +78,7 @@ public final class GorushAPI: Service {
 
     /// Reads a `POST /api/push` body: its notifications, and gorush's `counts` (tokens, plus one
     /// per Android topic message).
-    public static func parseRequest(_ body: [UInt8], maxNotification: Int) throws(GorushError) -> (
+    package static func parseRequest(_ body: [UInt8], maxNotification: Int) throws(GorushError) -> (
         notifications: [JSONObject], counts: Int
     ) {
         guard let json = try? JSONParser.parse(body), case .object(let root) = json else { throw .missingNotifications }
@@ -181,7 +183,7 @@ public final class GorushAPI: Service {
     }
 
     /// gorush's `GET /api/stat/app`.
-    public func appStats() -> JSONValue {
+    package func appStats() -> JSONValue {
         stats.withLock { s in
             [
                 "version": "herald", "busy_workers": .int(Int64(s.busyWorkers)), "success_tasks": .int(Int64(s.success)),

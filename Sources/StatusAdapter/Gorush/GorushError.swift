@@ -1,7 +1,7 @@
 /// Why gorush's `POST /api/push` refuses a request: gorush's own messages for a request that is
 /// wrong (400), and Herald's for a queue that cannot take it now (503 with `Retry-After`), as
 /// `{"code": …, "message": …}` (the gateway renders it in gorush's shape).
-public enum GorushError: Error, Sendable, Equatable {
+package enum GorushError: Error, Sendable, Equatable {
     case missingNotifications
     case emptyNotifications
     case tooManyNotifications(Int, limit: Int)
@@ -12,9 +12,9 @@ public enum GorushError: Error, Sendable, Equatable {
     case queueUnavailable
 
     /// Whether the sender should try the same request again later.
-    public var isTemporary: Bool { self == .queueFull || self == .queueUnavailable }
+    package var isTemporary: Bool { self == .queueFull || self == .queueUnavailable }
 
-    public var message: String {
+    package var message: String {
         switch self {
         case .missingNotifications: return "Missing notifications field."
         case .emptyNotifications: return "Notifications field is empty."

@@ -29,22 +29,22 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
-public nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
+package nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// A 65-byte recoverable signature (R||S||V) over Keccak256(payload).
-  public var signature: Data = Data()
+  package var signature: Data = Data()
 
-  public var payload: Data = Data()
+  package var payload: Data = Data()
 
-  public var type: Protobuf_ApplicationMetadataMessage.TypeEnum = .unknown
+  package var type: Protobuf_ApplicationMetadataMessage.TypeEnum = .unknown
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public nonisolated enum TypeEnum: SwiftProtobuf.Enum, Swift.CaseIterable {
-    public typealias RawValue = Int
+  package nonisolated enum TypeEnum: SwiftProtobuf.Enum, Swift.CaseIterable {
+    package typealias RawValue = Int
     case unknown // = 0
     case contactCodeAdvertisement // = 15
     case pushNotificationRegistration // = 16
@@ -55,11 +55,11 @@ public nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
     case pushNotificationResponse // = 21
     case UNRECOGNIZED(Int)
 
-    public init() {
+    package init() {
       self = .unknown
     }
 
-    public init?(rawValue: Int) {
+    package init?(rawValue: Int) {
       switch rawValue {
       case 0: self = .unknown
       case 15: self = .contactCodeAdvertisement
@@ -73,7 +73,7 @@ public nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
       }
     }
 
-    public var rawValue: Int {
+    package var rawValue: Int {
       switch self {
       case .unknown: return 0
       case .contactCodeAdvertisement: return 15
@@ -88,7 +88,7 @@ public nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
     }
 
     // The compiler won't synthesize support with the UNRECOGNIZED case.
-    public static let allCases: [Protobuf_ApplicationMetadataMessage.TypeEnum] = [
+    package static let allCases: [Protobuf_ApplicationMetadataMessage.TypeEnum] = [
       .unknown,
       .contactCodeAdvertisement,
       .pushNotificationRegistration,
@@ -101,7 +101,7 @@ public nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
 
   }
 
-  public init() {}
+  package init() {}
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -109,10 +109,10 @@ public nonisolated struct Protobuf_ApplicationMetadataMessage: Sendable {
 fileprivate nonisolated let _protobuf_package = "protobuf"
 
 nonisolated extension Protobuf_ApplicationMetadataMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".ApplicationMetadataMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}signature\0\u{1}payload\0\u{1}type\0")
+  package static let protoMessageName: String = _protobuf_package + ".ApplicationMetadataMessage"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}signature\0\u{1}payload\0\u{1}type\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -126,7 +126,7 @@ nonisolated extension Protobuf_ApplicationMetadataMessage: SwiftProtobuf.Message
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.signature.isEmpty {
       try visitor.visitSingularBytesField(value: self.signature, fieldNumber: 1)
     }
@@ -139,7 +139,7 @@ nonisolated extension Protobuf_ApplicationMetadataMessage: SwiftProtobuf.Message
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_ApplicationMetadataMessage, rhs: Protobuf_ApplicationMetadataMessage) -> Bool {
+  package static func ==(lhs: Protobuf_ApplicationMetadataMessage, rhs: Protobuf_ApplicationMetadataMessage) -> Bool {
     if lhs.signature != rhs.signature {return false}
     if lhs.payload != rhs.payload {return false}
     if lhs.type != rhs.type {return false}
@@ -149,5 +149,5 @@ nonisolated extension Protobuf_ApplicationMetadataMessage: SwiftProtobuf.Message
 }
 
 nonisolated extension Protobuf_ApplicationMetadataMessage.TypeEnum: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN\0\u{2}\u{f}CONTACT_CODE_ADVERTISEMENT\0\u{1}PUSH_NOTIFICATION_REGISTRATION\0\u{1}PUSH_NOTIFICATION_REGISTRATION_RESPONSE\0\u{1}PUSH_NOTIFICATION_QUERY\0\u{1}PUSH_NOTIFICATION_QUERY_RESPONSE\0\u{1}PUSH_NOTIFICATION_REQUEST\0\u{1}PUSH_NOTIFICATION_RESPONSE\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN\0\u{2}\u{f}CONTACT_CODE_ADVERTISEMENT\0\u{1}PUSH_NOTIFICATION_REGISTRATION\0\u{1}PUSH_NOTIFICATION_REGISTRATION_RESPONSE\0\u{1}PUSH_NOTIFICATION_QUERY\0\u{1}PUSH_NOTIFICATION_QUERY_RESPONSE\0\u{1}PUSH_NOTIFICATION_REQUEST\0\u{1}PUSH_NOTIFICATION_RESPONSE\0")
 }

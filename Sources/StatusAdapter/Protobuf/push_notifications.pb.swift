@@ -29,55 +29,55 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
-public nonisolated struct Protobuf_PushNotificationRegistration: Sendable {
+package nonisolated struct Protobuf_PushNotificationRegistration: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var tokenType: Protobuf_PushNotificationRegistration.TokenType = .unknownTokenType
+  package var tokenType: Protobuf_PushNotificationRegistration.TokenType = .unknownTokenType
 
-  public var deviceToken: String = String()
+  package var deviceToken: String = String()
 
-  public var installationID: String = String()
+  package var installationID: String = String()
 
-  public var accessToken: String = String()
+  package var accessToken: String = String()
 
-  public var enabled: Bool = false
+  package var enabled: Bool = false
 
-  public var version: UInt64 = 0
+  package var version: UInt64 = 0
 
-  public var allowedKeyList: [Data] = []
+  package var allowedKeyList: [Data] = []
 
-  public var blockedChatList: [Data] = []
+  package var blockedChatList: [Data] = []
 
-  public var unregister: Bool = false
+  package var unregister: Bool = false
 
-  public var grant: Data = Data()
+  package var grant: Data = Data()
 
-  public var allowFromContactsOnly: Bool = false
+  package var allowFromContactsOnly: Bool = false
 
-  public var apnTopic: String = String()
+  package var apnTopic: String = String()
 
-  public var blockMentions: Bool = false
+  package var blockMentions: Bool = false
 
-  public var allowedMentionsChatList: [Data] = []
+  package var allowedMentionsChatList: [Data] = []
 
-  public var mutedChatList: [Data] = []
+  package var mutedChatList: [Data] = []
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public nonisolated enum TokenType: SwiftProtobuf.Enum, Swift.CaseIterable {
-    public typealias RawValue = Int
+  package nonisolated enum TokenType: SwiftProtobuf.Enum, Swift.CaseIterable {
+    package typealias RawValue = Int
     case unknownTokenType // = 0
     case apnToken // = 1
     case firebaseToken // = 2
     case UNRECOGNIZED(Int)
 
-    public init() {
+    package init() {
       self = .unknownTokenType
     }
 
-    public init?(rawValue: Int) {
+    package init?(rawValue: Int) {
       switch rawValue {
       case 0: self = .unknownTokenType
       case 1: self = .apnToken
@@ -86,7 +86,7 @@ public nonisolated struct Protobuf_PushNotificationRegistration: Sendable {
       }
     }
 
-    public var rawValue: Int {
+    package var rawValue: Int {
       switch self {
       case .unknownTokenType: return 0
       case .apnToken: return 1
@@ -96,7 +96,7 @@ public nonisolated struct Protobuf_PushNotificationRegistration: Sendable {
     }
 
     // The compiler won't synthesize support with the UNRECOGNIZED case.
-    public static let allCases: [Protobuf_PushNotificationRegistration.TokenType] = [
+    package static let allCases: [Protobuf_PushNotificationRegistration.TokenType] = [
       .unknownTokenType,
       .apnToken,
       .firebaseToken,
@@ -104,24 +104,24 @@ public nonisolated struct Protobuf_PushNotificationRegistration: Sendable {
 
   }
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationRegistrationResponse: Sendable {
+package nonisolated struct Protobuf_PushNotificationRegistrationResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var success: Bool = false
+  package var success: Bool = false
 
-  public var error: Protobuf_PushNotificationRegistrationResponse.ErrorType = .unknownErrorType
+  package var error: Protobuf_PushNotificationRegistrationResponse.ErrorType = .unknownErrorType
 
-  public var requestID: Data = Data()
+  package var requestID: Data = Data()
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public nonisolated enum ErrorType: SwiftProtobuf.Enum, Swift.CaseIterable {
-    public typealias RawValue = Int
+  package nonisolated enum ErrorType: SwiftProtobuf.Enum, Swift.CaseIterable {
+    package typealias RawValue = Int
     case unknownErrorType // = 0
     case malformedMessage // = 1
     case versionMismatch // = 2
@@ -129,11 +129,11 @@ public nonisolated struct Protobuf_PushNotificationRegistrationResponse: Sendabl
     case internalError // = 4
     case UNRECOGNIZED(Int)
 
-    public init() {
+    package init() {
       self = .unknownErrorType
     }
 
-    public init?(rawValue: Int) {
+    package init?(rawValue: Int) {
       switch rawValue {
       case 0: self = .unknownErrorType
       case 1: self = .malformedMessage
@@ -144,7 +144,7 @@ public nonisolated struct Protobuf_PushNotificationRegistrationResponse: Sendabl
       }
     }
 
-    public var rawValue: Int {
+    package var rawValue: Int {
       switch self {
       case .unknownErrorType: return 0
       case .malformedMessage: return 1
@@ -156,7 +156,7 @@ public nonisolated struct Protobuf_PushNotificationRegistrationResponse: Sendabl
     }
 
     // The compiler won't synthesize support with the UNRECOGNIZED case.
-    public static let allCases: [Protobuf_PushNotificationRegistrationResponse.ErrorType] = [
+    package static let allCases: [Protobuf_PushNotificationRegistrationResponse.ErrorType] = [
       .unknownErrorType,
       .malformedMessage,
       .versionMismatch,
@@ -166,107 +166,107 @@ public nonisolated struct Protobuf_PushNotificationRegistrationResponse: Sendabl
 
   }
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_ContactCodeAdvertisement: Sendable {
+package nonisolated struct Protobuf_ContactCodeAdvertisement: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var pushNotificationInfo: [Protobuf_PushNotificationQueryInfo] = []
+  package var pushNotificationInfo: [Protobuf_PushNotificationQueryInfo] = []
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationQuery: Sendable {
+package nonisolated struct Protobuf_PushNotificationQuery: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var publicKeys: [Data] = []
+  package var publicKeys: [Data] = []
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationQueryInfo: Sendable {
+package nonisolated struct Protobuf_PushNotificationQueryInfo: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var accessToken: String = String()
+  package var accessToken: String = String()
 
-  public var installationID: String = String()
+  package var installationID: String = String()
 
-  public var publicKey: Data = Data()
+  package var publicKey: Data = Data()
 
-  public var allowedKeyList: [Data] = []
+  package var allowedKeyList: [Data] = []
 
-  public var grant: Data = Data()
+  package var grant: Data = Data()
 
-  public var version: UInt64 = 0
+  package var version: UInt64 = 0
 
-  public var serverPublicKey: Data = Data()
+  package var serverPublicKey: Data = Data()
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationQueryResponse: Sendable {
+package nonisolated struct Protobuf_PushNotificationQueryResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var info: [Protobuf_PushNotificationQueryInfo] = []
+  package var info: [Protobuf_PushNotificationQueryInfo] = []
 
-  public var messageID: Data = Data()
+  package var messageID: Data = Data()
 
-  public var success: Bool = false
+  package var success: Bool = false
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotification: Sendable {
+package nonisolated struct Protobuf_PushNotification: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var accessToken: String = String()
+  package var accessToken: String = String()
 
-  public var chatID: Data = Data()
+  package var chatID: Data = Data()
 
-  public var publicKey: Data = Data()
+  package var publicKey: Data = Data()
 
-  public var installationID: String = String()
+  package var installationID: String = String()
 
-  public var message: Data = Data()
+  package var message: Data = Data()
 
-  public var type: Protobuf_PushNotification.PushNotificationType = .unknownPushNotificationType
+  package var type: Protobuf_PushNotification.PushNotificationType = .unknownPushNotificationType
 
-  public var author: Data = Data()
+  package var author: Data = Data()
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public nonisolated enum PushNotificationType: SwiftProtobuf.Enum, Swift.CaseIterable {
-    public typealias RawValue = Int
+  package nonisolated enum PushNotificationType: SwiftProtobuf.Enum, Swift.CaseIterable {
+    package typealias RawValue = Int
     case unknownPushNotificationType // = 0
     case message // = 1
     case mention // = 2
     case requestToJoinCommunity // = 3
     case UNRECOGNIZED(Int)
 
-    public init() {
+    package init() {
       self = .unknownPushNotificationType
     }
 
-    public init?(rawValue: Int) {
+    package init?(rawValue: Int) {
       switch rawValue {
       case 0: self = .unknownPushNotificationType
       case 1: self = .message
@@ -276,7 +276,7 @@ public nonisolated struct Protobuf_PushNotification: Sendable {
       }
     }
 
-    public var rawValue: Int {
+    package var rawValue: Int {
       switch self {
       case .unknownPushNotificationType: return 0
       case .message: return 1
@@ -287,7 +287,7 @@ public nonisolated struct Protobuf_PushNotification: Sendable {
     }
 
     // The compiler won't synthesize support with the UNRECOGNIZED case.
-    public static let allCases: [Protobuf_PushNotification.PushNotificationType] = [
+    package static let allCases: [Protobuf_PushNotification.PushNotificationType] = [
       .unknownPushNotificationType,
       .message,
       .mention,
@@ -296,51 +296,51 @@ public nonisolated struct Protobuf_PushNotification: Sendable {
 
   }
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationRequest: Sendable {
+package nonisolated struct Protobuf_PushNotificationRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var requests: [Protobuf_PushNotification] = []
+  package var requests: [Protobuf_PushNotification] = []
 
-  public var messageID: Data = Data()
+  package var messageID: Data = Data()
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationReport: Sendable {
+package nonisolated struct Protobuf_PushNotificationReport: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var success: Bool = false
+  package var success: Bool = false
 
-  public var error: Protobuf_PushNotificationReport.ErrorType = .unknownErrorType
+  package var error: Protobuf_PushNotificationReport.ErrorType = .unknownErrorType
 
-  public var publicKey: Data = Data()
+  package var publicKey: Data = Data()
 
-  public var installationID: String = String()
+  package var installationID: String = String()
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public nonisolated enum ErrorType: SwiftProtobuf.Enum, Swift.CaseIterable {
-    public typealias RawValue = Int
+  package nonisolated enum ErrorType: SwiftProtobuf.Enum, Swift.CaseIterable {
+    package typealias RawValue = Int
     case unknownErrorType // = 0
     case wrongToken // = 1
     case internalError // = 2
     case notRegistered // = 3
     case UNRECOGNIZED(Int)
 
-    public init() {
+    package init() {
       self = .unknownErrorType
     }
 
-    public init?(rawValue: Int) {
+    package init?(rawValue: Int) {
       switch rawValue {
       case 0: self = .unknownErrorType
       case 1: self = .wrongToken
@@ -350,7 +350,7 @@ public nonisolated struct Protobuf_PushNotificationReport: Sendable {
       }
     }
 
-    public var rawValue: Int {
+    package var rawValue: Int {
       switch self {
       case .unknownErrorType: return 0
       case .wrongToken: return 1
@@ -361,7 +361,7 @@ public nonisolated struct Protobuf_PushNotificationReport: Sendable {
     }
 
     // The compiler won't synthesize support with the UNRECOGNIZED case.
-    public static let allCases: [Protobuf_PushNotificationReport.ErrorType] = [
+    package static let allCases: [Protobuf_PushNotificationReport.ErrorType] = [
       .unknownErrorType,
       .wrongToken,
       .internalError,
@@ -370,21 +370,21 @@ public nonisolated struct Protobuf_PushNotificationReport: Sendable {
 
   }
 
-  public init() {}
+  package init() {}
 }
 
-public nonisolated struct Protobuf_PushNotificationResponse: Sendable {
+package nonisolated struct Protobuf_PushNotificationResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var messageID: Data = Data()
+  package var messageID: Data = Data()
 
-  public var reports: [Protobuf_PushNotificationReport] = []
+  package var reports: [Protobuf_PushNotificationReport] = []
 
-  public var unknownFields = SwiftProtobuf.UnknownStorage()
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
-  public init() {}
+  package init() {}
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -392,10 +392,10 @@ public nonisolated struct Protobuf_PushNotificationResponse: Sendable {
 fileprivate nonisolated let _protobuf_package = "protobuf"
 
 nonisolated extension Protobuf_PushNotificationRegistration: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationRegistration"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}token_type\0\u{3}device_token\0\u{3}installation_id\0\u{3}access_token\0\u{1}enabled\0\u{1}version\0\u{3}allowed_key_list\0\u{3}blocked_chat_list\0\u{1}unregister\0\u{1}grant\0\u{3}allow_from_contacts_only\0\u{3}apn_topic\0\u{3}block_mentions\0\u{3}allowed_mentions_chat_list\0\u{3}muted_chat_list\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationRegistration"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}token_type\0\u{3}device_token\0\u{3}installation_id\0\u{3}access_token\0\u{1}enabled\0\u{1}version\0\u{3}allowed_key_list\0\u{3}blocked_chat_list\0\u{1}unregister\0\u{1}grant\0\u{3}allow_from_contacts_only\0\u{3}apn_topic\0\u{3}block_mentions\0\u{3}allowed_mentions_chat_list\0\u{3}muted_chat_list\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -421,7 +421,7 @@ nonisolated extension Protobuf_PushNotificationRegistration: SwiftProtobuf.Messa
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if self.tokenType != .unknownTokenType {
       try visitor.visitSingularEnumField(value: self.tokenType, fieldNumber: 1)
     }
@@ -470,7 +470,7 @@ nonisolated extension Protobuf_PushNotificationRegistration: SwiftProtobuf.Messa
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationRegistration, rhs: Protobuf_PushNotificationRegistration) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationRegistration, rhs: Protobuf_PushNotificationRegistration) -> Bool {
     if lhs.tokenType != rhs.tokenType {return false}
     if lhs.deviceToken != rhs.deviceToken {return false}
     if lhs.installationID != rhs.installationID {return false}
@@ -492,14 +492,14 @@ nonisolated extension Protobuf_PushNotificationRegistration: SwiftProtobuf.Messa
 }
 
 nonisolated extension Protobuf_PushNotificationRegistration.TokenType: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_TOKEN_TYPE\0\u{1}APN_TOKEN\0\u{1}FIREBASE_TOKEN\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_TOKEN_TYPE\0\u{1}APN_TOKEN\0\u{1}FIREBASE_TOKEN\0")
 }
 
 nonisolated extension Protobuf_PushNotificationRegistrationResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationRegistrationResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}success\0\u{1}error\0\u{3}request_id\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationRegistrationResponse"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}success\0\u{1}error\0\u{3}request_id\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -513,7 +513,7 @@ nonisolated extension Protobuf_PushNotificationRegistrationResponse: SwiftProtob
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if self.success != false {
       try visitor.visitSingularBoolField(value: self.success, fieldNumber: 1)
     }
@@ -526,7 +526,7 @@ nonisolated extension Protobuf_PushNotificationRegistrationResponse: SwiftProtob
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationRegistrationResponse, rhs: Protobuf_PushNotificationRegistrationResponse) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationRegistrationResponse, rhs: Protobuf_PushNotificationRegistrationResponse) -> Bool {
     if lhs.success != rhs.success {return false}
     if lhs.error != rhs.error {return false}
     if lhs.requestID != rhs.requestID {return false}
@@ -536,14 +536,14 @@ nonisolated extension Protobuf_PushNotificationRegistrationResponse: SwiftProtob
 }
 
 nonisolated extension Protobuf_PushNotificationRegistrationResponse.ErrorType: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_ERROR_TYPE\0\u{1}MALFORMED_MESSAGE\0\u{1}VERSION_MISMATCH\0\u{1}UNSUPPORTED_TOKEN_TYPE\0\u{1}INTERNAL_ERROR\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_ERROR_TYPE\0\u{1}MALFORMED_MESSAGE\0\u{1}VERSION_MISMATCH\0\u{1}UNSUPPORTED_TOKEN_TYPE\0\u{1}INTERNAL_ERROR\0")
 }
 
 nonisolated extension Protobuf_ContactCodeAdvertisement: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".ContactCodeAdvertisement"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}push_notification_info\0")
+  package static let protoMessageName: String = _protobuf_package + ".ContactCodeAdvertisement"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}push_notification_info\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -555,14 +555,14 @@ nonisolated extension Protobuf_ContactCodeAdvertisement: SwiftProtobuf.Message, 
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.pushNotificationInfo.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.pushNotificationInfo, fieldNumber: 1)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_ContactCodeAdvertisement, rhs: Protobuf_ContactCodeAdvertisement) -> Bool {
+  package static func ==(lhs: Protobuf_ContactCodeAdvertisement, rhs: Protobuf_ContactCodeAdvertisement) -> Bool {
     if lhs.pushNotificationInfo != rhs.pushNotificationInfo {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
@@ -570,10 +570,10 @@ nonisolated extension Protobuf_ContactCodeAdvertisement: SwiftProtobuf.Message, 
 }
 
 nonisolated extension Protobuf_PushNotificationQuery: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationQuery"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}public_keys\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationQuery"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}public_keys\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -585,14 +585,14 @@ nonisolated extension Protobuf_PushNotificationQuery: SwiftProtobuf.Message, Swi
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.publicKeys.isEmpty {
       try visitor.visitRepeatedBytesField(value: self.publicKeys, fieldNumber: 1)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationQuery, rhs: Protobuf_PushNotificationQuery) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationQuery, rhs: Protobuf_PushNotificationQuery) -> Bool {
     if lhs.publicKeys != rhs.publicKeys {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
@@ -600,10 +600,10 @@ nonisolated extension Protobuf_PushNotificationQuery: SwiftProtobuf.Message, Swi
 }
 
 nonisolated extension Protobuf_PushNotificationQueryInfo: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationQueryInfo"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}access_token\0\u{3}installation_id\0\u{3}public_key\0\u{3}allowed_key_list\0\u{1}grant\0\u{1}version\0\u{3}server_public_key\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationQueryInfo"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}access_token\0\u{3}installation_id\0\u{3}public_key\0\u{3}allowed_key_list\0\u{1}grant\0\u{1}version\0\u{3}server_public_key\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -621,7 +621,7 @@ nonisolated extension Protobuf_PushNotificationQueryInfo: SwiftProtobuf.Message,
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.accessToken.isEmpty {
       try visitor.visitSingularStringField(value: self.accessToken, fieldNumber: 1)
     }
@@ -646,7 +646,7 @@ nonisolated extension Protobuf_PushNotificationQueryInfo: SwiftProtobuf.Message,
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationQueryInfo, rhs: Protobuf_PushNotificationQueryInfo) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationQueryInfo, rhs: Protobuf_PushNotificationQueryInfo) -> Bool {
     if lhs.accessToken != rhs.accessToken {return false}
     if lhs.installationID != rhs.installationID {return false}
     if lhs.publicKey != rhs.publicKey {return false}
@@ -660,10 +660,10 @@ nonisolated extension Protobuf_PushNotificationQueryInfo: SwiftProtobuf.Message,
 }
 
 nonisolated extension Protobuf_PushNotificationQueryResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationQueryResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}info\0\u{3}message_id\0\u{1}success\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationQueryResponse"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}info\0\u{3}message_id\0\u{1}success\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -677,7 +677,7 @@ nonisolated extension Protobuf_PushNotificationQueryResponse: SwiftProtobuf.Mess
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.info.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.info, fieldNumber: 1)
     }
@@ -690,7 +690,7 @@ nonisolated extension Protobuf_PushNotificationQueryResponse: SwiftProtobuf.Mess
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationQueryResponse, rhs: Protobuf_PushNotificationQueryResponse) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationQueryResponse, rhs: Protobuf_PushNotificationQueryResponse) -> Bool {
     if lhs.info != rhs.info {return false}
     if lhs.messageID != rhs.messageID {return false}
     if lhs.success != rhs.success {return false}
@@ -700,10 +700,10 @@ nonisolated extension Protobuf_PushNotificationQueryResponse: SwiftProtobuf.Mess
 }
 
 nonisolated extension Protobuf_PushNotification: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotification"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}access_token\0\u{3}chat_id\0\u{3}public_key\0\u{3}installation_id\0\u{1}message\0\u{1}type\0\u{1}author\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotification"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}access_token\0\u{3}chat_id\0\u{3}public_key\0\u{3}installation_id\0\u{1}message\0\u{1}type\0\u{1}author\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -721,7 +721,7 @@ nonisolated extension Protobuf_PushNotification: SwiftProtobuf.Message, SwiftPro
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.accessToken.isEmpty {
       try visitor.visitSingularStringField(value: self.accessToken, fieldNumber: 1)
     }
@@ -746,7 +746,7 @@ nonisolated extension Protobuf_PushNotification: SwiftProtobuf.Message, SwiftPro
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotification, rhs: Protobuf_PushNotification) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotification, rhs: Protobuf_PushNotification) -> Bool {
     if lhs.accessToken != rhs.accessToken {return false}
     if lhs.chatID != rhs.chatID {return false}
     if lhs.publicKey != rhs.publicKey {return false}
@@ -760,14 +760,14 @@ nonisolated extension Protobuf_PushNotification: SwiftProtobuf.Message, SwiftPro
 }
 
 nonisolated extension Protobuf_PushNotification.PushNotificationType: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_PUSH_NOTIFICATION_TYPE\0\u{1}MESSAGE\0\u{1}MENTION\0\u{1}REQUEST_TO_JOIN_COMMUNITY\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_PUSH_NOTIFICATION_TYPE\0\u{1}MESSAGE\0\u{1}MENTION\0\u{1}REQUEST_TO_JOIN_COMMUNITY\0")
 }
 
 nonisolated extension Protobuf_PushNotificationRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}requests\0\u{3}message_id\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationRequest"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}requests\0\u{3}message_id\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -780,7 +780,7 @@ nonisolated extension Protobuf_PushNotificationRequest: SwiftProtobuf.Message, S
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.requests.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.requests, fieldNumber: 1)
     }
@@ -790,7 +790,7 @@ nonisolated extension Protobuf_PushNotificationRequest: SwiftProtobuf.Message, S
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationRequest, rhs: Protobuf_PushNotificationRequest) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationRequest, rhs: Protobuf_PushNotificationRequest) -> Bool {
     if lhs.requests != rhs.requests {return false}
     if lhs.messageID != rhs.messageID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
@@ -799,10 +799,10 @@ nonisolated extension Protobuf_PushNotificationRequest: SwiftProtobuf.Message, S
 }
 
 nonisolated extension Protobuf_PushNotificationReport: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationReport"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}success\0\u{1}error\0\u{3}public_key\0\u{3}installation_id\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationReport"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}success\0\u{1}error\0\u{3}public_key\0\u{3}installation_id\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -817,7 +817,7 @@ nonisolated extension Protobuf_PushNotificationReport: SwiftProtobuf.Message, Sw
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if self.success != false {
       try visitor.visitSingularBoolField(value: self.success, fieldNumber: 1)
     }
@@ -833,7 +833,7 @@ nonisolated extension Protobuf_PushNotificationReport: SwiftProtobuf.Message, Sw
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationReport, rhs: Protobuf_PushNotificationReport) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationReport, rhs: Protobuf_PushNotificationReport) -> Bool {
     if lhs.success != rhs.success {return false}
     if lhs.error != rhs.error {return false}
     if lhs.publicKey != rhs.publicKey {return false}
@@ -844,14 +844,14 @@ nonisolated extension Protobuf_PushNotificationReport: SwiftProtobuf.Message, Sw
 }
 
 nonisolated extension Protobuf_PushNotificationReport.ErrorType: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_ERROR_TYPE\0\u{1}WRONG_TOKEN\0\u{1}INTERNAL_ERROR\0\u{1}NOT_REGISTERED\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0UNKNOWN_ERROR_TYPE\0\u{1}WRONG_TOKEN\0\u{1}INTERNAL_ERROR\0\u{1}NOT_REGISTERED\0")
 }
 
 nonisolated extension Protobuf_PushNotificationResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".PushNotificationResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}message_id\0\u{1}reports\0")
+  package static let protoMessageName: String = _protobuf_package + ".PushNotificationResponse"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}message_id\0\u{1}reports\0")
 
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
       // The use of inline closures is to circumvent an issue where the compiler
       // allocates stack space for every case branch when no optimizations are
@@ -864,7 +864,7 @@ nonisolated extension Protobuf_PushNotificationResponse: SwiftProtobuf.Message, 
     }
   }
 
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
     if !self.messageID.isEmpty {
       try visitor.visitSingularBytesField(value: self.messageID, fieldNumber: 1)
     }
@@ -874,7 +874,7 @@ nonisolated extension Protobuf_PushNotificationResponse: SwiftProtobuf.Message, 
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Protobuf_PushNotificationResponse, rhs: Protobuf_PushNotificationResponse) -> Bool {
+  package static func ==(lhs: Protobuf_PushNotificationResponse, rhs: Protobuf_PushNotificationResponse) -> Bool {
     if lhs.messageID != rhs.messageID {return false}
     if lhs.reports != rhs.reports {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}

@@ -13,13 +13,13 @@ typealias PushReport = Protobuf_PushNotificationReport
 typealias PushResponse = Protobuf_PushNotificationResponse
 
 /// The envelope: `WrapMessageV1` and `RecoverKey` of status-go (docs/status-protocol.md, "Envelope").
-public enum StatusEnvelope {
+package enum StatusEnvelope {
     /// Serialises `message` as the payload of an AMM of `type`, signed by `key` over Keccak256(payload).
     static func wrap(_ message: some SwiftProtobuf.Message, type: AMM.TypeEnum, key: Secp256k1.PrivateKey) throws -> [UInt8] {
         try wrap(payload: [UInt8](message.serializedData()), type: type, key: key)
     }
 
-    public static func wrap(payload: [UInt8], type rawType: Int, key: Secp256k1.PrivateKey) throws -> [UInt8] {
+    package static func wrap(payload: [UInt8], type rawType: Int, key: Secp256k1.PrivateKey) throws -> [UInt8] {
         try wrap(payload: payload, type: AMM.TypeEnum(rawValue: rawType) ?? .UNRECOGNIZED(rawType), key: key)
     }
 
@@ -32,13 +32,13 @@ public enum StatusEnvelope {
     }
 
     /// A parsed envelope: its type, payload and the key that signed it.
-    public struct Opened: Sendable {
-        public let type: Int
-        public let payload: [UInt8]
-        public let signer: Secp256k1.PublicKey
+    package struct Opened: Sendable {
+        package let type: Int
+        package let payload: [UInt8]
+        package let signer: Secp256k1.PublicKey
     }
 
-    public static func open(_ bytes: [UInt8]) throws(StatusRequestError) -> Opened {
+    package static func open(_ bytes: [UInt8]) throws(StatusRequestError) -> Opened {
         guard let amm = try? AMM(serializedBytes: bytes) else { throw .notProtobuf }
         guard amm.signature.count == 65 else { throw .badSignature("a 65-byte signature is required") }
         let payload = [UInt8](amm.payload)
@@ -50,7 +50,7 @@ public enum StatusEnvelope {
 }
 
 /// Why a native request gets an HTTP error instead of a Status response.
-public enum StatusRequestError: Error, Equatable, Sendable {
+package enum StatusRequestError: Error, Equatable, Sendable {
     case notProtobuf
     case badSignature(String)
     case unsupportedType(Int)
@@ -60,7 +60,7 @@ public enum StatusRequestError: Error, Equatable, Sendable {
     case dispatchUnavailable(String)
     case internalError(String)
 
-    public var statusCode: Int {
+    package var statusCode: Int {
         switch self {
         case .dispatchUnavailable: return 502
         case .internalError: return 500
@@ -68,7 +68,7 @@ public enum StatusRequestError: Error, Equatable, Sendable {
         }
     }
 
-    public var errcode: String {
+    package var errcode: String {
         switch self {
         case .notProtobuf: return "M_NOT_PROTOBUF"
         case .badSignature: return "M_BAD_SIGNATURE"
@@ -79,7 +79,7 @@ public enum StatusRequestError: Error, Equatable, Sendable {
         }
     }
 
-    public var message: String {
+    package var message: String {
         switch self {
         case .notProtobuf: return "Body is not an ApplicationMetadataMessage"
         case .badSignature(let why): return "Invalid signature: \(why)"

@@ -1,9 +1,11 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 /// Where Status notifications go: one notification to one device token. The server and the
 /// gorush API depend on this, not on pushkins, so tests can record what would be sent.
-public protocol StatusSender: Sendable {
+package protocol StatusSender: Sendable {
     func send(
         platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject, context: DispatchContext
     ) async -> DeviceOutcome
@@ -13,25 +15,25 @@ public protocol StatusSender: Sendable {
 }
 
 /// gorush's platforms: 1 iOS (APNs), 2 Android (FCM).
-public enum StatusPlatform: Int, Sendable {
+package enum StatusPlatform: Int, Sendable {
     case ios = 1
     case android = 2
 }
 
 /// The `StatusSender` of a running Herald: through the APNs and FCM pushkins named in `status:`,
 /// with the payloads gorush would produce for status-go's request (docs/status-protocol.md).
-public struct PushkinStatusSender: StatusSender {
-    public let apns: (any APNsSending)?
-    public let fcm: (any FCMSending)?
+package struct PushkinStatusSender: StatusSender {
+    package let apns: (any APNsSending)?
+    package let fcm: (any FCMSending)?
 
-    public init(apns: (any APNsSending)?, fcm: (any FCMSending)?) {
+    package init(apns: (any APNsSending)?, fcm: (any FCMSending)?) {
         self.apns = apns
         self.fcm = fcm
     }
 
     /// One notification to one device token. `data` keys go to the top level of the APNs payload
     /// and into FCM's string `data` map.
-    public func send(
+    package func send(
         platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject,
         context: DispatchContext
     ) async -> DeviceOutcome {
@@ -58,7 +60,7 @@ public struct PushkinStatusSender: StatusSender {
     }
 
     /// The pushkin a platform's rejections are counted under.
-    public func pushkinName(_ platform: StatusPlatform) -> String? {
+    package func pushkinName(_ platform: StatusPlatform) -> String? {
         switch platform {
         case .ios: return apns?.name
         case .android: return fcm?.name

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import Pushkins
@@ -12,9 +14,9 @@ import Synchronization
 /// duplicate push request gets its cached response again, device tokens that APNs or FCM reject
 /// come back as NOT_REGISTERED and their registration is dropped, and storage errors are
 /// INTERNAL_ERROR.
-public final class StatusServer: Sendable {
-    public let identity: Secp256k1.PrivateKey
-    public let config: StatusConfig
+package final class StatusServer: Sendable {
+    package let identity: Secp256k1.PrivateKey
+    package let config: StatusConfig
     let store: any StatusStore
     let delivery: any StatusSender
     let logger: Logger
@@ -24,7 +26,7 @@ public final class StatusServer: Sendable {
     let responses: ResponseCache
     private let inFlight = Mutex<[[UInt8]: ReadinessGate<Result<[UInt8], StatusRequestError>>]>([:])
 
-    public init(
+    package init(
         identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
         metrics: any MetricsFactory
     ) {
@@ -41,12 +43,12 @@ public final class StatusServer: Sendable {
 
     /// Writes the answers of push requests to the store until graceful shutdown, then those left
     /// (`ResponseCache`). The Status service runs it while the server is up.
-    public func runResponseCache() async { await responses.run() }
+    package func runResponseCache() async { await responses.run() }
 
-    public var publicKey: Secp256k1.PublicKey { identity.publicKey }
+    package var publicKey: Secp256k1.PublicKey { identity.publicKey }
 
     /// Handles one raw ApplicationMetadataMessage; returns the signed response message.
-    public func handle(_ bytes: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
+    package func handle(_ bytes: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         let opened: StatusEnvelope.Opened
         do {
             opened = try StatusEnvelope.open(bytes)

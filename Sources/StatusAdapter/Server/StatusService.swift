@@ -1,4 +1,6 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Logging
 import Metrics
 import Pushkins
@@ -8,8 +10,8 @@ import Synchronization
 /// The Status server's lifetime as a `Service`: `run()` opens the store (creating or upgrading its
 /// schema), loads or creates the identity, then serves until graceful shutdown and closes the
 /// store. The store's own services (a PostgreSQL pool) come first in `services`.
-public final class StatusService: Service {
-    public let config: StatusConfig
+package final class StatusService: Service {
+    package let config: StatusConfig
     /// The PostgreSQL store, made at once (its pool is a service); SQLite opens its file in `run()`.
     private let postgres: PostgresStatusStore?
     let sender: any StatusSender
@@ -18,7 +20,7 @@ public final class StatusService: Service {
     private let ready = ReadinessGate<StatusServer>()
 
     /// Builds the store's client (no I/O yet). Throws for a store URL that cannot be used.
-    public init(config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory) throws {
+    package init(config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory) throws {
         switch config.store {
         case .sqlite: postgres = nil
         case .postgres(let url):
@@ -31,21 +33,21 @@ public final class StatusService: Service {
     }
 
     /// The store's services, then this one.
-    public var services: [any Service] { (postgres?.services ?? []) + [self] }
+    package var services: [any Service] { (postgres?.services ?? []) + [self] }
 
     /// The PostgreSQL store's health (SQLite has none of its own).
-    public var health: [ComponentHealth] { postgres?.health.map { [$0] } ?? [] }
+    package var health: [ComponentHealth] { postgres?.health.map { [$0] } ?? [] }
 
     /// The running server; nil until the store is open.
-    public var server: StatusServer? { ready.value }
+    package var server: StatusServer? { ready.value }
 
     /// The open store, once the server can answer; throws if it could not be opened.
-    public func store() async throws -> any StatusStore { try await ready.wait().store }
+    package func store() async throws -> any StatusStore { try await ready.wait().store }
 
     /// Returns once the server can answer; throws if the store could not be opened.
-    public func waitUntilReady() async throws { _ = try await ready.wait() }
+    package func waitUntilReady() async throws { _ = try await ready.wait() }
 
-    public func run() async throws {
+    package func run() async throws {
         let store: any StatusStore
         do {
             store = try postgres ?? SQLiteStatusStore(path: config.sqlitePath ?? "", cacheKiB: config.sqliteCacheKiB)

@@ -1,11 +1,11 @@
 import Foundation
 
 /// A queued gorush notification: its id in the store and its JSON.
-public struct QueuedGorushJob: Sendable, Equatable {
-    public var id: Int64
-    public var body: [UInt8]
+package struct QueuedGorushJob: Sendable, Equatable {
+    package var id: Int64
+    package var body: [UInt8]
 
-    public init(id: Int64, body: [UInt8]) {
+    package init(id: Int64, body: [UInt8]) {
         self.id = id
         self.body = body
     }
@@ -15,7 +15,7 @@ public struct QueuedGorushJob: Sendable, Equatable {
 /// committed before the request is answered and deleted only once it has been sent. A worker
 /// claims jobs until a deadline; a job whose worker died (SIGKILL, a crash) is claimed again once
 /// its claim has run out, so a job is sent at least once.
-public protocol GorushQueueStore: Sendable {
+package protocol GorushQueueStore: Sendable {
     /// Queues `bodies` in order, in one transaction; false, writing nothing, when the queue would
     /// then hold more than `maxJobs` jobs or `maxBytes` bytes.
     func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool

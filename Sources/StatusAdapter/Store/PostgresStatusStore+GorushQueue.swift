@@ -14,7 +14,7 @@ extension PostgresStatusStore {
         "DROP INDEX IF EXISTS gorush_queue_claim",
     ]
 
-    public func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
+    package func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         guard !bodies.isEmpty else { return true }
         return try await bounded { [self] in try await insertGorush(bodies, maxJobs: maxJobs, maxBytes: maxBytes) }
     }
@@ -61,7 +61,7 @@ extension PostgresStatusStore {
         return inserted == bodies.count
     }
 
-    public func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
+    package func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
         try await bounded { [self] in
             let rows = try await client.query(
                 """
@@ -79,16 +79,16 @@ extension PostgresStatusStore {
         }
     }
 
-    public func completeGorush(id: Int64) async throws {
+    package func completeGorush(id: Int64) async throws {
         try await bounded { [self] in
             for try await _ in try await client.query("DELETE FROM gorush_queue WHERE id = \(id)", logger: Self.logger) {}
         }
     }
 
     /// Other instances may be working on their claims: they run out by themselves.
-    public func recoverGorushClaims() async throws {}
+    package func recoverGorushClaims() async throws {}
 
-    public func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) {
+    package func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) {
         try await bounded { [self] in
             let rows = try await client.query("SELECT count(*), COALESCE(sum(size), 0)::bigint FROM gorush_queue", logger: Self.logger)
             for try await (jobs, bytes) in rows.decode((Int64, Int64).self) {

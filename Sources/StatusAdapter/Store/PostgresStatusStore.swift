@@ -1,5 +1,7 @@
 import Foundation
+import HeraldCore
 import HeraldPostgres
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOCore
@@ -11,30 +13,30 @@ import ServiceLifecycle
 /// same schema and the same conditional writes as the SQLite store (a newer version always wins,
 /// concurrent writers cannot lose it). Its connection pool is a `Service` (`services`): queries
 /// wait until the pool runs in the gateway's service group.
-public final class PostgresStatusStore: StatusStore {
+package final class PostgresStatusStore: StatusStore {
     let client: PostgresClient
     private let inserts = AtomicCounter()
     /// The URL it was opened with.
-    public let url: String
+    package let url: String
     /// How long a request's read or write may wait for the database (`status.store_timeout`):
     /// past it the request is answered as failed for now (gorush: 503 with `Retry-After`), rather
     /// than held while the database is down.
     let timeout: Duration
 
     /// The database did not answer within `timeout` (it is down or unreachable).
-    public typealias Unavailable = PostgresDeadline.Unavailable
+    package typealias Unavailable = PostgresDeadline.Unavailable
 
     /// The outcome of its latest operation, for `/health`.
     let tracker: ComponentHealth
     /// The gorush queue's depth as last read, which spares most inserts a count of the queue.
     let queueDepth = GorushQueueDepth()
-    public var health: ComponentHealth? { tracker }
+    package var health: ComponentHealth? { tracker }
 
-    public struct URLError: Error, CustomStringConvertible {
-        public var description: String
+    package struct URLError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    public init(url: String, logger: Logger, timeout: Duration = .seconds(5), metrics: (any MetricsFactory)? = nil) throws {
+    package init(url: String, logger: Logger, timeout: Duration = .seconds(5), metrics: (any MetricsFactory)? = nil) throws {
         self.url = url
         self.timeout = timeout
         tracker = ComponentHealth(name: "status_store", metrics: metrics)
@@ -45,7 +47,7 @@ public final class PostgresStatusStore: StatusStore {
         }
     }
 
-    public var services: [any Service] { [client] }
+    package var services: [any Service] { [client] }
 
     /// `work` within `timeout`, else `Unavailable` (`PostgresDeadline`); every operation but the
     /// start-up ones goes through it, and its outcome is the store's health.
@@ -53,7 +55,7 @@ public final class PostgresStatusStore: StatusStore {
         try await tracker.track { try await PostgresDeadline.bounded(timeout, work) }
     }
 
-    public func migrate() async throws {
+    package func migrate() async throws {
         try await client.withConnection { connection in
             func exec(_ query: PostgresQuery) async throws {
                 for try await _ in try await connection.query(query, logger: Self.logger) {}
@@ -97,7 +99,7 @@ public final class PostgresStatusStore: StatusStore {
 
     static let logger = Logger(label: "herald.status.postgres")
 
-    public func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
+    package func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
         try await exec(
             "INSERT INTO status_identity (id, private_key) VALUES (0, \(ByteBuffer(bytes: candidate))) ON CONFLICT (id) DO NOTHING")
         let rows = try await client.query("SELECT private_key FROM status_identity WHERE id = 0", logger: Self.logger)
@@ -105,7 +107,7 @@ public final class PostgresStatusStore: StatusStore {
         return candidate
     }
 
-    public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
+    package func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
         try await bounded { [self] in
             let rows = try await client.query(
                 """
@@ -121,7 +123,7 @@ public final class PostgresStatusStore: StatusStore {
         }
     }
 
-    public func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
+    package func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
         try await bounded { [self] in
             guard !publicKeys.isEmpty else { return [] }
             let keys = publicKeys.map { ByteBuffer(bytes: $0) }
@@ -141,7 +143,7 @@ public final class PostgresStatusStore: StatusStore {
         }
     }
 
-    public func write(_ row: StoredRegistration) async throws -> Bool {
+    package func write(_ row: StoredRegistration) async throws -> Bool {
         try await bounded { [self] in
             let blob = row.registration.map { ByteBuffer(bytes: $0) }
             let rows = try await client.query(
@@ -158,7 +160,7 @@ public final class PostgresStatusStore: StatusStore {
         }
     }
 
-    public func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
+    package func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
         try await bounded { [self] in
             try await exec(
                 """
@@ -168,7 +170,7 @@ public final class PostgresStatusStore: StatusStore {
         }
     }
 
-    public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+    package func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
         try await bounded { [self] in
             let rows = try await client.query(
                 """
@@ -183,7 +185,7 @@ public final class PostgresStatusStore: StatusStore {
     /// The batch in one statement (one round trip, and all of it or none), an id's last entry
     /// winning as it would written one by one (an `ON CONFLICT DO UPDATE` cannot touch a row twice
     /// in one statement); pruning as the protocol describes.
-    public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
+    package func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
         try await bounded { [self] in
             guard !entries.isEmpty else { return }
             let batch = CachedResponse.lastOfEachId(entries)
@@ -207,5 +209,5 @@ public final class PostgresStatusStore: StatusStore {
     }
 
     /// Nothing of its own to release: the pool stops with the service group.
-    public func close() async {}
+    package func close() async {}
 }

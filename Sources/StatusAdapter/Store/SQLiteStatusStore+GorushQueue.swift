@@ -17,7 +17,7 @@ extension SQLiteStatusStore {
         }
     }
 
-    public func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
+    package func enqueueGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         let bytes = bodies.reduce(0) { $0 + $1.count }
         return try await pool.write { db in
             let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS jobs, COALESCE(SUM(size), 0) AS bytes FROM gorush_queue")
@@ -31,7 +31,7 @@ extension SQLiteStatusStore {
         }
     }
 
-    public func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
+    package func claimGorush(limit: Int, now: Date, until: Date) async throws -> [QueuedGorushJob] {
         try await pool.write { db in
             try Row.fetchAll(
                 db,
@@ -46,15 +46,15 @@ extension SQLiteStatusStore {
         }
     }
 
-    public func completeGorush(id: Int64) async throws {
+    package func completeGorush(id: Int64) async throws {
         try await pool.write { db in try db.execute(sql: "DELETE FROM gorush_queue WHERE id = ?", arguments: [id]) }
     }
 
-    public func recoverGorushClaims() async throws {
+    package func recoverGorushClaims() async throws {
         try await pool.write { db in try db.execute(sql: "UPDATE gorush_queue SET claimed_until = 0 WHERE claimed_until > 0") }
     }
 
-    public func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) {
+    package func gorushQueueDepth() async throws -> (jobs: Int, bytes: Int) {
         try await pool.read { db in
             let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS jobs, COALESCE(SUM(size), 0) AS bytes FROM gorush_queue")
             return (row?["jobs"] ?? 0, row?["bytes"] ?? 0)

@@ -1,6 +1,8 @@
 import Foundation
 import GRDB
+import HeraldCore
 import HeraldSQLite
+import HeraldUpstream
 import Pushkins
 
 /// The default store: one SQLite file in WAL mode. A write is acknowledged only once it is
@@ -12,18 +14,18 @@ import Pushkins
 /// registrations, and its answer if it may have one) go through `SQLitePointReads`, the others
 /// through GRDB's synchronous read. Writes, which wait for `fsync`, stay asynchronous so they never
 /// hold a thread of the cooperative pool.
-public final class SQLiteStatusStore: StatusStore {
+package final class SQLiteStatusStore: StatusStore {
     let pool: DatabasePool
     let lookups: SQLitePointReads
     private let inserts = AtomicCounter()
 
     /// `cacheKiB`: each connection's page cache (`sqlite_cache_kib`).
-    public init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
+    package init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
         pool = try DurableSQLite.open(path: path, cacheKiB: cacheKiB)
         lookups = SQLitePointReads(path: path, cacheKiB: cacheKiB)
     }
 
-    public func migrate() async throws {
+    package func migrate() async throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -52,7 +54,7 @@ public final class SQLiteStatusStore: StatusStore {
         try migrator.migrate(pool)
     }
 
-    public func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
+    package func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO status_identity (id, private_key) VALUES (0, ?) ON CONFLICT (id) DO NOTHING", arguments: [Data(candidate)]
@@ -62,7 +64,7 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    public func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
+    package func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
         try lookups.first(
             "SELECT version, registration FROM status_registrations WHERE public_key = ? AND installation_id = ?",
             [.blob(publicKey), .text(installationId)]
@@ -73,7 +75,7 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    public func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
+    package func registrations(publicKeys: [[UInt8]]) async throws -> [StoredRegistration] {
         guard !publicKeys.isEmpty else { return [] }
         return try readHere { db in
             let marks = Array(repeating: "?", count: publicKeys.count).joined(separator: ", ")
@@ -92,7 +94,7 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    public func write(_ row: StoredRegistration) async throws -> Bool {
+    package func write(_ row: StoredRegistration) async throws -> Bool {
         try await pool.write { db in
             try db.execute(
                 sql: """
@@ -110,7 +112,7 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    public func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
+    package func dropRegistration(publicKey: [UInt8], installationId: String, version: UInt64) async throws {
         try await pool.write { db in
             try db.execute(
                 sql: """
@@ -121,7 +123,7 @@ public final class SQLiteStatusStore: StatusStore {
         }
     }
 
-    public func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
+    package func cachedResponse(messageId: [UInt8], now: Date) async throws -> [UInt8]? {
         try lookups.first(
             "SELECT response FROM status_responses WHERE message_id = ? AND expires_at > ?",
             [.blob(messageId), .real(now.timeIntervalSince1970)]
@@ -130,7 +132,7 @@ public final class SQLiteStatusStore: StatusStore {
 
     /// One Herald serves the file (docs/status-protocol.md), so the ids it holds are all the ones
     /// there are.
-    public func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
+    package func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
         try await pool.read { db in
             var digests: [UInt64] = []
             let ids = try Data.fetchCursor(
@@ -150,7 +152,7 @@ public final class SQLiteStatusStore: StatusStore {
     /// request its work: its commit is not synced (`synchronous=NORMAL` for this transaction; the
     /// WAL reaches the disk with the next registration's commit or checkpoint), so an answered push
     /// request costs no fsync.
-    public func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
+    package func cacheResponses(_ entries: [CachedResponse], limit: Int) async throws {
         guard !entries.isEmpty else { return }
         let prune = StatusStoreMaintenance.countInserts(entries.count, on: inserts)
         try await pool.writeWithoutTransaction { db in
@@ -188,7 +190,7 @@ public final class SQLiteStatusStore: StatusStore {
         try pool.unsafeRead(body)
     }
 
-    public func close() async {
+    package func close() async {
         lookups.close()
         try? pool.close()
     }

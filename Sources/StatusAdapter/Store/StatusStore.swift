@@ -1,16 +1,18 @@
 import Foundation
+import HeraldCore
+import HeraldUpstream
 import Pushkins
 import ServiceLifecycle
 
 /// A registration row: the hashed client key, the installation, the version (kept after an
 /// unregister) and the serialized `PushNotificationRegistration` (nil after an unregister).
-public struct StoredRegistration: Sendable, Equatable {
-    public var publicKey: [UInt8]
-    public var installationId: String
-    public var version: UInt64
-    public var registration: [UInt8]?
+package struct StoredRegistration: Sendable, Equatable {
+    package var publicKey: [UInt8]
+    package var installationId: String
+    package var version: UInt64
+    package var registration: [UInt8]?
 
-    public init(publicKey: [UInt8], installationId: String, version: UInt64, registration: [UInt8]?) {
+    package init(publicKey: [UInt8], installationId: String, version: UInt64, registration: [UInt8]?) {
         self.publicKey = publicKey
         self.installationId = installationId
         self.version = version
@@ -21,7 +23,7 @@ public struct StoredRegistration: Sendable, Equatable {
 /// Where the Status server keeps its identity, registrations and answered push requests.
 /// SQLite (one instance) and PostgreSQL (several instances as one server) implement it; both
 /// pass the same tests. gorush's queue lives there too (`GorushQueueStore`).
-public protocol StatusStore: GorushQueueStore {
+package protocol StatusStore: GorushQueueStore {
     /// Creates or upgrades the schema.
     func migrate() async throws
 
@@ -72,26 +74,26 @@ public protocol StatusStore: GorushQueueStore {
 }
 
 extension StatusStore {
-    public var services: [any Service] { [] }
-    public var health: ComponentHealth? { nil }
+    package var services: [any Service] { [] }
+    package var health: ComponentHealth? { nil }
 
-    public func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
+    package func cachedMessageIds(now: Date, digest: @Sendable (UnsafeRawBufferPointer) -> UInt64) async throws -> [UInt64]? {
         nil
     }
 
     /// Remembers one response (`cacheResponses` with one entry).
-    public func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
+    package func cacheResponse(messageId: [UInt8], response: [UInt8], expires: Date, limit: Int) async throws {
         try await cacheResponses([CachedResponse(messageId: messageId, response: response, expires: expires)], limit: limit)
     }
 }
 
 /// The response given to a push request, kept until `expires` for its duplicates.
-public struct CachedResponse: Sendable, Equatable {
-    public var messageId: [UInt8]
-    public var response: [UInt8]
-    public var expires: Date
+package struct CachedResponse: Sendable, Equatable {
+    package var messageId: [UInt8]
+    package var response: [UInt8]
+    package var expires: Date
 
-    public init(messageId: [UInt8], response: [UInt8], expires: Date) {
+    package init(messageId: [UInt8], response: [UInt8], expires: Date) {
         self.messageId = messageId
         self.response = response
         self.expires = expires
@@ -106,8 +108,8 @@ public struct CachedResponse: Sendable, Equatable {
     }
 }
 
-public enum StatusStoreMaintenance {
-    public static let pruneEvery = 256
+package enum StatusStoreMaintenance {
+    package static let pruneEvery = 256
 
     /// Counts `count` more inserts on `inserts`; true when one of them is a pruning insert: insert
     /// k (from 1) prunes when k % pruneEvery == 1, as it would written alone.

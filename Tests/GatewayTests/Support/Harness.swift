@@ -1,6 +1,9 @@
 import AsyncHTTPClient
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
 import HeraldTestSupport
+import HeraldUpstream
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -10,6 +13,7 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HeraldHTTPServer
 
 /// A gateway started in-process on a free loopback port, driven over real sockets.
 final class RunningGateway: Sendable {

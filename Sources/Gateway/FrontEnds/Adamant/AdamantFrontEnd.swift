@@ -1,4 +1,7 @@
 import AdamantAdapter
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Pushkins
 import ServiceLifecycle

@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import NIOHTTP1
 import Pushkins
 import ServiceLifecycle
@@ -27,7 +30,7 @@ struct GorushFrontEnd: FrontEnd {
 }
 
 extension GorushError: HTTPResponseError {
-    public var status: HTTPResponseStatus { isTemporary ? .serviceUnavailable : .badRequest }
-    public var errcode: String { isTemporary ? "M_UNKNOWN" : "M_BAD_JSON" }
-    public var headers: HTTPHeaders { isTemporary ? ["Retry-After": "5"] : HTTPHeaders() }
+    package var status: HTTPResponseStatus { isTemporary ? .serviceUnavailable : .badRequest }
+    package var errcode: String { isTemporary ? "M_UNKNOWN" : "M_BAD_JSON" }
+    package var headers: HTTPHeaders { isTemporary ? ["Retry-After": "5"] : HTTPHeaders() }
 }

@@ -1,10 +1,13 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 
 /// Finds the pushkin for an app id as Sygnal does (docs/compatibility/matrix.md, "App ids"): an
 /// exact key first, then every key as a case-sensitive anchored glob; zero or several glob matches
 /// mean no pushkin.
-public struct AppIdRouter: Sendable {
-    public enum Route: Sendable {
+package struct AppIdRouter: Sendable {
+    package enum Route: Sendable {
         case pushkin(any Pushkin)
         case unknown
         case ambiguous([String])
@@ -13,14 +16,14 @@ public struct AppIdRouter: Sendable {
     private let exact: [String: any Pushkin]
     private let globs: [(Glob, any Pushkin)]
 
-    public init(pushkins: [any Pushkin]) {
+    package init(pushkins: [any Pushkin]) {
         var exact: [String: any Pushkin] = [:]
         for pushkin in pushkins { exact[pushkin.name] = pushkin }
         self.exact = exact
         self.globs = pushkins.filter { Glob($0.name).hasWildcards }.map { (Glob($0.name), $0) }
     }
 
-    public func route(_ appId: String) -> Route {
+    package func route(_ appId: String) -> Route {
         if let pushkin = exact[appId] { return .pushkin(pushkin) }
         let matches = globs.filter { $0.0.matches(appId) }
         switch matches.count {

@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 
 /// `inflight_request_limit`: concurrent device dispatches allowed per app.

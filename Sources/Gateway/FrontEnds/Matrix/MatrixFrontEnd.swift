@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Pushkins
 
 /// The Matrix push gateway API: `POST /_matrix/push/v1/notify` (Sygnal-compatible) and the

@@ -1,4 +1,7 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import NIOCore
 import Pushkins
@@ -13,7 +16,7 @@ import Pushkins
 /// in-flight limit), the answer is 502 so that the homeserver retries the request; the body then
 /// still carries the rejections already known, `{"errcode": "M_UNKNOWN", "error": …,
 /// "rejected": [...]}`. A 400 only ever means a body that can never succeed.
-public struct NotifyHandler: Sendable {
+package struct NotifyHandler: Sendable {
     let router: AppIdRouter
     let limits: [String: InflightLimit]
     let metrics: GatewayMetrics

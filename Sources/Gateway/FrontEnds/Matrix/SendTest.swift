@@ -1,18 +1,21 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import OrderedCollections
 import Pushkins
 
 /// `herald send-test`: one real notification through an app's pushkin, exactly as `/notify`
 /// would send it, and what the upstream answered (docs/troubleshooting.md).
-public struct SendTestResult: Sendable {
-    public var app: String?
-    public var outcome: DeviceOutcome
+package struct SendTestResult: Sendable {
+    package var app: String?
+    package var outcome: DeviceOutcome
 
     /// Whether the homeserver would be told to delete this pusher.
-    public var wouldReject: Bool { outcome.isRejected }
-    public var succeeded: Bool { outcome == .delivered }
+    package var wouldReject: Bool { outcome.isRejected }
+    package var succeeded: Bool { outcome == .delivered }
 
-    public var report: String {
+    package var report: String {
         var lines = ["app: \(app ?? "(none matches)")", "outcome: \(outcome.label)"]
         if let reason = outcome.reason {
             lines.append("reason: \(reason.label)")
@@ -25,7 +28,7 @@ public struct SendTestResult: Sendable {
 
 extension Gateway {
     /// The notification `send-test` sends: a message event with a body and an unread count.
-    public static func testNotification(appId: String, pushkey: String, data: JSONObject) -> PushNotification {
+    package static func testNotification(appId: String, pushkey: String, data: JSONObject) -> PushNotification {
         let fields: JSONObject = [
             "event_id": "$herald-send-test", "room_id": "!herald-send-test:localhost", "type": "m.room.message",
             "sender": "@herald:localhost", "sender_display_name": "Herald", "room_name": "Herald test", "prio": "high",
@@ -41,7 +44,7 @@ extension Gateway {
     }
 
     /// Routes `appId` as `/notify` does and sends the test notification to one device.
-    public func sendTest(appId: String, pushkey: String, data: JSONObject = JSONObject()) async -> SendTestResult {
+    package func sendTest(appId: String, pushkey: String, data: JSONObject = JSONObject()) async -> SendTestResult {
         let notification = Self.testNotification(appId: appId, pushkey: pushkey, data: data)
         switch AppIdRouter(pushkins: pushkins).route(appId) {
         case .unknown: return SendTestResult(app: nil, outcome: .rejected(reason: .unknownAppId))

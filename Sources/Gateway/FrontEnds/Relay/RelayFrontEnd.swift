@@ -1,4 +1,7 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Logging
 import Metrics
 import NIOHTTP1

@@ -1,4 +1,7 @@
 import Foundation
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins

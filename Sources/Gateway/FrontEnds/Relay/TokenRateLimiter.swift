@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import Synchronization
 
 /// A token bucket per device token: `perMinute` messages a minute on average, bursts of up to

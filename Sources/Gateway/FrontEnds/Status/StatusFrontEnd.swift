@@ -1,3 +1,6 @@
+import HeraldCore
+import HeraldHTTPServer
+import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins
@@ -43,7 +46,7 @@ struct StatusFrontEnd: FrontEnd {
 }
 
 extension StatusRequestError: HTTPResponseError {
-    public var status: HTTPResponseStatus { HTTPResponseStatus(statusCode: statusCode) }
+    package var status: HTTPResponseStatus { HTTPResponseStatus(statusCode: statusCode) }
 }
 
 /// Builds the Status and gorush front ends from the `status:` section.

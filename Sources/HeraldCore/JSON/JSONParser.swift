@@ -1,0 +1,260 @@
+/// A strict RFC 8259 JSON parser over UTF-8 bytes.
+///
+/// It refuses what Python's strict `json.loads` refuses for Sygnal (NaN, Infinity, invalid UTF-8,
+/// trailing garbage) and, unlike a recursive parser without limits, refuses nesting deeper than
+/// `maxDepth` instead of overflowing the stack. Duplicate keys keep the last value, as Python does.
+package struct JSONParser {
+    package struct Error: Swift.Error, Equatable, CustomStringConvertible {
+        package let offset: Int
+        package let reason: String
+        package var description: String { "\(reason) at byte \(offset)" }
+    }
+
+    package static let defaultMaxDepth = 64
+
+    package static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
+        let array = Array(bytes)
+        var parser = JSONParser(bytes: array, maxDepth: maxDepth)
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == array.count else { throw parser.error("trailing data after JSON value") }
+        return value
+    }
+
+    package static func parse(_ string: String, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
+        try parse(Array(string.utf8), maxDepth: maxDepth)
+    }
+
+    private let bytes: [UInt8]
+    private let maxDepth: Int
+    private var index = 0
+
+    private init(bytes: [UInt8], maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    private func error(_ reason: String) -> Error { Error(offset: index, reason: reason) }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue(depth: Int) throws(Error) -> JSONValue {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(Error) {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw error("invalid literal") }
+        let base = literal.utf8Start
+        for i in 0..<count where bytes[index + i] != base[i] {
+            throw error("invalid literal")
+        }
+        index += count
+    }
+
+    private mutating func parseObject(depth: Int) throws(Error) -> JSONValue {
+        guard depth <= maxDepth else { throw error("nesting too deep") }
+        index += 1
+        var object = JSONObject()
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected object key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipWhitespace()
+            object[key] = try parseValue(depth: depth)
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(object)
+            } else {
+                throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(Error) -> JSONValue {
+        guard depth <= maxDepth else { throw error("nesting too deep") }
+        index += 1
+        var array: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(array)
+        }
+        while true {
+            skipWhitespace()
+            array.append(try parseValue(depth: depth))
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unterminated array") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(array)
+            } else {
+                throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func parseNumber() throws(Error) -> JSONValue {
+        let start = index
+        var isInteger = true
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count else { throw error("invalid number") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[index]) {
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+        } else {
+            throw error("invalid number")
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            let digits = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            guard index > digits else { throw error("invalid number") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            let digits = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            guard index > digits else { throw error("invalid number") }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+        return .double(value)
+    }
+
+    /// A string without escapes (nearly every one) is validated and made in one step; with escapes,
+    /// its UTF-8 is assembled first and validated once.
+    private mutating func parseString() throws(Error) -> String {
+        index += 1  // opening quote
+        let start = index
+        // The OR of the string's bytes: below 0x80, the string is ASCII and valid as it is.
+        var high: UInt8 = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let string: String
+                if high < 0x80 {
+                    // `String(decoding:)` is specialised here; `String(validating:)` is a generic
+                    // call into the standard library, which looks up its type metadata every time.
+                    string = String(decoding: bytes[start..<index], as: UTF8.self)
+                } else {
+                    guard let valid = String(validating: bytes[start..<index], as: UTF8.self) else {
+                        throw Error(offset: start, reason: "invalid UTF-8 in string")
+                    }
+                    string = valid
+                }
+                index += 1
+                return string
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in string") }
+            high |= byte
+            index += 1
+        }
+        var utf8 = Array(bytes[start..<index])
+        while true {
+            guard index < bytes.count else { throw error("unterminated string") }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                guard let string = String(validating: utf8, as: UTF8.self) else {
+                    throw Error(offset: start, reason: "invalid UTF-8 in string")
+                }
+                return string
+            }
+            if byte < 0x20 { throw error("control character in string") }
+            index += 1
+            guard byte == UInt8(ascii: "\\") else {
+                utf8.append(byte)
+                continue
+            }
+            guard index < bytes.count else { throw error("unterminated escape") }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): utf8.append(escape)
+            case UInt8(ascii: "b"): utf8.append(0x08)
+            case UInt8(ascii: "f"): utf8.append(0x0C)
+            case UInt8(ascii: "n"): utf8.append(0x0A)
+            case UInt8(ascii: "r"): utf8.append(0x0D)
+            case UInt8(ascii: "t"): utf8.append(0x09)
+            case UInt8(ascii: "u"): UTF8.encode(try parseUnicodeEscape()) { utf8.append($0) }
+            default: throw error("invalid escape")
+            }
+        }
+    }
+
+    private mutating func parseHex4() throws(Error) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("invalid \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let c = bytes[index]
+            let digit: UInt32
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
+            default: throw error("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    /// A lone surrogate (which Python would carry along) becomes U+FFFD so that the text stays valid UTF-8.
+    private mutating func parseUnicodeEscape() throws(Error) -> Unicode.Scalar {
+        let first = try parseHex4()
+        if (0xD800...0xDBFF).contains(first) {
+            if index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+                let save = index
+                index += 2
+                let second = try parseHex4()
+                if (0xDC00...0xDFFF).contains(second) {
+                    let combined = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                    return Unicode.Scalar(combined) ?? "\u{FFFD}"
+                }
+                index = save
+            }
+            return "\u{FFFD}"
+        }
+        return Unicode.Scalar(first) ?? "\u{FFFD}"
+    }
+}

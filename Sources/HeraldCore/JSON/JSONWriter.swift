@@ -1,0 +1,100 @@
+/// Serialises `JSONValue` exactly as Python's `json.dumps` does, in one of two styles.
+///
+/// `.python` uses Python's default separators (`", "` and `": "`), which is what Sygnal sends to
+/// APNs and what its 4096-byte limit is measured against. `.compact` has no spaces. Non-ASCII text
+/// is written as raw UTF-8 (`ensure_ascii=False`); control characters are escaped as Python does.
+package struct JSONWriter {
+    package enum Style: Sendable { case compact, python }
+
+    package static func serialize(_ value: JSONValue, style: Style = .compact) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(value, style: style, into: &out)
+        return out
+    }
+
+    package static func string(_ value: JSONValue, style: Style = .compact) -> String {
+        String(decoding: serialize(value, style: style), as: UTF8.self)
+    }
+
+    package static func write(_ value: JSONValue, style: Style, into out: inout [UInt8]) {
+        switch value {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): out.append(contentsOf: pythonFloat(d).utf8)
+        case .string(let s): writeString(s, into: &out)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (n, item) in items.enumerated() {
+                if n > 0 { appendSeparator(style, into: &out) }
+                write(item, style: style, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let object):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, item) in object {
+                if !first { appendSeparator(style, into: &out) }
+                first = false
+                writeString(key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                if style == .python { out.append(UInt8(ascii: " ")) }
+                write(item, style: style, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func appendSeparator(_ style: Style, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: ","))
+        if style == .python { out.append(UInt8(ascii: " ")) }
+    }
+
+    /// The number of bytes `writeString` produces for one scalar, without the quotes.
+    package static func encodedLength(of scalar: Unicode.Scalar) -> Int {
+        switch scalar.value {
+        case 0x22, 0x5C, 0x08, 0x0C, 0x0A, 0x0D, 0x09: return 2
+        case 0..<0x20: return 6
+        default: return UTF8.width(scalar)
+        }
+    }
+
+    /// The string in quotes, escaped; the runs between escapes are copied whole.
+    package static func writeString(_ string: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { bytes in
+            var run = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<index]))
+                appendEscape(byte, into: &out)
+                run = index + 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscape(_ byte: UInt8, into out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+        case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+        case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+        case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+        case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+        case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+        case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+        default:
+            let hex: [UInt8] = Array("0123456789abcdef".utf8)
+            out.append(contentsOf: [
+                0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+            ])
+        }
+    }
+
+    /// Python's `repr(float)` for the finite values JSON can carry ("3.0", "0.1", "1e+16").
+    static func pythonFloat(_ d: Double) -> String { d.description }
+}

@@ -1,0 +1,93 @@
+/// Why a device got its outcome.
+///
+/// A closed set: each reason has a `label` of bounded cardinality (the `reason` label of
+/// `herald_device_outcomes_total` and the `reason` log field) and a `description` for people
+/// (logs, the `error` text of a 502). Provider answers carry the provider's own typed reason, so a
+/// reason a pushkin does not handle is a compile error in its classification, not a string that
+/// slips through.
+package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
+    // Decided before any upstream call.
+    /// No configured app matches the device's `app_id`.
+    case unknownAppId
+    /// Several app globs match the device's `app_id`.
+    case ambiguousAppId
+    /// The pushkey (or a device field it needs) can never be sent to: what is wrong with it.
+    case invalidPushkey(String)
+    /// `data.default_payload` is not a JSON object.
+    case invalidDefaultPayload
+    /// The notification carries nothing this provider would show (no content, no badge).
+    case nothingToSend
+    /// A Web Push subscription with `events_only` and a notification without an event.
+    case eventsOnly
+    /// The endpoint is refused by the app's policy (`allowed_endpoints`, private address, http).
+    case endpointRefused(String)
+    /// The payload cannot be made to fit the provider's size limit.
+    case payloadTooLarge
+    /// `inflight_request_limit` of the app was reached.
+    case inflightLimit
+    /// The app or front end has no pushkin for this kind of device (e.g. no APNs app for Status).
+    case noPushkin(String)
+    /// Herald could not build the request (signing, encryption): what failed.
+    case localError(String)
+
+    // Answers from upstream.
+    /// APNs answered `status` with `reason` (nil: no or an unknown reason in the body).
+    case apns(status: Int, APNsErrorReason?)
+    /// FCM HTTP v1 answered `status` with this error code (nil: none or unknown).
+    case fcm(status: Int, FCMErrorCode?)
+    /// The legacy FCM API answered this per-device error, or `status` for the whole request.
+    case fcmLegacy(FCMLegacyError?, status: Int)
+    /// A Web Push or UnifiedPush service answered `status`.
+    case pushService(status: Int)
+    /// The upstream could not be reached or did not answer in time: the error, for logs.
+    case network(String)
+    /// The OAuth token endpoint could not give an access token: why.
+    case authorization(String)
+
+    /// The metric label: a bounded vocabulary (no free text, no pushkeys).
+    package var label: String {
+        switch self {
+        case .unknownAppId: return "unknown_app_id"
+        case .ambiguousAppId: return "ambiguous_app_id"
+        case .invalidPushkey: return "invalid_pushkey"
+        case .invalidDefaultPayload: return "invalid_default_payload"
+        case .nothingToSend: return "nothing_to_send"
+        case .eventsOnly: return "events_only"
+        case .endpointRefused: return "endpoint_refused"
+        case .payloadTooLarge: return "payload_too_large"
+        case .inflightLimit: return "inflight_limit"
+        case .noPushkin: return "no_pushkin"
+        case .localError: return "local_error"
+        case .apns(let status, let reason): return reason?.rawValue ?? "http_\(status)"
+        case .fcm(let status, let code): return code?.rawValue ?? "http_\(status)"
+        case .fcmLegacy(let error, let status): return error?.rawValue ?? "http_\(status)"
+        case .pushService(let status): return "http_\(status)"
+        case .network: return "network"
+        case .authorization: return "authorization"
+        }
+    }
+
+    package var description: String {
+        switch self {
+        case .unknownAppId: return "unknown app id"
+        case .ambiguousAppId: return "ambiguous app id"
+        case .invalidPushkey(let why): return why
+        case .invalidDefaultPayload: return "default_payload is not an object"
+        case .nothingToSend: return "nothing to send"
+        case .eventsOnly: return "events_only and no event_id"
+        case .endpointRefused(let why): return why
+        case .payloadTooLarge: return "payload cannot be made to fit the provider's size limit"
+        case .inflightLimit: return "too many requests in flight"
+        case .noPushkin(let why): return why
+        case .localError(let why): return why
+        case .apns(let status, let reason): return "APNs \(status)" + (reason.map { " \($0.rawValue)" } ?? "")
+        case .fcm(let status, let code): return "FCM \(status)" + (code.map { " \($0.rawValue)" } ?? "")
+        case .fcmLegacy(let error?, _): return "FCM \(error.rawValue)"
+        case .fcmLegacy(nil, let status): return "FCM \(status)"
+        case .pushService(let status): return "push service answered \(status)"
+        // The error itself (addresses, ports) is in Herald's log, never in what a sender reads.
+        case .network: return "network error: the upstream could not be reached"
+        case .authorization(let why): return "OAuth token: \(why)"
+        }
+    }
+}

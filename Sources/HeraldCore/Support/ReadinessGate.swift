@@ -1,0 +1,71 @@
+import Synchronization
+
+/// A one-shot signal carrying a value: `wait()` suspends until `open(_:)` (returning the value) or
+/// `fail(_:)` (throwing the error); later waiters return at once. Cancelling a waiter throws
+/// `CancellationError` for it alone.
+package final class ReadinessGate<Value: Sendable>: Sendable {
+    private enum State {
+        case waiting([Int: CheckedContinuation<Value, any Error>])
+        case open(Value)
+        case failed(any Error)
+    }
+    private let state = Mutex<(state: State, nextId: Int)>((.waiting([:]), 0))
+
+    package init() {}
+
+    /// The value once open, else nil.
+    package var value: Value? {
+        state.withLock {
+            if case .open(let value) = $0.state { return value }
+            return nil
+        }
+    }
+
+    package func open(_ value: Value) { finish(.open(value)) }
+    package func fail(_ error: any Error) { finish(.failed(error)) }
+
+    private func finish(_ final: State) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Value, any Error>] in
+            guard case .waiting(let waiters) = s.state else { return [] }
+            s.state = final
+            return Array(waiters.values)
+        }
+        for waiter in waiters {
+            switch final {
+            case .open(let value): waiter.resume(returning: value)
+            case .failed(let error): waiter.resume(throwing: error)
+            case .waiting: break
+            }
+        }
+    }
+
+    package func wait() async throws -> Value {
+        let id = state.withLock { s -> Int in
+            s.nextId += 1
+            return s.nextId
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                let immediate = state.withLock { s -> Result<Value, any Error>? in
+                    switch s.state {
+                    case .open(let value): return .success(value)
+                    case .failed(let error): return .failure(error)
+                    case .waiting(var waiters):
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        waiters[id] = continuation
+                        s.state = .waiting(waiters)
+                        return nil
+                    }
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<Value, any Error>? in
+                guard case .waiting(var waiters) = s.state, let waiter = waiters.removeValue(forKey: id) else { return nil }
+                s.state = .waiting(waiters)
+                return waiter
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import HeraldCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// A pool of keep-alive HTTP/1.1 connections to one origin, on SwiftNIO directly: at most
+/// `max_connections` requests in flight (further ones wait their turn), each on a connection of
+/// its own, an idle one reused before a new one is opened. A connection's single handler
+/// (`HTTP1Exchange`) writes the request and collects the answer on its event loop, so a request
+/// costs at most one hop there and one back (docs/architecture.md, "The upstream-call path").
+///
+/// Connections idle for 60 s are closed, as is one the server will not keep open, one that failed
+/// or timed out. `request_timeout` bounds each request from the moment it is sent for, and
+/// `connect_timeout` the connection it may open.
+package final class HTTP1Upstream: UpstreamTransport {
+    package let settings: UpstreamSettings
+    private let origin: UpstreamOrigin
+    private let connector: UpstreamConnector
+    private let permits: AsyncLimiter
+    private let state = Mutex(State())
+
+    static let idleTimeout = TimeAmount.seconds(60)
+
+    private struct State {
+        var idle: [any Channel] = []
+        var open: [ObjectIdentifier: any Channel] = [:]
+        var shutDown = false
+    }
+
+    /// `origin` is `http(s)://host[:port]`. With an `addressGuard`, a connection made without the
+    /// proxy goes only to addresses of the host that are all global, checked before it is opened
+    /// (`UpstreamConnector`). The TLS context is one of `contexts`.
+    package convenience init(
+        origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, addressGuard: HostResolver? = nil,
+        contexts: TLSContexts = TLSContexts()
+    ) throws {
+        let parsed = try UpstreamOrigin(origin)
+        let context = parsed.secure ? try Self.tlsContext(tls, settings: settings, shared: contexts) : nil
+        self.init(origin: parsed, settings: settings, tls: context, addressGuard: addressGuard)
+    }
+
+    /// With a TLS context made once for many origins (`OriginPools`).
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?) {
+        self.settings = settings
+        self.origin = origin
+        connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard)
+        permits = AsyncLimiter(limit: settings.maxConnections)
+    }
+
+    /// A client TLS context offering HTTP/1.1.
+    static func tlsContext(_ tls: TLSConfiguration?, settings: UpstreamSettings, shared: TLSContexts = TLSContexts()) throws
+        -> NIOSSLContext
+    {
+        var tls = tls ?? .makeClientConfiguration()
+        tls.applicationProtocols = ["http/1.1"]
+        return try UpstreamConnector.tlsContext(tls, settings: settings, shared: shared)
+    }
+
+    package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
+        let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
+        let head = try requestHead(request)
+        try await permits.acquire()
+        defer { permits.release() }
+        let channel = try await connection()
+        let promise = channel.eventLoop.makePromise(of: HTTP1Exchange.Answer.self)
+        let exchange = HTTP1Exchange.Request(
+            head: head, body: request.body, promise: promise, deadline: deadline, timeout: settings.requestTimeout)
+        channel.writeAndFlush(exchange).whenFailure { promise.fail($0) }
+        // A connection whose request did not end with a complete answer is not reused.
+        promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
+        let answer = try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+        }
+        if answer.reusable { putBack(channel) }
+        return answer.response
+    }
+
+    package func shutdown() async {
+        let open = state.withLock { state -> [any Channel] in
+            state.shutDown = true
+            state.idle = []
+            return Array(state.open.values)
+        }
+        for channel in open { try? await channel.close() }
+    }
+
+    private func requestHead(_ request: UpstreamRequest) throws -> HTTPRequestHead {
+        var headers = request.headers
+        headers.replaceOrAdd(name: "Host", value: origin.authority)
+        if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }
+        headers.replaceOrAdd(name: "Content-Length", value: String(request.body?.readableBytes ?? 0))
+        return HTTPRequestHead(version: .http1_1, method: request.method, uri: try origin.path(of: request.url), headers: headers)
+    }
+
+    /// An idle connection that is still open, or a new one. Idle connections on the caller's own
+    /// event loop come first, and a new one is opened there: a request then stays on one thread
+    /// (docs/architecture.md, "One thread per request").
+    private func connection() async throws -> any Channel {
+        while true {
+            let reused = try state.withLock { state -> (any Channel)? in
+                if state.shutDown { throw UpstreamConnectionError.shutDown }
+                if let local = state.idle.lastIndex(where: { $0.eventLoop.inEventLoop }) {
+                    return state.idle.remove(at: local)
+                }
+                return state.idle.popLast()
+            }
+            guard let reused else { break }
+            if reused.isActive { return reused }
+        }
+        let maxBodyBytes = settings.maxResponseBytes
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
+        let channel = try await connector.connect(on: loop) { channel in
+            let operations = channel.pipeline.syncOperations
+            try operations.addHTTPClientHandlers()
+            try operations.addHandler(IdleStateHandler(allTimeout: Self.idleTimeout))
+            try operations.addHandler(HTTP1Exchange(maxBodyBytes: maxBodyBytes))
+            return channel.eventLoop.makeSucceededFuture(channel)
+        }.get()
+        let admitted = state.withLock { state -> Bool in
+            guard !state.shutDown else { return false }
+            state.open[ObjectIdentifier(channel)] = channel
+            return true
+        }
+        guard admitted else {
+            channel.close(promise: nil)
+            throw UpstreamConnectionError.shutDown
+        }
+        channel.closeFuture.whenComplete { _ in self.forget(channel) }
+        return channel
+    }
+
+    /// The event loops of the idle connections, oldest first (for tests and diagnostics).
+    var idleConnectionLoops: [any EventLoop] { state.withLock { $0.idle.map(\.eventLoop) } }
+
+    private func putBack(_ channel: any Channel) {
+        let kept = state.withLock { state -> Bool in
+            guard !state.shutDown, channel.isActive else { return false }
+            state.idle.append(channel)
+            return true
+        }
+        if !kept { channel.close(promise: nil) }
+    }
+
+    private func forget(_ channel: any Channel) {
+        state.withLock { state in
+            state.open[ObjectIdentifier(channel)] = nil
+            state.idle.removeAll { $0 === channel }
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import Synchronization
+
+/// One long-lived HTTP/2 connection over TLS to one origin, on SwiftNIO directly: each request is a
+/// stream that `HTTP2Streams` opens, writes and collects the answer of on the connection's event
+/// loop (`HTTP2Exchange`), so a request costs at most one hop there and one back
+/// (docs/architecture.md, "The upstream-call path").
+///
+/// The connection is opened on the first request, through the outbound proxy's CONNECT tunnel
+/// unless the host is in its `NO_PROXY` list. Once it closes or the server sends GOAWAY, the next
+/// request opens a new one; requests already on a closed connection fail as network errors (the
+/// retry policy's to handle). Streams over the server's `MAX_CONCURRENT_STREAMS` wait in SwiftNIO
+/// for a free one. `request_timeout` bounds each request from the moment it is sent for, and
+/// `connect_timeout` the connection it may wait for.
+package final class HTTP2Upstream: UpstreamTransport {
+    package let settings: UpstreamSettings
+    private let origin: UpstreamOrigin
+    private let connector: UpstreamConnector
+    /// Where connections are opened; without one, on the requesting event loop.
+    private let eventLoop: (any EventLoop)?
+    private let state = Mutex(State.idle)
+    /// The first stream id of each connection (tests start near the last to see a connection use them up).
+    let firstStreamID: HTTP2StreamID
+
+    private struct Connection: Sendable {
+        let channel: any Channel
+        let streams: NIOLoopBound<HTTP2Streams>
+    }
+
+    private enum State {
+        case idle
+        case connecting(EventLoopFuture<Connection>)
+        case ready(Connection)
+        case shutDown
+    }
+
+    /// `origin` is `https://host[:port]`. Connections are opened on `eventLoop`, or without one on
+    /// the event loop of the request that opens them. The TLS context is one of `contexts`.
+    package init(
+        origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil,
+        contexts: TLSContexts = TLSContexts(), firstStreamID: HTTP2StreamID = 1
+    ) throws {
+        self.firstStreamID = firstStreamID
+        let parsed = try UpstreamOrigin(origin)
+        guard parsed.secure else { throw UpstreamOriginError(url: origin) }
+        self.settings = settings
+        self.origin = parsed
+        self.eventLoop = eventLoop
+        var tls = tls
+        tls.applicationProtocols = ["h2"]
+        connector = UpstreamConnector(
+            origin: parsed, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings, shared: contexts))
+    }
+
+    package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
+        let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
+        let path = try origin.path(of: request.url)
+        let connection = try await connection()
+        let loop = connection.channel.eventLoop
+        let promise = loop.makePromise(of: UpstreamResponse.self)
+        let headers = HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
+        let maxBodyBytes = settings.maxResponseBytes
+        let exchange = HTTP2Exchange(
+            headers: headers, body: request.body, maxBodyBytes: maxBodyBytes, promise: promise, deadline: deadline,
+            timeout: settings.requestTimeout)
+        let streams = connection.streams
+        if loop.inEventLoop {
+            streams.value.start(exchange)
+        } else {
+            loop.execute { streams.value.start(exchange) }
+        }
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+            loop.execute { streams.value.abandon(exchange) }
+        }
+    }
+
+    /// Whether the connection is ready and lives on the calling thread's event loop.
+    package var isOnCurrentEventLoop: Bool {
+        state.withLock { state in
+            if case .ready(let connection) = state { return connection.channel.eventLoop.inEventLoop }
+            return false
+        }
+    }
+
+    package func shutdown() async {
+        let current = state.withLock { state -> Connection? in
+            defer { state = .shutDown }
+            if case .ready(let connection) = state { return connection }
+            return nil
+        }
+        try? await current?.channel.close()
+    }
+
+    // MARK: The connection
+
+    private enum Next {
+        case use(Connection)
+        case wait(EventLoopFuture<Connection>)
+        case open(EventLoopPromise<Connection>)
+        case fail
+    }
+
+    private func connection() async throws -> Connection {
+        let next = state.withLock { state -> Next in
+            switch state {
+            case .ready(let connection) where connection.channel.isActive:
+                return .use(connection)
+            case .connecting(let future):
+                return .wait(future)
+            case .shutDown:
+                return .fail
+            case .idle, .ready:
+                let loop = eventLoop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
+                let promise = loop.makePromise(of: Connection.self)
+                state = .connecting(promise.futureResult)
+                return .open(promise)
+            }
+        }
+        switch next {
+        case .use(let connection): return connection
+        case .wait(let future): return try await future.get()
+        case .open(let promise):
+            open(promise)
+            return try await promise.futureResult.get()
+        case .fail: throw UpstreamConnectionError.shutDown
+        }
+    }
+
+    /// Forgets `channel` as the current connection (closed, or going away).
+    private func retire(_ channel: any Channel) {
+        state.withLock { state in
+            if case .ready(let connection) = state, connection.channel === channel { state = .idle }
+        }
+    }
+
+    /// Opens a connection for `promise`, and makes it the current one once it is ready.
+    private func open(_ promise: EventLoopPromise<Connection>) {
+        let future = promise.futureResult
+        future.whenComplete { result in
+            self.state.withLock { state in
+                guard case .connecting(let pending) = state, pending === future else { return }
+                switch result {
+                case .success(let connection): state = .ready(connection)
+                case .failure: state = .idle
+                }
+            }
+        }
+        let linger = TimeAmount(settings.requestTimeout)
+        let firstStreamID = self.firstStreamID
+        connector.connect(on: future.eventLoop) { [weak self] channel in
+            let ready = channel.eventLoop.makePromise(of: Void.self)
+            let operations = channel.pipeline.syncOperations
+            try operations.addHandler(HandshakeWatcher(promise: ready))
+            try operations.addHandler(FlushCoalescer())
+            try operations.addHandler(NIOHTTP2Handler(mode: .client))
+            let streams = HTTP2Streams(firstStreamID: firstStreamID)
+            try operations.addHandler(streams)
+            try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })
+            channel.closeFuture.whenComplete { [weak self] _ in self?.retire(channel) }
+            let connection = Connection(channel: channel, streams: NIOLoopBound(streams, eventLoop: channel.eventLoop))
+            return ready.futureResult.map { connection }
+        }.cascade(to: promise)
+    }
+}
+
+/// Fails `promise` when TLS agrees on anything but HTTP/2, or fails, or the connection closes
+/// first.
+private final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    private let promise: EventLoopPromise<Void>
+
+    init(promise: EventLoopPromise<Void>) { self.promise = promise }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted(let negotiated) = event as? TLSUserEvent, negotiated != "h2" {
+            promise.fail(UpstreamConnectionError.notHTTP2)
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        promise.fail(error)
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        promise.fail(UpstreamConnectionError.closedUnanswered)
+        context.fireChannelInactive()
+    }
+}
+
+/// Watches the connection's own frames. The server's first SETTINGS succeeds `ready`: only then
+/// is its `MAX_CONCURRENT_STREAMS` known, so no stream is opened before. A GOAWAY, a protocol
+/// error reported on the connection, or its last stream id used, retires it: the next request opens a new connection, the
+/// streams in flight here may still finish, and the connection is closed once they have had
+/// `linger` (the request timeout) to do so.
+private final class ConnectionWatcher: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    private let ready: EventLoopPromise<Void>
+    private let retire: @Sendable () -> Void
+    private let linger: TimeAmount
+    private var retired = false
+
+    init(ready: EventLoopPromise<Void>, linger: TimeAmount, retire: @escaping @Sendable () -> Void) {
+        self.ready = ready
+        self.linger = linger
+        self.retire = retire
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data).payload {
+        case .settings(.settings): ready.succeed()
+        case .goAway: goAway(context: context)
+        default: break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        ready.fail(error)
+        goAway(context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is HTTP2Streams.StreamIDsExhausted { goAway(context: context) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func goAway(context: ChannelHandlerContext) {
+        ready.fail(UpstreamConnectionError.closedUnanswered)
+        guard !retired else { return }
+        retired = true
+        retire()
+        let channel = context.channel
+        context.eventLoop.scheduleTask(in: linger) { channel.close(promise: nil) }
+    }
+}

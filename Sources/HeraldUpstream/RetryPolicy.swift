@@ -1,0 +1,113 @@
+import Foundation
+import HeraldCore
+
+/// Bounded retries for an upstream: at most `maxAttempts` tries, exponential backoff from
+/// `initialBackoff`, `Retry-After` honoured, and never past `budget` after the first try started,
+/// so that a homeserver's request (60 s timeout in Synapse) gets an answer in time.
+package struct RetryPolicy: Sendable, Equatable {
+    package var maxAttempts: Int
+    package var initialBackoff: Duration
+    package var maxBackoff: Duration
+    package var budget: Duration
+
+    package init(
+        maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(500), maxBackoff: Duration = .seconds(8),
+        budget: Duration = .seconds(20)
+    ) {
+        self.maxAttempts = maxAttempts
+        self.initialBackoff = initialBackoff
+        self.maxBackoff = maxBackoff
+        self.budget = budget
+    }
+
+    /// Reads `max_attempts`, `retry_initial_backoff`, `retry_max_backoff` and `retry_budget`.
+    package static func read(from config: ConfigSection, defaults: RetryPolicy = RetryPolicy()) -> RetryPolicy {
+        RetryPolicy(
+            maxAttempts: config.int("max_attempts", default: defaults.maxAttempts, range: 1...20),
+            initialBackoff: config.seconds("retry_initial_backoff", default: defaults.initialBackoff.seconds, range: 0...60),
+            maxBackoff: config.seconds("retry_max_backoff", default: defaults.maxBackoff.seconds, range: 0...300),
+            budget: config.seconds("retry_budget", default: defaults.budget.seconds, range: 0...300)
+        )
+    }
+
+    /// The pause before attempt `attempt + 1` (attempt counts from 1), with ±20 % jitter.
+    package func backoff(afterAttempt attempt: Int) -> Duration {
+        let base = initialBackoff.seconds * pow(2, Double(attempt - 1))
+        let capped = min(base, maxBackoff.seconds)
+        let jittered = capped * Double.random(in: 0.8...1.2)
+        return .milliseconds(Int64(jittered * 1000))
+    }
+}
+
+extension Duration {
+    package var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}
+
+/// Parses `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+package enum RetryAfter {
+    package static func parse(_ value: String?, now: Date = Date()) -> Duration? {
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: value) {
+                return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+            }
+        }
+        return nil
+    }
+}
+
+/// Runs attempts under a `RetryPolicy`. `UpstreamCall` is built on it; it knows nothing of HTTP.
+package enum Retrying {
+    package enum Step<Result: Sendable, Reason: Sendable>: Sendable {
+        /// Finished (delivered, rejected or a permanent failure).
+        case done(Result)
+        /// A temporary failure; `after` is the upstream's Retry-After, if any.
+        case retry(reason: Reason, after: Duration?)
+    }
+
+    /// Calls `attempt` until it is done, attempts run out, or the next pause would end past the
+    /// budget. Returns the result, or the last temporary failure's reason.
+    package static func run<Result: Sendable, Reason: Sendable>(
+        policy: RetryPolicy,
+        clock: ContinuousClock = ContinuousClock(),
+        attempt: (Int) async -> Step<Result, Reason>
+    ) async -> Swift.Result<Result, RetryExhausted<Reason>> {
+        let start = clock.now
+        var number = 1
+        while true {
+            switch await attempt(number) {
+            case .done(let result):
+                return .success(result)
+            case .retry(let reason, let after):
+                guard number < policy.maxAttempts else {
+                    return .failure(RetryExhausted(reason: reason, attempts: number, budgetSpent: false))
+                }
+                let pause = after ?? policy.backoff(afterAttempt: number)
+                let elapsed = clock.now - start
+                guard elapsed + pause < policy.budget, !Task.isCancelled else {
+                    return .failure(RetryExhausted(reason: reason, attempts: number, budgetSpent: true))
+                }
+                try? await Task.sleep(for: pause)
+                number += 1
+            }
+        }
+    }
+}
+
+/// Retries ran out: the last temporary failure, how many attempts were made, and whether the
+/// budget (rather than `max_attempts`) stopped them.
+package struct RetryExhausted<Reason: Sendable>: Error, Sendable {
+    package var reason: Reason
+    package var attempts: Int
+    package var budgetSpent: Bool
+}
+
+extension RetryExhausted: Equatable where Reason: Equatable {}

@@ -1,0 +1,171 @@
+import HeraldCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Tracing
+
+/// One request to an upstream, as a pushkin builds it.
+package struct UpstreamRequest: Sendable {
+    package var method: HTTPMethod
+    package var url: String
+    package var headers: HTTPHeaders
+    package var body: ByteBuffer?
+
+    package init(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Something that carries an `UpstreamRequest` to its server: a pooled HTTP client, or the APNs
+/// connection pool. Throws on network errors and timeouts.
+package protocol UpstreamTransport: Sendable {
+    func send(_ request: UpstreamRequest) async throws -> UpstreamResponse
+}
+
+/// What a pushkin makes of one answer.
+package enum UpstreamVerdict<Value: Sendable>: Sendable {
+    /// Finished: delivered, rejected, or a failure no retry can fix.
+    case done(Value)
+    /// Temporary: retried within the policy, after the answer's `Retry-After` or the backoff.
+    case retry(OutcomeReason)
+    /// Retry at once (a refreshed credential), still counted against the attempts and budget.
+    case retryNow(OutcomeReason)
+}
+
+/// Why a request could not be built for this attempt.
+package enum UpstreamPreparationError: Error, Sendable {
+    /// Worth another attempt (an OAuth token endpoint that did not answer).
+    case temporary(OutcomeReason)
+    /// No attempt can succeed (a key that cannot sign).
+    case permanent(OutcomeReason)
+}
+
+/// The one path every upstream call takes: build the request, send it, time it and count its
+/// status under Sygnal's metric names, classify the answer, retry temporary failures with backoff
+/// and `Retry-After` within the app's `RetryPolicy`. Network errors are temporary. A pushkin
+/// supplies only how to build a request and what an answer means.
+package struct UpstreamCall: Sendable {
+    package let transport: any UpstreamTransport
+    package let policy: RetryPolicy
+    package let metrics: UpstreamMetrics
+
+    package init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics) {
+        self.transport = transport
+        self.policy = policy
+        self.metrics = metrics
+    }
+
+    /// Runs attempts until one is done or the policy gives up; the failure carries the last
+    /// temporary (or the permanent) reason.
+    package func run<Value: Sendable>(
+        logger: Logger,
+        prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
+    ) async -> Result<Value, UpstreamCallFailure> {
+        var permanent: OutcomeReason?
+        var unanswered = false
+        let result = await Retrying.run(policy: policy) { attempt -> Retrying.Step<Value?, OutcomeReason> in
+            if unanswered {
+                // The last attempt's request may have arrived: this one can make the push arrive twice.
+                metrics.resentUnanswered.increment()
+                unanswered = false
+            }
+            let request: UpstreamRequest
+            do throws(UpstreamPreparationError) {
+                request = try await prepare(attempt)
+            } catch {
+                switch error {
+                case .temporary(let reason): return .retry(reason: reason, after: nil)
+                case .permanent(let reason):
+                    permanent = reason
+                    return .done(nil)
+                }
+            }
+            let response: UpstreamResponse
+            do {
+                response =
+                    try await Spans.enabled ? traced(request, attempt: attempt) : metrics.measure { try await transport.send(request) }
+            } catch let refused as PeerAddressRefused {
+                permanent = .endpointRefused(refused.reason)
+                return .done(nil)
+            } catch {
+                unanswered = Self.mayHaveArrived(error)
+                if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
+                    logger.warning(
+                        "Upstream request failed",
+                        metadata: ["upstream": "\(metrics.type)", "error": "\(error)", "similar_lines_suppressed": "\(suppressed)"])
+                }
+                return .retry(reason: .network("\(error)"), after: nil)
+            }
+            switch await classify(response) {
+            case .done(let value): return .done(value)
+            case .retry(let reason): return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after")))
+            case .retryNow(let reason): return .retry(reason: reason, after: .zero)
+            }
+        }
+        switch result {
+        case .success(let value?): return .success(value)
+        case .success(nil):
+            return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
+        case .failure(let exhausted):
+            return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+        }
+    }
+
+    /// Whether a request that failed with `error` may still have reached the upstream (its answer
+    /// was lost or late: a timeout, a reset stream, a connection closed mid-exchange), rather than
+    /// certainly not (no connection, a refused address, a proxy that said no).
+    static func mayHaveArrived(_ error: any Error) -> Bool {
+        switch error {
+        case let error as UpstreamConnectionError:
+            switch error {
+            case .connectTimeout, .proxyRefused, .notHTTP2, .shutDown: return false
+            case .closedUnanswered, .reset, .malformedResponse: return true
+            }
+        case is NetworkAddress.ResolutionError, is PeerAddressRefused, is NIOConnectionError: return false
+        case let error as ChannelError:
+            if case .connectTimeout = error { return false }
+            return error != .ioOnClosedChannel
+        case let error as IOError where [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH].contains(error.errnoCode): return false
+        default: return true
+        }
+    }
+
+    /// One attempt in a client span, when tracing is enabled.
+    private func traced(_ request: UpstreamRequest, attempt: Int) async throws -> UpstreamResponse {
+        try await withSpan("\(metrics.type) upstream", ofKind: .client) { span in
+            guard span.isRecording else { return try await metrics.measure { try await transport.send(request) } }
+            span.attributes["herald.attempt"] = attempt
+            let response = try await metrics.measure { try await transport.send(request) }
+            span.attributes["http.response.status_code"] = response.status
+            return response
+        }
+    }
+
+    /// `run` for one device: a failure becomes `.failed` with its reason (a 502 for the homeserver),
+    /// except a connection the address check refused, which is skipped like an endpoint the policy
+    /// refused (no retry can reach it).
+    package func deliver(
+        logger: Logger,
+        prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        classify: (UpstreamResponse) async -> UpstreamVerdict<DeviceOutcome>
+    ) async -> DeviceOutcome {
+        switch await run(logger: logger, prepare: prepare, classify: classify) {
+        case .success(let outcome): return outcome
+        case .failure(let failure):
+            if case .endpointRefused = failure.reason { return .skipped(reason: failure.reason) }
+            return .failed(reason: failure.reason)
+        }
+    }
+}
+
+/// An upstream call that did not finish: why, after how many attempts.
+package struct UpstreamCallFailure: Error, Sendable, Equatable {
+    package var reason: OutcomeReason
+    package var attempts: Int
+    package var budgetSpent: Bool
+}

@@ -1,0 +1,78 @@
+import HeraldCore
+import Metrics
+import Synchronization
+
+/// Upstream request metrics under Sygnal's names (`sygnal_<type>_request_time`,
+/// `sygnal_active_<type>_requests`, `sygnal_<type>_status_codes_total{pushkin,code}`), with the
+/// handles made once rather than looked up per request.
+package struct UpstreamMetrics: Sendable {
+    /// The pushkin type (`apns`, `gcm`, `webpush`): part of the metric names.
+    package let type: String
+    let pushkin: String
+    let factory: any MetricsFactory
+    let requestTime: Metrics.Timer
+    let active: Gauge
+    /// `herald_upstream_resent_unanswered_total{pushkin}`: attempts made after one whose request may
+    /// have reached the upstream without its answer reaching Herald (docs/operations.md, "When a
+    /// push can arrive twice").
+    let resentUnanswered: Counter
+    private let activeCount = AtomicCounter()
+    private let statusCounters = StatusCounters()
+
+    package init(type: String, pushkin: String, factory: any MetricsFactory) {
+        self.type = type
+        self.pushkin = pushkin
+        self.factory = factory
+        self.requestTime = Metrics.Timer(label: "sygnal_\(type)_request_time", dimensions: [], factory: factory)
+        self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
+        self.resentUnanswered = Counter(
+            label: "herald_upstream_resent_unanswered_total", dimensions: [("pushkin", pushkin)], factory: factory)
+        // The status-code series exists from the start (at 0), so that dashboards see it.
+        _ = statusCounters.counter(200) {
+            Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)
+        }
+    }
+
+    /// Times one upstream request and counts its status (or `error` when none came back).
+    func measure(_ body: () async throws -> UpstreamResponse) async throws -> UpstreamResponse {
+        active.record(activeCount.add(1))
+        let start = ContinuousClock.now
+        defer {
+            requestTime.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+            active.record(activeCount.add(-1))
+        }
+        do {
+            let result = try await body()
+            countStatus(result.status)
+            return result
+        } catch {
+            countStatus(nil)
+            throw error
+        }
+    }
+
+    /// Counts a status code, or `error` (nil) when no response came back.
+    func countStatus(_ status: Int?) {
+        statusCounters.counter(status ?? -1) {
+            Counter(
+                label: "sygnal_\(type)_status_codes_total",
+                dimensions: [("pushkin", pushkin), ("code", status.map(String.init) ?? "error")],
+                factory: factory)
+        }
+        .increment()
+    }
+}
+
+/// Counter handles by status code (-1: no response), made on first use.
+private final class StatusCounters: Sendable {
+    private let counters = Mutex<[Int: Counter]>([:])
+
+    func counter(_ code: Int, make: () -> Counter) -> Counter {
+        counters.withLock { table in
+            if let existing = table[code] { return existing }
+            let made = make()
+            table[code] = made
+            return made
+        }
+    }
+}
