@@ -11,8 +11,9 @@ extension GorushAPI {
     /// instance (PostgreSQL), and claims that ran out.
     static let pollInterval: Duration = .seconds(1)
 
-    /// Claims queued jobs as workers are free and hands them to `workers` tasks, until graceful
-    /// shutdown; then the workers finish what they hold and the rest stays queued in the store.
+    /// Claims queued jobs in batches, holding at most twice `workers` (those being sent and as many
+    /// ready for the next free worker), and hands them to `workers` tasks, until graceful shutdown;
+    /// then the workers finish what they hold and the rest stays queued in the store.
     package func run() async {
         let store: any GorushQueueStore
         do {
@@ -43,8 +44,10 @@ extension GorushAPI {
             await withGracefulShutdownHandler {
                 while !Task.isShuttingDownGracefully {
                     await depth.refresh(from: store)
-                    let free = config.workers - held.current
-                    if free > 0, let claimed = await claim(free, from: store), !claimed.isEmpty {
+                    // Claims a batch at a time, a worker's count ahead of the workers: one claim
+                    // per job made the claims' round trips the bound of delivery (bench/fleet.sh).
+                    let room = 2 * config.workers - held.current
+                    if room >= config.workers, let claimed = await claim(room, from: store), !claimed.isEmpty {
                         held.add(claimed.count)
                         for job in claimed { handOut.yield(job) }
                         continue
