@@ -261,7 +261,7 @@ package final class AdamantService: Service {
                 switch outcome {
                 case .failed:
                     temporary += 1
-                case .rejected where AdamantPusher.meansDeadToken(outcome):
+                case .rejected where outcome.tokenShouldBeDropped:
                     finished.append(key)
                     let removed = try await store.remove(token: device.token, provider: device.provider)
                     counters.increment("herald_adamant_tokens_removed_total", by: Int64(removed))

@@ -43,17 +43,6 @@ package struct AdamantPusher: Sendable {
         let message = APNsMessage(
             payload: Self.payload(transaction, recipient: device.address, config: config), deviceToken: device.token, topic: topic,
             priority: 10, pushType: "alert", expiration: 0)
-        return await sender(device.provider).send(message, context: DispatchContext(requestId: transaction.id, logger: logger))
-    }
-
-    /// Whether APNs says the token is dead: 410, or 400 `BadDeviceToken` / `DeviceTokenNotForTopic`.
-    package static func meansDeadToken(_ outcome: DeviceOutcome) -> Bool {
-        switch outcome {
-        case .rejected(.apns(status: 410, _)), .rejected(.apns(status: 400, .badDeviceToken?)),
-            .rejected(.apns(status: 400, .deviceTokenNotForTopic?)):
-            return true
-        default:
-            return false
-        }
+        return await sender(device.provider).send(message, context: DispatchContext(logger: logger))
     }
 }

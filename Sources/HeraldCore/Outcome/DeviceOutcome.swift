@@ -19,6 +19,30 @@ package enum DeviceOutcome: Sendable, Equatable {
         return false
     }
 
+    /// The push service said this device token itself is dead (APNs 410, 400 `BadDeviceToken` or
+    /// `DeviceTokenNotForTopic`; FCM `UNREGISTERED`; a push service's 404 or 410): the front ends
+    /// that keep tokens (the relay, Status, ADAMANT) drop it on this, read here rather than from the
+    /// raw answer. Matrix rejects a little more, as Sygnal does (APNs 400 `TopicDisallowed`, which
+    /// is the app's topic and not the token), and a pushkey Herald refused itself
+    /// (`invalidPushkey`) is rejected too, but neither is the provider's word on the token.
+    /// A token to forget: the provider says it is dead, or it can never be sent to (a pushkey
+    /// Herald refuses itself). What Status and ADAMANT drop their registrations on.
+    package var tokenShouldBeDropped: Bool {
+        if case .rejected(.invalidPushkey) = self { return true }
+        return providerSaysTokenIsDead
+    }
+
+    package var providerSaysTokenIsDead: Bool {
+        guard case .rejected(let reason) = self else { return false }
+        switch reason {
+        case .apns(let status, let reason): return APNsErrorReason.tokenIsDead(status: status, reason: reason)
+        case .fcm, .fcmLegacy, .pushService: return true
+        case .unknownAppId, .ambiguousAppId, .invalidPushkey, .invalidDefaultPayload, .nothingToSend, .eventsOnly, .endpointRefused,
+            .payloadTooLarge, .inflightLimit, .noPushkin, .localError, .network, .authorization:
+            return false
+        }
+    }
+
     /// A short label for logs and metrics: `delivered`, `rejected`, `skipped`, `dropped`, `failed`.
     package var label: String {
         switch self {

@@ -277,7 +277,7 @@ package final class StatusServer: Sendable {
             switch outcome {
             case .delivered, .skipped:
                 break
-            case .rejected(let reason):
+            case .rejected(let reason) where outcome.tokenShouldBeDropped:
                 reports[entry.report].success = false
                 reports[entry.report].error = .notRegistered
                 try? await store.dropRegistration(
@@ -286,7 +286,9 @@ package final class StatusServer: Sendable {
                     counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
                 }
                 logger.info("Status device token rejected; registration dropped", metadata: ["reason": "\(reason)"])
-            case .failed, .dropped:
+            case .failed, .dropped, .rejected:
+                // A rejection that is not the token's (APNs `TopicDisallowed`: the app's topic) keeps
+                // the registration.
                 reports[entry.report].success = false
                 reports[entry.report].error = .internalError
                 if case .failed = outcome { transientFailures += 1 }
@@ -348,7 +350,7 @@ package final class StatusServer: Sendable {
             "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),
             "publicKey": .string("0x" + Hex.encode(item.publicKey)),
         ]
-        var context = DispatchContext(requestId: "status", logger: logger)
+        var context = DispatchContext(logger: logger)
         context.logger[metadataKey: "installation"] = "\(registration.installationID)"
         let outcome = await delivery.send(
             platform: platform, token: registration.deviceToken, message: Self.text(for: item.type), title: nil,

@@ -58,7 +58,7 @@ struct RelayFrontEnd: FrontEnd {
         let apnsMessage = APNsMessage(
             body: .raw(payload), deviceToken: message.deviceToken, topic: config.topic, priority: message.priority, pushType: "alert",
             expiration: message.expiration, collapseId: message.collapseId, id: id)
-        let outcome = await sender.send(apnsMessage, context: DispatchContext(requestId: id, logger: requestLogger))
+        let outcome = await sender.send(apnsMessage, context: DispatchContext(logger: requestLogger))
         metrics.count(outcome, pushkin: sender.name)
         if let error = Self.error(for: outcome, retryAfter: config.retryAfter) {
             requestLogger.info(
@@ -81,8 +81,7 @@ struct RelayFrontEnd: FrontEnd {
         switch outcome {
         case .delivered:
             return nil
-        case .rejected(.apns(status: 410, _)), .rejected(.apns(status: 400, .badDeviceToken?)),
-            .rejected(.apns(status: 400, .deviceTokenNotForTopic?)):
+        case _ where outcome.providerSaysTokenIsDead:
             return .gone
         case .rejected(.invalidPushkey):
             return .badDeviceToken

@@ -34,3 +34,14 @@ package enum APNsErrorReason: String, Sendable, CaseIterable {
     case serviceUnavailable = "ServiceUnavailable"
     case shutdown = "Shutdown"
 }
+
+extension APNsErrorReason {
+    /// Whether an answer says the device token itself is dead: 410 (`Unregistered`,
+    /// `ExpiredToken`, or no reason), or 400 `BadDeviceToken` / `DeviceTokenNotForTopic`.
+    package static func tokenIsDead(status: Int, reason: APNsErrorReason?) -> Bool {
+        switch (status, reason) {
+        case (410, _), (400, .badDeviceToken?), (400, .deviceTokenNotForTopic?): return true
+        default: return false
+        }
+    }
+}
