@@ -31,7 +31,7 @@ import Testing
         }
     }
 
-    static let context = DispatchContext(requestId: "test", logger: Logger(label: "test"))
+    static let context = DispatchContext(logger: Logger(label: "test"))
 
     static func devices(_ count: Int) -> [Device] {
         (0..<count).map { Device(appId: "com.example.counting", pushkey: $0 % 3 == 0 ? "r\($0)" : "d\($0)") }

@@ -110,11 +110,10 @@ extension Pushkin {
 
 /// What a dispatch needs besides the notification: the request's id and logger.
 package struct DispatchContext: Sendable {
-    package var requestId: String
+    /// Carries the request's id in its metadata (`request_id`), where one request has an id.
     package var logger: Logger
 
-    package init(requestId: String, logger: Logger) {
-        self.requestId = requestId
+    package init(logger: Logger) {
         self.logger = logger
     }
 }

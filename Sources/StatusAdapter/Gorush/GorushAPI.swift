@@ -132,7 +132,7 @@ package final class GorushAPI: Service {
         let platformName = platform == .ios ? "ios" : "android"
         var topic = n["topic"]?.stringValue
         if platform == .android && !config.honourAndroidTopic { topic = nil }
-        let context = DispatchContext(requestId: "gorush", logger: logger)
+        let context = DispatchContext(logger: logger)
         var logs: [JSONValue] = []
         for token in tokens {
             let outcome = await delivery.send(

@@ -68,7 +68,7 @@ package struct NotifyHandler: Sendable {
         metrics.notificationsReceived.increment()
         metrics.devicesReceived.increment(by: Int64(notification.devices.count))
 
-        let outcomes = await dispatch(notification, requestId: requestId, logger: logger)
+        let outcomes = await dispatch(notification, logger: logger)
         var rejected: [String] = []
         var failures: [OutcomeReason] = []
         for (device, outcome) in zip(notification.devices, outcomes) {
@@ -85,7 +85,7 @@ package struct NotifyHandler: Sendable {
     }
 
     /// One outcome per device, in request order.
-    private func dispatch(_ notification: PushNotification, requestId: String, logger: Logger) async -> [DeviceOutcome] {
+    private func dispatch(_ notification: PushNotification, logger: Logger) async -> [DeviceOutcome] {
         var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var groups: [(pushkin: any Pushkin, indices: [Int])] = []
         for (index, device) in notification.devices.enumerated() {
@@ -123,7 +123,7 @@ package struct NotifyHandler: Sendable {
             return true
         }
 
-        let context = DispatchContext(requestId: requestId, logger: logger)
+        let context = DispatchContext(logger: logger)
         let results: [(indices: [Int], outcomes: [DeviceOutcome])]
         if groups.count == 1, let only = groups.first {
             results = [(only.indices, await run(only.pushkin, notification, only.indices, slots[only.pushkin.name], context))]

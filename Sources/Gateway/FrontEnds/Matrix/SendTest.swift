@@ -52,7 +52,7 @@ extension Gateway {
         case .pushkin(let pushkin):
             let outcome =
                 await pushkin.dispatch(
-                    notification, devices: notification.devices, context: DispatchContext(requestId: "send-test", logger: logger)
+                    notification, devices: notification.devices, context: DispatchContext(logger: logger)
                 ).first ?? .failed(reason: .localError("not dispatched"))
             return SendTestResult(app: pushkin.name, outcome: outcome)
         }
