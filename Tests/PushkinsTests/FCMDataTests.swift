@@ -1,3 +1,5 @@
+import NIOCore
+import NIOHTTP1
 import Testing
 
 @testable import HeraldCore
@@ -142,5 +144,34 @@ import Testing
         let badge = FCMMessage.v1(
             data: [:], token: "t", notification: PushNotification(counts: .init(unread: 1)), options: [:], visible: true)
         #expect(badge["message"]?["notification"] == nil)
+    }
+}
+
+/// Every FCM v1 answer is placed: the status for the codes whose meaning it carries, the code for
+/// the rest (docs/compatibility/fcm.md).
+@Suite struct FCMDispositionTests {
+    static func body(_ json: String) -> FCMErrorBody {
+        FCMErrorBody(UpstreamResponse(status: 400, headers: HTTPHeaders(), body: ByteBuffer(string: json)))
+    }
+
+    @Test func answersArePlacedByStatusAndCode() {
+        let none = Self.body("")
+        #expect(FCMDisposition.of(status: 200, error: none) == .delivered)
+        #expect(FCMDisposition.of(status: 401, error: none) == .renewAccessToken)
+        #expect(FCMDisposition.of(status: 404, error: none) == .deadToken)
+        #expect(FCMDisposition.of(status: 429, error: none) == .temporary)
+        #expect(FCMDisposition.of(status: 503, error: none) == .temporary)
+        #expect(FCMDisposition.of(status: 403, error: none) == .permanent)
+        let unregistered = Self.body(#"{"error":{"status":"NOT_FOUND","details":[{"errorCode":"UNREGISTERED"}]}}"#)
+        #expect(FCMDisposition.of(status: 400, error: unregistered) == .deadToken)
+        let badToken = Self.body(
+            #"{"error":{"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.token"}]}]}}"#)
+        #expect(FCMDisposition.of(status: 400, error: badToken) == .deadToken)
+        let badPayload = Self.body(#"{"error":{"status":"INVALID_ARGUMENT","message":"Invalid JSON payload"}}"#)
+        #expect(FCMDisposition.of(status: 400, error: badPayload) == .permanent)
+        let quota = Self.body(#"{"error":{"status":"RESOURCE_EXHAUSTED","details":[{"errorCode":"QUOTA_EXCEEDED"}]}}"#)
+        #expect(FCMDisposition.of(status: 429, error: quota) == .temporary)
+        let sender = Self.body(#"{"error":{"status":"PERMISSION_DENIED","details":[{"errorCode":"SENDER_ID_MISMATCH"}]}}"#)
+        #expect(FCMDisposition.of(status: 403, error: sender) == .permanent)
     }
 }

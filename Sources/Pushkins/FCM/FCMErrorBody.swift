@@ -23,10 +23,9 @@ struct FCMErrorBody {
         code = (codeText ?? status).flatMap(FCMErrorCode.init(rawValue:))
     }
 
-    /// UNREGISTERED, a 404, or an INVALID_ARGUMENT about the registration token.
-    func meansDeadToken(status httpStatus: Int) -> Bool {
-        if code == .unregistered || httpStatus == 404 { return true }
-        guard httpStatus == 400, code == .invalidArgument || status == FCMErrorCode.invalidArgument.rawValue else { return false }
-        return tokenFieldViolation || (message?.lowercased().contains("registration token") ?? false)
+    /// An INVALID_ARGUMENT about the registration token: a field violation of `message.token`, or
+    /// a message naming it.
+    var aboutRegistrationToken: Bool {
+        tokenFieldViolation || (message?.lowercased().contains("registration token") ?? false)
     }
 }

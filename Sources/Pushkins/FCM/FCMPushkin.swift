@@ -117,18 +117,18 @@ package final class FCMPushkin: FCMSending {
         } classify: { response in
             let error = FCMErrorBody(response)
             let reason = OutcomeReason.fcm(status: response.status, error.code)
-            switch response.status {
-            case 200..<300:
+            switch FCMDisposition.of(status: response.status, error: error) {
+            case .delivered:
                 return .done(.delivered)
-            case 401 where !refreshed:
+            case .renewAccessToken where !refreshed:
                 refreshed = true
                 refused = sent
                 return .retryNow(reason)
-            case _ where error.meansDeadToken(status: response.status):
+            case .deadToken:
                 return .done(.rejected(reason: reason))
-            case 429, 500..<600:
+            case .temporary:
                 return .retry(reason)
-            default:
+            case .renewAccessToken, .permanent:
                 context.logger.error(
                     "FCM refused the message",
                     metadata: [
