@@ -7,7 +7,7 @@ import Synchronization
 /// handles made once rather than looked up per request.
 package struct UpstreamMetrics: Sendable {
     /// The pushkin type (`apns`, `gcm`, `webpush`): part of the metric names.
-    package let type: String
+    package let type: PushkinType
     let pushkin: String
     let factory: any MetricsFactory
     let requestTime: Metrics.Timer
@@ -19,7 +19,7 @@ package struct UpstreamMetrics: Sendable {
     private let activeCount = AtomicCounter()
     private let statusCounters = StatusCounters()
 
-    package init(type: String, pushkin: String, factory: any MetricsFactory) {
+    package init(type: PushkinType, pushkin: String, factory: any MetricsFactory) {
         self.type = type
         self.pushkin = pushkin
         self.factory = factory

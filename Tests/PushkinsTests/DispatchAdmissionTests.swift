@@ -13,7 +13,7 @@ import Testing
     /// Counts the dispatches running at once; rejects the devices whose pushkey starts with "r".
     final class CountingPushkin: Pushkin {
         let name = "com.example.counting"
-        let type = "test"
+        let type = PushkinType("test")
         let running = AtomicCounter()
         let peak = AtomicCounter()
         let started = AtomicCounter()

@@ -39,7 +39,7 @@ import Testing
         UpstreamCall(
             transport: transport,
             policy: RetryPolicy(maxAttempts: maxAttempts, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: budget),
-            metrics: UpstreamMetrics(type: "test", pushkin: "p", factory: NOOPMetricsHandler.instance))
+            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance))
     }
 
     func classify(_ response: UpstreamResponse) -> UpstreamVerdict<DeviceOutcome> {

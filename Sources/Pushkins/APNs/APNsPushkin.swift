@@ -11,7 +11,7 @@ import NIOHTTP1
 /// (docs/compatibility/apns.md).
 package final class APNsPushkin: APNsSending {
     package let name: String
-    package let type = "apns"
+    package let type = PushkinType.apns
     package let config: APNsConfig
     private let pool: APNsConnectionPool
     private let providerToken: APNsProviderToken?
@@ -28,7 +28,7 @@ package final class APNsPushkin: APNsSending {
         self.pool = pool
         admission = AsyncLimiter(limit: config.connections * config.maxConcurrentStreams)
         self.upstream = UpstreamCall(
-            transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: "apns", pushkin: name, factory: environment.metrics))
+            transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics))
         switch config.auth {
         case .token(let key, let keyId, let teamId):
             providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId)
@@ -169,4 +169,9 @@ package final class APNsPushkin: APNsSending {
         if value.utf8.count <= APNsHosts.maxCollapseIdBytes, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) { return value }
         return Base64URL.encode(SHA256.hash(data: Data(value.utf8)))
     }
+}
+
+extension PushkinType {
+    /// `type: apns` in `apps:`.
+    package static let apns = PushkinType("apns")
 }

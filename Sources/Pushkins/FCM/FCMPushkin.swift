@@ -9,7 +9,7 @@ import NIOHTTP1
 /// API (batched, in `FCMLegacySender`). docs/compatibility/fcm.md says what is sent and why.
 package final class FCMPushkin: FCMSending {
     package let name: String
-    package let type = "gcm"
+    package let type = PushkinType.gcm
     package let config: FCMConfig
     /// For Google's token endpoint.
     private let client: UpstreamHTTPClient
@@ -29,7 +29,7 @@ package final class FCMPushkin: FCMSending {
         let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream, contexts: environment.tlsContexts)
         self.transport = transport
         let upstream = UpstreamCall(
-            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: "gcm", pushkin: name, factory: environment.metrics))
+            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: .gcm, pushkin: name, factory: environment.metrics))
         self.upstream = upstream
         switch config.credentials {
         case .v1(let project, let account):
@@ -138,4 +138,9 @@ package final class FCMPushkin: FCMSending {
             }
         }
     }
+}
+
+extension PushkinType {
+    /// `type: gcm` in `apps:`.
+    package static let gcm = PushkinType("gcm")
 }

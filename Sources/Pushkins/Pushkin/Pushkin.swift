@@ -13,7 +13,7 @@ package protocol Pushkin: Sendable {
     /// The app key from the config (an app id or a glob).
     var name: String { get }
     /// The pushkin's `type` as written in config: `webpush`, `apns`, `gcm`.
-    var type: String { get }
+    var type: PushkinType { get }
 
     /// Public facts an operator needs at start-up (a Web Push app's `application_server_key`),
     /// logged once and printed by `herald vapid-key`. Never secrets.
@@ -99,7 +99,7 @@ extension Pushkin {
         return await withSpan("dispatch \(name)", ofKind: .internal) { span in
             guard span.isRecording else { return await dispatch(notification, device: device, context: context) }
             span.attributes["herald.pushkin"] = name
-            span.attributes["herald.pushkin.type"] = type
+            span.attributes["herald.pushkin.type"] = type.rawValue
             let outcome = await dispatch(notification, device: device, context: context)
             span.attributes["herald.outcome"] = outcome.label
             if let reason = outcome.reason { span.attributes["herald.reason"] = reason.label }

@@ -8,37 +8,37 @@ package struct PushkinRegistry: Sendable {
     package typealias Builder =
         @Sendable (_ name: String, _ config: ConfigSection, _ environment: PushkinEnvironment) throws -> (any Pushkin)?
 
-    private var builders: [String: Builder] = [:]
+    private var builders: [PushkinType: Builder] = [:]
     /// How the pushkins built here resolve host names for their endpoint checks (tests stage DNS
     /// answers through it).
     package var hostResolver: HostResolver = .system
 
     package init() {}
 
-    package mutating func register(_ type: String, _ builder: @escaping Builder) {
+    package mutating func register(_ type: PushkinType, _ builder: @escaping Builder) {
         builders[type] = builder
     }
 
-    package var types: [String] { builders.keys.sorted() }
+    package var types: [PushkinType] { builders.keys.sorted() }
 
-    package func builder(for type: String) -> Builder? { builders[type] }
+    package func builder(for type: PushkinType) -> Builder? { builders[type] }
 
     /// The providers shipped with Herald.
     package static var standard: PushkinRegistry {
         var registry = PushkinRegistry()
-        registry.register("webpush") { name, config, environment in
+        registry.register(.webPush) { name, config, environment in
             guard let settings = WebPushConfig.read(config, environment: environment) else { return nil }
             return try WebPushPushkin(name: name, config: settings, environment: environment)
         }
-        registry.register("apns") { name, config, environment in
+        registry.register(.apns) { name, config, environment in
             guard let settings = APNsConfig.read(config, environment: environment) else { return nil }
             return try APNsPushkin(name: name, config: settings, environment: environment)
         }
-        registry.register("unifiedpush") { name, config, environment in
+        registry.register(.unifiedPush) { name, config, environment in
             guard let settings = UnifiedPushConfig.read(config, environment: environment) else { return nil }
             return try UnifiedPushPushkin(name: name, config: settings, environment: environment)
         }
-        registry.register("gcm") { name, config, environment in
+        registry.register(.gcm) { name, config, environment in
             guard let settings = FCMConfig.read(config, environment: environment) else { return nil }
             return try FCMPushkin(name: name, config: settings, environment: environment)
         }
@@ -60,9 +60,10 @@ package struct PushkinRegistry: Sendable {
             app.accept(["type"] + sharedKeys)
             // `type` itself is validated with the rest of the config; here it only picks the builder.
             guard case .string(let type)? = app.raw("type") else { continue }
-            guard let builder = builder(for: type) else {
+            guard let builder = builder(for: PushkinType(type)) else {
                 if !type.isEmpty {
-                    diagnostics.error(app.keyPath("type"), "unknown pushkin type '\(type)' (available: \(types.joined(separator: ", ")))")
+                    diagnostics.error(
+                        app.keyPath("type"), "unknown pushkin type '\(type)' (available: \(types.map(\.rawValue).joined(separator: ", ")))")
                 }
                 continue
             }

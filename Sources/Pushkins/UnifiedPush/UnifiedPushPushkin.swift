@@ -11,7 +11,7 @@ import NIOHTTP1
 /// does (docs/compatibility/unifiedpush.md).
 package final class UnifiedPushPushkin: Pushkin {
     package let name: String
-    package let type = "unifiedpush"
+    package let type = PushkinType.unifiedPush
     package let config: UnifiedPushConfig
     private let pushService: PushServiceClient
 
@@ -19,7 +19,7 @@ package final class UnifiedPushPushkin: Pushkin {
         self.name = name
         self.config = config
         self.pushService = try PushServiceClient(
-            pushkin: name, type: "unifiedpush", allowedEndpoints: config.allowedEndpoints,
+            pushkin: name, type: .unifiedPush, allowedEndpoints: config.allowedEndpoints,
             allowInsecure: config.allowInsecureEndpoints, allowPrivate: config.allowPrivateEndpoints, upstream: config.upstream,
             retry: config.retry, environment: environment)
     }
@@ -40,4 +40,9 @@ package final class UnifiedPushPushkin: Pushkin {
         let request = UpstreamRequest(url: endpoint.url, headers: headers, body: ByteBuffer(bytes: body))
         return await pushService.deliver(request, to: endpoint, pushkey: device.pushkey, context: context)
     }
+}
+
+extension PushkinType {
+    /// `type: unifiedpush` in `apps:`.
+    package static let unifiedPush = PushkinType("unifiedpush")
 }

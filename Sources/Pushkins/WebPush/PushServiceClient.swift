@@ -19,7 +19,7 @@ final class PushServiceClient: Sendable {
     private let refusals: Counter
 
     init(
-        pushkin name: String, type: String, allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool,
+        pushkin name: String, type: PushkinType, allowedEndpoints: [String]?, allowInsecure: Bool, allowPrivate: Bool,
         upstream: UpstreamSettings, retry: RetryPolicy, environment: PushkinEnvironment
     ) throws {
         let policy = EndpointPolicy(

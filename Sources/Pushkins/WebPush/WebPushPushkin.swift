@@ -10,7 +10,7 @@ import NIOHTTP1
 /// `type: webpush`: encrypted Web Push (RFC 8030, 8291, 8292) to each device's endpoint.
 package final class WebPushPushkin: Pushkin {
     package let name: String
-    package let type = "webpush"
+    package let type = PushkinType.webPush
     package let config: WebPushConfig
     package var applicationServerKey: String { vapid.applicationServerKey }
 
@@ -22,7 +22,7 @@ package final class WebPushPushkin: Pushkin {
         self.config = config
         self.vapid = VAPIDSigner(key: config.vapidKey, contactEmail: config.contactEmail)
         self.pushService = try PushServiceClient(
-            pushkin: name, type: "webpush", allowedEndpoints: config.allowedEndpoints, allowInsecure: config.allowInsecureEndpoints,
+            pushkin: name, type: .webPush, allowedEndpoints: config.allowedEndpoints, allowInsecure: config.allowInsecureEndpoints,
             allowPrivate: config.allowPrivateEndpoints, upstream: config.upstream, retry: config.retry, environment: environment)
     }
 
@@ -79,4 +79,9 @@ package final class WebPushPushkin: Pushkin {
     package static func topic(forRoom roomId: String) -> String {
         Base64URL.encode(SHA256.hash(data: Data(roomId.utf8)).prefix(24))
     }
+}
+
+extension PushkinType {
+    /// `type: webpush` in `apps:`.
+    package static let webPush = PushkinType("webpush")
 }

@@ -133,7 +133,7 @@ func notifyBody(_ notification: JSONObject = [:], devices: [JSONValue]) -> JSONV
 /// then accepts).
 final class ProbePushkin: Pushkin {
     let name: String
-    let type = "probe"
+    let type = PushkinType("probe")
     let probe: Probe
 
     init(name: String, probe: Probe) {
@@ -198,7 +198,7 @@ final class Probe: Sendable {
 extension PushkinRegistry {
     static func withProbe(_ probe: Probe) -> PushkinRegistry {
         var registry = PushkinRegistry.standard
-        registry.register("probe") { name, config, _ in
+        registry.register(PushkinType("probe")) { name, config, _ in
             ProbePushkin(name: name, probe: probe)
         }
         return registry

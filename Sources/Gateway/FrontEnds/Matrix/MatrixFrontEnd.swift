@@ -38,6 +38,6 @@ struct MatrixFrontEndFactory: FrontEndFactory {
         }
         let notify = NotifyHandler(
             router: AppIdRouter(pushkins: context.pushkins), limits: limits, metrics: context.metrics, logger: context.logger)
-        return [MatrixFrontEnd(notify: notify, unifiedPush: context.pushkins.contains { $0.type == "unifiedpush" })]
+        return [MatrixFrontEnd(notify: notify, unifiedPush: context.pushkins.contains { $0.type == .unifiedPush })]
     }
 }

@@ -57,7 +57,7 @@ struct StatusFrontEndFactory: FrontEndFactory {
         guard case .map(let values)? = context.config.extraSections["status"] else { return [] }
         let config = StatusConfig.read(ConfigSection(path: "status", values: values, diagnostics: diagnostics))
         guard config.enabled else { return [] }
-        for (key, app, type) in [("apns_app", config.apnsApp, "apns"), ("fcm_app", config.fcmApp, "gcm")] {
+        for (key, app, type) in [("apns_app", config.apnsApp, PushkinType.apns), ("fcm_app", config.fcmApp, PushkinType.gcm)] {
             guard let app else { continue }
             if let pushkin = context.pushkin(named: app) {
                 if pushkin.type != type { diagnostics.error("status.\(key)", "app '\(app)' is of type \(pushkin.type), not \(type)") }
