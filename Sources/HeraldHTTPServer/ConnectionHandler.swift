@@ -76,7 +76,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let head):
             version = head.version
             guard !turningAway else {
-                busy(dialect: .matrix)
+                busy(dialect: router.connectionDialect)
                 return
             }
             policy = router.policy(forPath: ServerRequest.path(of: head.uri))
@@ -127,7 +127,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         if case .idle = machine.state, ready == nil {
             turningAway = true
         } else {
-            busy(dialect: .matrix)
+            busy(dialect: router.connectionDialect)
         }
     }
 

@@ -24,7 +24,7 @@ extension HTTPResponseError {
 }
 
 /// How a front end writes its errors.
-package enum ErrorDialect: Sendable, Equatable {
+package enum ErrorDialect: Sendable, Hashable {
     /// `{"errcode": …, "error": …, …extra}`: the Matrix push gateway API and Herald's own routes.
     case matrix
     /// `{"code": <status>, "message": …}`: gorush's API.

@@ -63,13 +63,13 @@ package final class HTTPServer: Sendable {
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
-                    let deadline = RequestReadDeadline(timeout: readTimeout)
+                    let deadline = RequestReadDeadline(timeout: readTimeout, dialect: router.connectionDialect)
                     try child.pipeline.syncOperations.addHandler(deadline)
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     let pipelineHandler = try child.pipeline.syncOperations.handler(type: HTTPServerPipelineHandler.self)
                     try child.pipeline.syncOperations.addHandler(
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))
-                    try child.pipeline.syncOperations.addHandler(MalformedRequestResponder())
+                    try child.pipeline.syncOperations.addHandler(MalformedRequestResponder(dialect: router.connectionDialect))
                     let handler = ConnectionHandler(router: router, limits: limits, deadline: deadline)
                     try child.pipeline.syncOperations.addHandler(handler)
                     let connection = pending.make(for: child) { ServerConnection(channel: child, handler: handler) }
@@ -216,8 +216,8 @@ private final class IdleCloser: ChannelInboundHandler, Sendable {
     }
 }
 
-/// Answers a request the HTTP parser cannot read with a 400 in Matrix JSON (instead of an empty
-/// body), then closes; when a response is already being written, it only closes.
+/// Answers a request the HTTP parser cannot read with a 400 in the listener's dialect (instead of
+/// an empty body), then closes; when a response is already being written, it only closes.
 private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -225,6 +225,9 @@ private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableCh
     typealias OutboundOut = HTTPServerResponsePart
 
     private var responding = false
+    private let dialect: ErrorDialect
+
+    init(dialect: ErrorDialect) { self.dialect = dialect }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard error is HTTPParserError else {
@@ -236,7 +239,7 @@ private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableCh
             return
         }
         let response = ErrorResponder.response(
-            for: GatewayError(.badRequest, "M_UNRECOGNIZED", "Malformed HTTP request"), dialect: .matrix)
+            for: GatewayError(.badRequest, "M_UNRECOGNIZED", "Malformed HTTP request"), dialect: dialect)
         var headers = response.headers
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
         headers.replaceOrAdd(name: "Connection", value: "close")

@@ -37,19 +37,28 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     /// pipeline handler's from then on.
     private var pipelining = false
 
-    init(timeout: TimeAmount) { self.timeout = timeout }
+    /// The 408 answer in the listener's dialect.
+    private let timeoutResponse: ByteBuffer
 
-    /// The 408 answer, written from here, below the HTTP encoder, as raw bytes; made once.
-    private static let timeoutResponse: ByteBuffer = {
-        let body = ErrorResponder.response(
-            for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: .matrix
-        ).body
-        var raw = ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\n")
-        raw.writeString("Content-Length: \(body.readableBytes)\r\n\r\n")
-        var copy = body
+    init(timeout: TimeAmount, dialect: ErrorDialect = .matrix) {
+        self.timeout = timeout
+        timeoutResponse = Self.timeoutResponses[dialect] ?? Self.timeoutResponse(.matrix)
+    }
+
+    /// The 408 answer, written from here, below the HTTP encoder, as raw bytes; made once per dialect.
+    private static let timeoutResponses: [ErrorDialect: ByteBuffer] = Dictionary(
+        uniqueKeysWithValues: [ErrorDialect.matrix, .gorush, .plainText].map { ($0, timeoutResponse($0)) })
+
+    private static func timeoutResponse(_ dialect: ErrorDialect) -> ByteBuffer {
+        let response = ErrorResponder.response(
+            for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: dialect)
+        var raw = ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\n")
+        for (name, value) in response.headers { raw.writeString("\(name): \(value)\r\n") }
+        raw.writeString("Connection: close\r\nContent-Length: \(response.body.readableBytes)\r\n\r\n")
+        var copy = response.body
         raw.writeBuffer(&copy)
         return raw
-    }()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if !awaitingRequest {
@@ -100,6 +109,6 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let channel = context.channel
-        context.writeAndFlush(NIOAny(Self.timeoutResponse)).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(NIOAny(timeoutResponse)).whenComplete { _ in channel.close(promise: nil) }
     }
 }

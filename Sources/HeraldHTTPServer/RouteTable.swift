@@ -34,10 +34,13 @@ package struct RouteTable: HTTPHandler {
     /// Where a handler's unexpected (non-HTTP) error is logged.
     let logger: Logger?
 
-    package init(defaultMaxBodyBytes: Int = 512 * 1024, logger: Logger? = nil) {
-        defaultPolicy = RequestPolicy(maxBodyBytes: defaultMaxBodyBytes, dialect: .matrix)
+    /// `dialect`: of unknown paths, and of the listener's own errors (`connectionDialect`).
+    package init(defaultMaxBodyBytes: Int = 512 * 1024, dialect: ErrorDialect = .matrix, logger: Logger? = nil) {
+        defaultPolicy = RequestPolicy(maxBodyBytes: defaultMaxBodyBytes, dialect: dialect)
         self.logger = logger
     }
+
+    package var connectionDialect: ErrorDialect { defaultPolicy.dialect }
 
     /// Adds `handler` for `methods` on `match`; a second call for the same match adds methods.
     package mutating func add(

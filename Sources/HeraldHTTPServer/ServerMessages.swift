@@ -76,9 +76,13 @@ package protocol HTTPHandler: Sendable {
     /// The route a path falls under (`/relay-to`), for span names: never the path itself, which
     /// may hold a device token.
     func routeName(forPath path: String) -> String?
+    /// The dialect of the errors a listener answers before any route is known: a request the
+    /// parser cannot read (400), one not received in time (408), a server too busy (503).
+    var connectionDialect: ErrorDialect { get }
 }
 
 extension HTTPHandler {
     package func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, dialect: .matrix) }
+    package var connectionDialect: ErrorDialect { .matrix }
     package func routeName(forPath path: String) -> String? { nil }
 }

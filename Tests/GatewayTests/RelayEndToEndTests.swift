@@ -161,6 +161,21 @@ import Testing
         #expect(notifyOnRelayPort.status == 404)  // the relay's own port serves only the relay
     }
 
+    /// The relay's own port answers in the relay's dialect even before a route is known: a request
+    /// the parser cannot read, and an unknown path, are plain text as toot-relay's, not Matrix JSON.
+    @Test func theRelaysOwnPortAnswersItsConnectionErrorsInPlainText() async throws {
+        let setup = try await start()
+        let malformed = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "NOT HTTP AT ALL\r\n\r\n")
+        let unknown = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+        let malformedOnMain = await RawHTTP.exchangeOffPool(port: setup.herald.gateway.ports[0], head: "NOT HTTP AT ALL\r\n\r\n")
+        await setup.stop()
+        #expect(malformed.hasPrefix("HTTP/1.1 400"))
+        #expect(malformed.contains("text/plain"))
+        #expect(malformed.hasSuffix("\r\n\r\nMalformed HTTP request\n"))
+        #expect(unknown.hasPrefix("HTTP/1.1 404") && unknown.contains("text/plain"))
+        #expect(malformedOnMain.hasPrefix("HTTP/1.1 400") && malformedOnMain.contains(#""errcode":"M_UNRECOGNIZED""#))
+    }
+
     @Test(arguments: [
         (410, "Unregistered", 410), (400, "BadDeviceToken", 410), (400, "DeviceTokenNotForTopic", 410), (400, "TopicDisallowed", 502),
         (400, "BadTopic", 502), (403, "InvalidProviderToken", 502), (503, "ServiceUnavailable", 503), (429, "TooManyRequests", 429),

@@ -37,6 +37,10 @@ package protocol FrontEnd: Sendable {
 
     /// The dependencies it keeps serving without (its PostgreSQL store), which `/health` reports.
     var health: [ComponentHealth] { get }
+
+    /// The dialect its own listeners answer in before a route is known (a malformed request, a
+    /// request not received in time, a server too busy) and for unknown paths.
+    var ownListenerDialect: ErrorDialect { get }
 }
 
 extension FrontEnd {
@@ -46,6 +50,7 @@ extension FrontEnd {
     package var appsInUse: Set<String> { [] }
     package func drained() async {}
     package var health: [ComponentHealth] { [] }
+    package var ownListenerDialect: ErrorDialect { .matrix }
 }
 
 /// Where a listener binds: each host on one port.

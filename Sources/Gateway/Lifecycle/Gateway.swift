@@ -110,7 +110,8 @@ package final class Gateway: Sendable {
         }
         for frontEnd in frontEnds {
             for address in frontEnd.ownListeners {
-                var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
+                var routes = RouteTable(
+                    defaultMaxBodyBytes: config.http.maxRequestBodyBytes, dialect: frontEnd.ownListenerDialect, logger: logger)
                 let health = HealthReport(components: frontEnds.flatMap(\.health))
                 routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
                 frontEnd.addRoutes(to: &routes)

@@ -44,6 +44,8 @@ struct RelayFrontEnd: FrontEnd {
     var appsInUse: Set<String> { [config.apnsApp] }
 
     var ownListeners: [ListenerAddress] { listeners }
+    /// Its own port speaks as toot-relay does, its connection-level errors included: plain text.
+    var ownListenerDialect: ErrorDialect { .plainText }
 
     /// Parses, checks and sends one message; 201 with `Location` once APNs accepted it.
     func relay(_ request: ServerRequest) async throws(RelayError) -> ServerResponse {
