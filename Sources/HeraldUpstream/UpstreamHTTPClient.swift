@@ -1,10 +1,8 @@
-import AsyncHTTPClient
 import Foundation
 import HeraldCore
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import Tracing
 
 /// Connection and timeout settings shared by the HTTP-based pushkins.
 package struct UpstreamSettings: Sendable {
@@ -106,50 +104,20 @@ package struct UpstreamResponse: Sendable {
     package var bodyText: String { String(buffer: body) }
 }
 
-/// A pooled HTTP client for one pushkin, with its own connection limit and timeouts. Every request
-/// carries `User-Agent: Herald/<version>` unless the caller set one.
+/// An HTTP/1.1 client for the upstreams that are not a pushkin's one origin (OAuth token
+/// endpoints, the ADAMANT nodes, gorush's feedback URL): Herald's own keep-alive pools
+/// (`OriginPools`, one `HTTP1Upstream` per origin), the same stack every Web Push, UnifiedPush and
+/// FCM request goes through, so that the binary carries one HTTP/1 client. Redirects are not
+/// followed and bodies are not decompressed. Every request carries `User-Agent: Herald/<version>`
+/// unless the caller set one. `connect_timeout` bounds a new connection and `request_timeout` the
+/// exchange from the moment the request is sent, answer body included.
 package final class UpstreamHTTPClient: UpstreamTransport {
     package let settings: UpstreamSettings
-    private let client: HTTPClient
-    /// Without the proxy, for the hosts of `NO_PROXY` (only when both are set).
-    private let direct: HTTPClient?
+    private let pools: OriginPools
 
-    package init(
-        settings: UpstreamSettings, tls: TLSConfiguration = .makeClientConfiguration(),
-        httpVersion: HTTPClient.Configuration.HTTPVersion = .automatic
-    ) throws {
+    package init(settings: UpstreamSettings, contexts: TLSContexts = TLSContexts()) throws {
         self.settings = settings
-        var tls = tls
-        if !settings.trustedCAFiles.isEmpty {
-            tls.additionalTrustRoots = settings.trustedCAFiles.map { .file($0) }
-        }
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .init(settings.connectTimeout), read: .init(settings.requestTimeout)),
-            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.maxConnections),
-            proxy: settings.proxy.map { proxy in
-                if let user = proxy.username, let password = proxy.password {
-                    return .server(host: proxy.host, port: proxy.port, authorization: .basic(username: user, password: password))
-                }
-                return .server(host: proxy.host, port: proxy.port)
-            },
-            decompression: .disabled
-        )
-        configuration.httpVersion = httpVersion
-        // Without a tracer of Herald's (`tracing:` off), the client makes no spans at all, instead of
-        // building each request's attributes for a tracer that drops them.
-        if InstrumentationSystem.tracer is NoOpTracer { configuration.tracing.tracer = nil }
-        // A refused or reset connection fails at once and goes to Herald's retry policy, instead of
-        // being retried inside the client until the connect timeout.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        if let proxy = settings.proxy, !proxy.noProxy.isEmpty {
-            configuration.proxy = nil
-            self.direct = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        } else {
-            self.direct = nil
-        }
+        pools = OriginPools(settings: settings, addressGuard: nil, maxOrigins: 64, contexts: contexts)
     }
 
     /// Sends one request and reads at most `maxResponseBytes` of the answer. Throws on network
@@ -159,36 +127,13 @@ package final class UpstreamHTTPClient: UpstreamTransport {
     }
 
     package func send(_ upstream: UpstreamRequest) async throws -> UpstreamResponse {
-        var request = HTTPClientRequest(url: upstream.url)
-        request.method = upstream.method
-        request.headers = upstream.headers
+        var request = upstream
         if !request.headers.contains(name: "user-agent") { request.headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }
-        if let body = upstream.body { request.body = .bytes(body) }
-        var client = self.client
-        if let direct, let proxy = settings.proxy, let host = URLComponents(string: upstream.url)?.host, proxy.bypasses(host) {
-            client = direct
-        }
-        let settings = self.settings
-        let request2 = request
-        // `request_timeout` bounds the whole exchange, body included: a server trickling its answer
-        // a byte at a time cannot hold a request (the client's own timeouts restart with each byte).
-        return try await Deadline.run(within: settings.requestTimeout) { [client] in
-            let response = try await client.execute(request2, timeout: .init(settings.requestTimeout))
-            var collected = ByteBuffer()
-            for try await var chunk in response.body {
-                let room = settings.maxResponseBytes - collected.readableBytes
-                if room > 0, let slice = chunk.readSlice(length: min(room, chunk.readableBytes)) {
-                    var slice = slice
-                    collected.writeBuffer(&slice)
-                }
-            }
-            return UpstreamResponse(status: Int(response.status.code), headers: response.headers, body: collected)
-        }
+        return try await pools.send(request)
     }
 
     package func shutdown() async {
-        try? await client.shutdown()
-        try? await direct?.shutdown()
+        await pools.shutdown()
     }
 }
 

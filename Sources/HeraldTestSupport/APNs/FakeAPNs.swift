@@ -342,7 +342,8 @@ private final class StreamHandler: ChannelInboundHandler {
                     return
                 }
                 var headers = HTTPHeaders()
-                headers.add(name: "apns-id", value: UUID().uuidString)
+                // As Apple: the request's own apns-id, or one made for it.
+                headers.add(name: "apns-id", value: head.headers.first(name: "apns-id") ?? UUID().uuidString)
                 var payload = ByteBuffer()
                 if let reason = reply.reason {
                     payload = ByteBuffer(bytes: JSONWriter.serialize(["reason": .string(reason)]))
