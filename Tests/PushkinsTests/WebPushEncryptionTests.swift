@@ -18,6 +18,15 @@ import Testing
 
     func bytes(_ s: String) throws -> [UInt8] { try #require(Base64URL.decode(s)) }
 
+    /// RFC 4231's test cases 2 (a short key) and 6 (a key longer than the block, hashed first).
+    @Test func hmacMatchesRFC4231() {
+        let short = WebPushEncryption.hmac(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8))
+        #expect(Hex.encode(short) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        let long = WebPushEncryption.hmac(
+            key: [UInt8](repeating: 0xAA, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
+        #expect(Hex.encode(long) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+    }
+
     @Test func encryptsTheRFCExampleToItsExactBytes() throws {
         let sender = try P256.KeyAgreement.PrivateKey(rawRepresentation: bytes(Self.asPrivate))
         let body = try WebPushEncryption.encrypt(
