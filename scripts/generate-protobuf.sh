@@ -14,6 +14,6 @@ if [ ! -x "$scratch/bin/protoc-gen-swift" ]; then
   cp "$(swift build -c release --package-path "$scratch/src" --show-bin-path)/protoc-gen-swift" "$scratch/bin/"
 fi
 dir=Sources/StatusAdapter/Protobuf
-protoc --plugin=protoc-gen-swift="$scratch/bin/protoc-gen-swift" --swift_opt=Visibility=Public \
+protoc --plugin=protoc-gen-swift="$scratch/bin/protoc-gen-swift" --swift_opt=Visibility=Package \
   --proto_path="$dir/proto" --swift_out="$dir" "$dir"/proto/*.proto
 echo "generated: $(ls "$dir"/*.pb.swift)"
