@@ -81,7 +81,8 @@ package struct GatewayConfig: Sendable {
 extension GatewayConfig {
     static let coreSections: Set<String> = ["http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db"]
 
-    /// Parses the config's generic sections. Pushkin keys are validated separately, by the pushkins.
+    /// Parses the config's generic sections, each by its own reader (GatewayConfig+Sections.swift).
+    /// Pushkin keys are validated separately, by the pushkins; front-end sections by their front ends.
     package static func read(_ root: ConfigValue, diagnostics: ConfigDiagnostics, environment: [String: String]) -> GatewayConfig {
         var config = GatewayConfig()
         guard case .map(let top) = root else {
@@ -89,117 +90,17 @@ extension GatewayConfig {
             return config
         }
         let reader = ConfigSection(path: "", values: top, diagnostics: diagnostics)
-
-        if let http = reader.map("http") {
-            if let addresses = http.stringList("bind_addresses") { config.http.bindAddresses = addresses }
-            config.http.port = http.int("port", default: 5000, range: 0...65535)
-            config.http.maxRequestBodyBytes = http.int("max_request_body_bytes", default: 512 * 1024, range: 1024...(64 << 20))
-            config.http.maxDiscardedBodyBytes = http.int("max_discarded_body_bytes", default: 8 << 20, range: 0...(1 << 30))
-            config.http.idleTimeout = http.seconds("idle_timeout", default: 75, range: 1...3600)
-            config.http.maxConnections = http.int("max_connections", default: 10_000, range: 1...1_000_000)
-            config.http.requestReadTimeout = http.seconds("request_read_timeout", default: 30, range: 0.1...3600)
-            config.http.maxBufferedBodyBytes = http.int("max_buffered_body_bytes", default: 256 << 20, range: 1024...(64 << 30))
-            config.http.shutdownGracePeriod = http.seconds("shutdown_grace_period", default: 30, range: 0...3600)
-            config.http.reusePort = http.bool("reuse_port", default: false)
-            config.http.reusePortHandover = http.seconds("reuse_port_handover", default: 0.5, range: 0...60)
-            config.http.shutdownFirstRequestWait = http.seconds("shutdown_first_request_wait", default: 2, range: 0...60)
-            http.warnUnknownKeys()
-        }
+        if let http = reader.map("http") { config.http = HTTP.read(http) }
         if config.http.bindAddresses.isEmpty { diagnostics.error("http.bind_addresses", "must name at least one address") }
-
-        if let log = reader.map("log") {
-            if let format = log.string("format") {
-                if let parsed = Log.Format(rawValue: format) {
-                    config.log.format = parsed
-                } else {
-                    diagnostics.error(log.keyPath("format"), "must be plain or json, got '\(format)'")
-                }
-            }
-            if let level = log.string("level") {
-                if let parsed = Logger.Level(rawValue: level.lowercased()) {
-                    config.log.level = parsed
-                } else {
-                    diagnostics.error(log.keyPath("level"), "must be one of trace, debug, info, notice, warning, error, critical")
-                }
-            }
-            // Sygnal's Python logging dictConfig is accepted; its root level counts when no `level` is set.
-            if case .map(let setup)? = log.raw("setup"), !log.has("level"),
-                case .map(let root)? = setup["root"], case .string(let level)? = root["level"],
-                let parsed = Logger.Level(rawValue: level.lowercased())
-            {
-                config.log.level = parsed
-            }
-            if let access = log.map("access") {
-                config.log.accessLog = access.bool("enabled", default: false)
-                // Sygnal's other access-log keys: accepted, not used (Sygnal ignores them too).
-                access.accept("x_forwarded_for", "file")
-                access.warnUnknownKeys()
-            }
-            log.warnUnknownKeys()
-        }
-
-        if let metrics = reader.map("metrics") {
-            if let prometheus = metrics.map("prometheus") {
-                config.prometheus.enabled = prometheus.bool("enabled", default: false)
-                config.prometheus.address = prometheus.string("address") ?? "127.0.0.1"
-                config.prometheus.port = prometheus.int("port", default: 8000, range: 0...65535)
-                prometheus.warnUnknownKeys()
-            }
-            for unsupported in ["opentracing", "sentry"] {
-                if let section = metrics.map(unsupported) {
-                    for key in section.keys { _ = section.raw(key) }
-                    if section.bool("enabled", default: false) {
-                        diagnostics.warning(section.keyPath("enabled"), "\(unsupported) is not supported by Herald; ignored")
-                    }
-                }
-            }
-            metrics.warnUnknownKeys()
-        }
-
-        if let tracing = reader.map("tracing") {
-            config.tracing.enabled = tracing.bool("enabled", default: false)
-            if let endpoint = tracing.string("endpoint"), !endpoint.isEmpty { config.tracing.endpoint = endpoint }
-            config.tracing.serviceName = tracing.string("service_name") ?? "herald"
-            config.tracing.sampleRatio = Double(tracing.int("sample_percent", default: 100, range: 0...100)) / 100
-            config.tracing.exportInterval = tracing.seconds("export_interval", default: 5, range: 0.01...600)
-            switch tracing.string("protocol") ?? "http/protobuf" {
-            case "http/protobuf": config.tracing.json = false
-            case "http/json": config.tracing.json = true
-            case let other: diagnostics.error(tracing.keyPath("protocol"), "must be http/protobuf or http/json, got '\(other)'")
-            }
-            tracing.warnUnknownKeys()
-        }
-
-        let proxyURL = reader.string("proxy") ?? environment["HTTPS_PROXY"] ?? environment["https_proxy"]
-        let noProxy = reader.stringList("no_proxy") ?? ProxySettings.noProxyList(environment["NO_PROXY"] ?? environment["no_proxy"])
-        if let proxyURL, !proxyURL.isEmpty {
-            switch ProxySettings.parse(proxyURL) {
-            case .success(var proxy):
-                proxy.noProxy = noProxy
-                config.proxy = proxy
-            case .failure(let error): diagnostics.error(reader.has("proxy") ? "proxy" : "HTTPS_PROXY", "invalid proxy URL: \(error.reason)")
-            }
-        }
-
+        if let log = reader.map("log") { config.log = Log.read(log) }
+        if let metrics = reader.map("metrics") { config.prometheus = Prometheus.read(metrics) }
+        if let tracing = reader.map("tracing") { config.tracing = Tracing.read(tracing) }
+        config.proxy = readProxy(reader, environment: environment)
         for legacy in ["database", "db"] where reader.raw(legacy) != nil {
             diagnostics.warning(legacy, "Herald keeps no database for Matrix; section ignored")
         }
-
-        if let apps = reader.map("apps") {
-            for key in apps.keys {
-                guard case .map(let values)? = apps.raw(key) else {
-                    diagnostics.error(apps.keyPath(key), "expected a mapping of app settings")
-                    continue
-                }
-                let app = ConfigSection(path: apps.keyPath(key), values: values, diagnostics: diagnostics)
-                let type = app.string("type", required: true) ?? ""
-                let limit = app.int("inflight_request_limit", default: 512, range: 1...1_000_000)
-                config.apps.append(App(key: key, type: type, inflightRequestLimit: limit))
-                config.rawApps[key] = .map(values)
-            }
-        }
+        if let apps = reader.map("apps") { (config.apps, config.rawApps) = readApps(apps) }
         if config.apps.isEmpty { diagnostics.error("apps", "No app IDs are configured") }
-
         for key in top.keys where !coreSections.contains(key) {
             config.extraSections[key] = reader.raw(key) ?? .null
         }
