@@ -74,6 +74,27 @@ package struct FrontEndContext: Sendable {
     package let readOnly: Bool
 
     package func pushkin(named name: String) -> (any Pushkin)? { pushkins.first { $0.name == name } }
+
+    /// The top-level section `name` as a reader, nil when the config has none.
+    package func section(_ name: String, diagnostics: ConfigDiagnostics) -> ConfigSection? {
+        guard case .map(let values)? = config.extraSections[name] else { return nil }
+        return ConfigSection(path: name, values: values, diagnostics: diagnostics)
+    }
+
+    /// The APNs app `name`, which the key path `key` names (`relay.apns_app`): an app missing from
+    /// `apps:` or of another type is reported there. nil also for an app that failed to build (its
+    /// own keys were reported).
+    package func apnsSender(named name: String, at key: String, diagnostics: ConfigDiagnostics) -> (any APNsSending)? {
+        guard let pushkin = pushkin(named: name) else {
+            if !config.apps.contains(where: { $0.key == name }) { diagnostics.error(key, "no app '\(name)' in apps") }
+            return nil
+        }
+        guard let sender = pushkin as? any APNsSending else {
+            diagnostics.error(key, "app '\(name)' is of type \(pushkin.type), not apns")
+            return nil
+        }
+        return sender
+    }
 }
 
 /// Builds front ends from the config. A new front end is one factory in `FrontEnds.standard`.

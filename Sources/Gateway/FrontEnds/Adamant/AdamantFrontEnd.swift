@@ -30,22 +30,11 @@ struct AdamantFrontEndFactory: FrontEndFactory {
     let sections = ["adamant"]
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
-        guard case .map(let values)? = context.config.extraSections["adamant"] else { return [] }
-        let config = AdamantConfig.read(
-            ConfigSection(path: "adamant", values: values, diagnostics: diagnostics), proxy: context.config.proxy)
+        guard let section = context.section("adamant", diagnostics: diagnostics) else { return [] }
+        let config = AdamantConfig.read(section, proxy: context.config.proxy)
         guard config.enabled else { return [] }
         func apns(_ key: String, _ name: String) -> (any APNsSending)? {
-            guard let pushkin = context.pushkin(named: name) else {
-                if !context.config.apps.contains(where: { $0.key == name }) {
-                    diagnostics.error("adamant.\(key)", "no app '\(name)' in apps")
-                }
-                return nil
-            }
-            guard let sender = pushkin as? any APNsSending else {
-                diagnostics.error("adamant.\(key)", "app '\(name)' is of type \(pushkin.type), not apns")
-                return nil
-            }
-            return sender
+            context.apnsSender(named: name, at: "adamant.\(key)", diagnostics: diagnostics)
         }
         guard !config.apnsApp.isEmpty, let production = apns("apns_app", config.apnsApp), let keys = config.keys else { return [] }
         var own: [any Pushkin] = []

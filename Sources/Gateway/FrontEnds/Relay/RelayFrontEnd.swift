@@ -106,19 +106,11 @@ struct RelayFrontEndFactory: FrontEndFactory {
     let sections = ["relay"]
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
-        guard case .map(let values)? = context.config.extraSections["relay"] else { return [] }
-        let config = RelayConfig.read(ConfigSection(path: "relay", values: values, diagnostics: diagnostics))
-        guard config.enabled, !config.apnsApp.isEmpty else { return [] }
-        guard let app = context.pushkin(named: config.apnsApp) else {
-            if !context.config.apps.contains(where: { $0.key == config.apnsApp }) {
-                diagnostics.error("relay.apns_app", "no app '\(config.apnsApp)' in apps")
-            }
-            return []
-        }
-        guard let apns = app as? any APNsSending else {
-            diagnostics.error("relay.apns_app", "app '\(config.apnsApp)' is of type \(app.type), not apns")
-            return []
-        }
+        guard let section = context.section("relay", diagnostics: diagnostics) else { return [] }
+        let config = RelayConfig.read(section)
+        guard config.enabled, !config.apnsApp.isEmpty,
+            let apns = context.apnsSender(named: config.apnsApp, at: "relay.apns_app", diagnostics: diagnostics)
+        else { return [] }
         guard !context.readOnly else { return [] }
         var own: [any APNsSending] = []
         func sender(_ baseURL: String, _ suffix: String) -> (any APNsSending)? {

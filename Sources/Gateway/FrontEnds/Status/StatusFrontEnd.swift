@@ -54,8 +54,8 @@ struct StatusFrontEndFactory: FrontEndFactory {
     let sections = ["status"]
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
-        guard case .map(let values)? = context.config.extraSections["status"] else { return [] }
-        let config = StatusConfig.read(ConfigSection(path: "status", values: values, diagnostics: diagnostics))
+        guard let section = context.section("status", diagnostics: diagnostics) else { return [] }
+        let config = StatusConfig.read(section)
         guard config.enabled else { return [] }
         for (key, app, type) in [("apns_app", config.apnsApp, PushkinType.apns), ("fcm_app", config.fcmApp, PushkinType.gcm)] {
             guard let app else { continue }
