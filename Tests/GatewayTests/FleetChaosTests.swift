@@ -106,16 +106,7 @@ import Testing
         log:
           level: notice
         apps:
-          com.example.apns:
-            type: apns
-            keyfile: \(dir)/AuthKey.p8
-            key_id: ABC123DEFG
-            team_id: TEAM123456
-            topic: im.status.ethereum
-            base_url: \(apns.baseURL)
-            tls_ca_file: \(pki.caFile)
-            connect_timeout: 60
-            request_timeout: 60
+        \(apnsApp("com.example.apns", directory: dir, baseURL: apns.baseURL, caFile: pki.caFile, topic: "im.status.ethereum"))
           com.example.fcm:
             type: gcm
             api_version: v1

@@ -336,19 +336,7 @@ struct URLRequestLite {
         defer { postgres.stop() }
         let dir = temporaryDirectory()
         let (pki, apns) = try await StatusDurabilityTests.fakeAPNs(directory: dir)
-        let apps = """
-              im.status.ios:
-                type: apns
-                keyfile: \(dir)/AuthKey.p8
-                key_id: ABC123DEFG
-                team_id: TEAM123456
-                topic: im.status.ethereum
-                base_url: \(apns.baseURL)
-                tls_ca_file: \(pki.caFile)
-                connect_timeout: 60
-                request_timeout: 60
-
-            """
+        let apps = apnsApp("im.status.ios", directory: dir, baseURL: apns.baseURL, caFile: pki.caFile, topic: "im.status.ethereum")
         let status = """
             status:
               store: \(postgres.url)

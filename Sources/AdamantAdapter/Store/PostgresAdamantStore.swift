@@ -78,17 +78,7 @@ package final class PostgresAdamantStore: AdamantStore {
     /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
     /// A lost lease is an answer of the database, not a failure of it.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            let value = try await PostgresDeadline.bounded(timeout, work)
-            tracker.succeeded()
-            return value
-        } catch let lost as LeaseLost {
-            tracker.succeeded()
-            throw lost
-        } catch {
-            if !(error is CancellationError) { tracker.failed(error) }
-            throw error
-        }
+        try await tracker.track({ try await PostgresDeadline.bounded(timeout, work) }, isAnswer: { $0 is LeaseLost })
     }
 
     package func migrate() async throws {

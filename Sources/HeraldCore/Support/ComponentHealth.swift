@@ -49,14 +49,19 @@ package final class ComponentHealth: Sendable {
         state.withLock { state in state.failingSince.map { ($0, state.lastError) } }
     }
 
-    /// Records the outcome of `work`.
-    package func track<T>(_ work: () async throws -> T) async throws -> T {
+    /// Records the outcome of `work`. An error for which `isAnswer` holds came from a component
+    /// that answered (the ADAMANT store's lost lease), and counts as a success.
+    package func track<T>(_ work: () async throws -> T, isAnswer: (any Error) -> Bool = { _ in false }) async throws -> T {
         do {
             let value = try await work()
             succeeded()
             return value
         } catch {
-            if !(error is CancellationError) { failed(error) }
+            if isAnswer(error) {
+                succeeded()
+            } else if !(error is CancellationError) {
+                failed(error)
+            }
             throw error
         }
     }

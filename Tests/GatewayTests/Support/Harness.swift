@@ -88,6 +88,25 @@ struct TestResponse {
 func temporaryDirectory() -> String { ScratchDirectory.make("herald-test") }
 
 /// The `apps:` entry of a Web Push app that may reach the fake service on loopback, with quick retries.
+/// An APNs app with a provider token (the key `APNsTestKey` wrote in `directory`) for the fake APNs
+/// at `baseURL`, and timeouts no loaded machine reaches.
+func apnsApp(_ key: String, directory: String, baseURL: String, caFile: String, topic: String, extra: String = "") -> String {
+    """
+      \(key):
+        type: apns
+        keyfile: \(directory)/AuthKey.p8
+        key_id: ABC123DEFG
+        team_id: TEAM123456
+        topic: \(topic)
+        base_url: \(baseURL)
+        tls_ca_file: \(caFile)
+        connect_timeout: 60
+        request_timeout: 60
+    \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+
+    """
+}
+
 func webpushApp(_ key: String, directory: String, extra: String = "") -> String {
     """
       \(key):
