@@ -65,6 +65,27 @@ import Testing
         #expect(pushkin.environment.tlsContexts.count == 1)
     }
 
+    /// docs/architecture.md, "Dispatch": the front ends that need an app's other host (the relay,
+    /// ADAMANT) share one sender per app and host; the app's own host is the app itself.
+    @Test func senderForAnotherHostIsMadeOncePerAppAndHost() async throws {
+        let setup = try await e2e.start()
+        let pushkin = try #require(setup.herald.gateway.pushkins.first as? APNsPushkin)
+        let senders = HostSenders()
+        let first = try senders.sender(of: pushkin, baseURL: APNsHosts.development)
+        let second = try senders.sender(of: pushkin, baseURL: APNsHosts.development)
+        let other = try senders.sender(of: pushkin, baseURL: "https://127.0.0.1:1")
+        let own = try senders.sender(of: pushkin, baseURL: pushkin.baseURL)
+        for sender in senders.all { await sender.shutdown() }
+        await setup.stop()
+        func identity(_ sender: any APNsSending) -> ObjectIdentifier? { (sender as? APNsPushkin).map(ObjectIdentifier.init) }
+        #expect(identity(first) != nil)
+        #expect(identity(first) == identity(second))
+        #expect(identity(first) != identity(other))
+        #expect(identity(own) == ObjectIdentifier(pushkin))
+        #expect(first.name == "\(pushkin.name) (development)")
+        #expect(senders.all.count == 2)
+    }
+
     @Test func throughTheProxyTheTunnelCarriesTheNotificationWithCredentials() async throws {
         let proxy = try await FakeConnectProxy.start(username: "herald", password: "s3cret")
         let setup = try await e2e.start(

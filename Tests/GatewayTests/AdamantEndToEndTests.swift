@@ -205,6 +205,10 @@ import Testing
         #expect(setup.development.received.count == 2)  // removed after the 410: the third is not sent
         #expect(setup.production.received.isEmpty)
         #expect(metrics.contains("herald_adamant_tokens_removed_total 1"))
+        // Counted by the dispatcher under the app's shared development-host sender.
+        let hostSender = "com.example.adamant (\(setup.development.baseURL))"
+        #expect(metrics.contains(#"herald_rejected_pushkeys_total{pushkin="\#(hostSender)"} 1"#))
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="\#(hostSender)",outcome="delivered",reason=""} 1"#))
         #expect(metrics.contains(#"herald_adamant_signals_total{result="invalid"} 1"#))
     }
 

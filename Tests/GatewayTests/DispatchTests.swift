@@ -137,6 +137,30 @@ import Testing
         #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 0"#))
     }
 
+    /// `herald send-test` goes through the dispatcher `/notify` uses: the app's in-flight limit
+    /// holds for it, and its outcome is counted.
+    @Test func sendTestGoesThroughTheDispatcherWithItsLimitAndMetrics() async throws {
+        let probe = Probe()
+        let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 1\n"
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        async let held = herald.notify(notifyBody(devices: [device("hold")]))
+        await probe.waitForActive(1)
+        let shed = await herald.gateway.sendTest(appId: "com.example.probe", pushkey: "accept")
+        probe.release()
+        _ = try await held
+        let sent = await herald.gateway.sendTest(appId: "com.example.probe", pushkey: "reject")
+        let unknown = await herald.gateway.sendTest(appId: "com.example.nobody", pushkey: "accept")
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(shed.outcome == .failed(reason: .inflightLimit))
+        #expect(shed.app == "com.example.probe")
+        #expect(sent.wouldReject)
+        #expect(unknown.app == nil && unknown.outcome == .rejected(reason: .unknownAppId))
+        #expect(probe.seen == ["hold", "reject"])
+        #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 1"#))
+        #expect(metrics.contains(#"herald_rejected_pushkeys_total{pushkin="com.example.probe"} 1"#))
+    }
+
     @Test func metricsCountRequestsDevicesAndOutcomes() async throws {
         let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
         _ = try await herald.notify(notifyBody(devices: [device("reject"), device("accept"), device("fail")]))

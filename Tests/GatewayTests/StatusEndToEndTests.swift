@@ -153,6 +153,7 @@ import Testing
         #expect(report?.error == .notRegistered)
         #expect(try Protobuf_PushNotificationQueryResponse(serializedBytes: try StatusTestClient.open(answer.body).payload).info.isEmpty)
         #expect(metrics.contains(#"herald_rejected_pushkeys_total{pushkin="im.status.ios"} 1"#))
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="im.status.ios",outcome="rejected",reason="Unregistered"} 1"#))
     }
 
     @Test func badRequestsGetClearErrors() async throws {

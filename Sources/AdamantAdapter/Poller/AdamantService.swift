@@ -19,6 +19,7 @@ package final class AdamantService: Service {
     let nodes: AdamantNodeClient
     let store: any AdamantStore
     let pusher: AdamantPusher
+    let dispatcher: Dispatcher
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
@@ -26,8 +27,9 @@ package final class AdamantService: Service {
 
     package init(
         config: AdamantConfig, keys: AdamantKeys, nodes: AdamantNodeClient, store: any AdamantStore, pusher: AdamantPusher,
-        logger: Logger, metrics: any MetricsFactory
+        dispatcher: Dispatcher, logger: Logger, metrics: any MetricsFactory
     ) {
+        self.dispatcher = dispatcher
         self.config = config
         self.keys = keys
         self.nodes = nodes
@@ -242,35 +244,25 @@ package final class AdamantService: Service {
 
         var finished: [String] = []
         var temporary = 0
-        for start in stride(from: 0, to: jobs.count, by: config.maxConcurrentPushes) {
-            let slice = jobs[start..<min(start + config.maxConcurrentPushes, jobs.count)]
-            let results = await withTaskGroup(of: (String, RegisteredDevice, DeviceOutcome).self) { group in
-                for job in slice {
-                    group.addTask {
-                        let outcome = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
-                        if case .failed = outcome {} else { await self.mark(job.key) }
-                        return (job.key, job.device, outcome)
-                    }
-                }
-                var all: [(String, RegisteredDevice, DeviceOutcome)] = []
-                for await result in group { all.append(result) }
-                return all
-            }
-            for (key, device, outcome) in results {
-                count("herald_adamant_pushes_total", ("kind", kind.rawValue), ("outcome", outcome.label))
-                switch outcome {
-                case .failed:
-                    temporary += 1
-                case .rejected where outcome.tokenShouldBeDropped:
-                    finished.append(key)
-                    let removed = try await store.remove(token: device.token, provider: device.provider)
-                    counters.increment("herald_adamant_tokens_removed_total", by: Int64(removed))
-                    logger.info(
-                        "ADAMANT device token removed",
-                        metadata: ["token": "\(Redaction.pushkey(device.token))", "reason": "\(outcome.reason?.label ?? "")"])
-                case .delivered, .rejected, .dropped, .skipped:
-                    finished.append(key)
-                }
+        let outcomes = await dispatcher.deliver(jobs, limit: config.maxConcurrentPushes, logger: logger) { job in
+            let outcome = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
+            if case .failed = outcome {} else { await self.mark(job.key) }
+            return Dispatcher.Delivery(outcome, pushkin: self.pusher.sender(job.device.provider).name, token: job.device.token)
+        }
+        for (job, outcome) in zip(jobs, outcomes) {
+            count("herald_adamant_pushes_total", ("kind", kind.rawValue), ("outcome", outcome.label))
+            switch outcome {
+            case .failed:
+                temporary += 1
+            case .rejected where outcome.tokenShouldBeDropped:
+                finished.append(job.key)
+                let removed = try await store.remove(token: job.device.token, provider: job.device.provider)
+                counters.increment("herald_adamant_tokens_removed_total", by: Int64(removed))
+                logger.info(
+                    "ADAMANT device token removed",
+                    metadata: ["token": "\(Redaction.pushkey(job.device.token))", "reason": "\(outcome.reason?.label ?? "")"])
+            case .delivered, .rejected, .dropped, .skipped:
+                finished.append(job.key)
             }
         }
 

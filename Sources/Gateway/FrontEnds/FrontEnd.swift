@@ -72,6 +72,25 @@ package struct FrontEndContext: Sendable {
     package let logger: Logger
     /// Validation only (`herald check-config`): build nothing that touches files or the network.
     package let readOnly: Bool
+    /// How every front end delivers: routing, limits, fan-out, outcome metrics and logging.
+    package let dispatcher: Dispatcher
+    /// The APNs senders to an app's other host, shared by the front ends that need one.
+    package let hostSenders: HostSenders
+
+    package init(
+        config: GatewayConfig, pushkins: [any Pushkin], metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
+        hostSenders: HostSenders
+    ) {
+        self.config = config
+        self.pushkins = pushkins
+        self.metrics = metrics
+        self.logger = logger
+        self.readOnly = readOnly
+        self.hostSenders = hostSenders
+        var limits: [String: Int] = [:]
+        for app in config.apps { limits[app.key] = app.inflightRequestLimit }
+        dispatcher = Dispatcher(pushkins: pushkins, inflightLimits: limits, counters: metrics.counters)
+    }
 
     package func pushkin(named name: String) -> (any Pushkin)? { pushkins.first { $0.name == name } }
 
@@ -94,6 +113,19 @@ package struct FrontEndContext: Sendable {
             return nil
         }
         return sender
+    }
+
+    /// `app`'s sender to `baseURL` (`app` itself when it sends there), shared with the other front
+    /// ends; an error names `key`. In validation, `app` itself: nothing is opened.
+    package func apnsSender(of app: any APNsSending, baseURL: String, at key: String, diagnostics: ConfigDiagnostics) -> (any APNsSending)?
+    {
+        guard !readOnly else { return app }
+        do {
+            return try hostSenders.sender(of: app, baseURL: baseURL)
+        } catch {
+            diagnostics.error(key, "cannot open APNs connections: \(error)")
+            return nil
+        }
     }
 }
 

@@ -29,8 +29,13 @@ package final class Gateway: Sendable {
     let observability = Mutex<(any Service)?>(nil)
     private let group = Mutex<(group: ServiceGroup, listeners: [HTTPServer], metrics: HTTPServer?)?>(nil)
 
+    /// The APNs senders to apps' other hosts that front ends asked for (closed with the pushkins).
+    let hostSenders = HostSenders()
+
     struct Live {
         var pushkins: [any Pushkin]
+        /// Routes and delivers for the front ends built with these pushkins (and `send-test`).
+        var dispatcher: Dispatcher
         var frontEnds: [any FrontEnd]
         /// Pushkins replaced by a reload that another front end still uses: closed at shutdown.
         var retained: [any Pushkin] = []
@@ -55,13 +60,14 @@ package final class Gateway: Sendable {
         self.metrics = metrics
         let pushkins = Self.buildPushkins(
             config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, diagnostics: diagnostics)
-        let context = FrontEndContext(config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly)
+        let context = FrontEndContext(
+            config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly, hostSenders: hostSenders)
         let frontEnds = factories.flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         let claimed = Set(factories.flatMap(\.sections))
         for section in config.extraSections.keys where !claimed.contains(section) {
             diagnostics.warning(section, "unknown section, ignored")
         }
-        live = Mutex(Live(pushkins: pushkins, frontEnds: frontEnds))
+        live = Mutex(Live(pushkins: pushkins, dispatcher: context.dispatcher, frontEnds: frontEnds))
         handler = SwappableRoutes(Self.routes(config, frontEnds, logger: logger))
     }
 
@@ -70,10 +76,8 @@ package final class Gateway: Sendable {
         diagnostics: ConfigDiagnostics
     ) -> [any Pushkin] {
         let environment = PushkinEnvironment(logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
-        let pushkins = registry.build(
+        return registry.build(
             apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
-        for pushkin in pushkins { metrics.prepare(pushkin: pushkin.name) }
-        return pushkins
     }
 
     static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], logger: Logger) -> RouteTable {
@@ -84,9 +88,9 @@ package final class Gateway: Sendable {
         return routes
     }
 
-    /// Every pushkin to close at shutdown: the current ones and those a reload kept for other
-    /// front ends.
-    var allPushkins: [any Pushkin] { live.withLock { $0.pushkins + $0.retained } }
+    /// Every pushkin to close at shutdown: the current ones, those a reload kept for other front
+    /// ends, and the senders to other hosts.
+    var allPushkins: [any Pushkin] { live.withLock { $0.pushkins + $0.retained } + hostSenders.all }
 
     /// Binds the listeners (one per `http.bind_addresses` entry, and the metrics listener) and
     /// makes the service group; `signals` trigger its graceful shutdown.

@@ -55,7 +55,8 @@ extension Gateway {
     func reload(_ newConfig: GatewayConfig, diagnostics: ConfigDiagnostics) async -> [String] {
         let pushkins = Self.buildPushkins(
             newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, diagnostics: diagnostics)
-        let context = FrontEndContext(config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false)
+        let context = FrontEndContext(
+            config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false, hostSenders: hostSenders)
         let reloaded = factories.filter(\.reloadable).flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         guard diagnostics.errors.isEmpty else {
             for line in diagnostics.errors { logger.error("Reload refused; the running config stays", metadata: ["problem": "\(line)"]) }
@@ -74,6 +75,7 @@ extension Gateway {
                 if inUse.contains(old.name) { state.retained.append(old) } else { retired.append(old) }
             }
             state.pushkins = pushkins
+            state.dispatcher = context.dispatcher
             state.frontEnds = fixed + reloaded
             return (previous, retired)
         }

@@ -7,7 +7,7 @@ import Pushkins
 import Synchronization
 
 /// The gateway's own metrics, under Sygnal's names (docs/compatibility/matrix.md, "Metrics") where
-/// they apply, plus Herald's per-app outcome counters. Each gateway has its own registry (no global
+/// they apply, plus Herald's own (the per-app outcome counters are the dispatcher's). Each gateway has its own registry (no global
 /// state). Handles are made once and kept, not looked up per event.
 package final class GatewayMetrics: Sendable {
     package let registry: PrometheusCollectorRegistry
@@ -16,7 +16,7 @@ package final class GatewayMetrics: Sendable {
     let devicesReceived: Metrics.Counter
     let requestsInFlight: Metrics.Gauge
     let inFlightCount = AtomicCounter()
-    let counters: CounterCache
+    package let counters: CounterCache
     /// `sygnal_pushgateway_status_codes_total` and `sygnal_notify_time` by status code.
     private let codes = Mutex<[Int: (count: Metrics.Counter, time: Metrics.Timer)]>([:])
 
@@ -56,34 +56,6 @@ package final class GatewayMetrics: Sendable {
         }
         series.count.increment()
         series.time.recordNanoseconds(duration.nanoseconds)
-    }
-
-    func dispatched(pushkin: String) {
-        counter("sygnal_per_pushkin_type_total", [("pushkin", pushkin)]).increment()
-    }
-
-    func inflightDrop(pushkin: String) {
-        counter("sygnal_inflight_request_limit_drop_total", [("pushkin", pushkin)]).increment()
-    }
-
-    /// Creates the per-app series at 0 so dashboards see them before the first event.
-    func prepare(pushkin: String) {
-        for label in ["sygnal_inflight_request_limit_drop_total", "herald_rejected_pushkeys_total", "herald_failed_devices_total"] {
-            _ = counter(label, [("pushkin", pushkin)])
-        }
-    }
-
-    /// Counts one device outcome: `herald_device_outcomes_total{pushkin,outcome,reason}`, and the
-    /// rejected and failed counters operators alert on.
-    package func count(_ outcome: DeviceOutcome, pushkin: String) {
-        counter(
-            "herald_device_outcomes_total", [("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? "")]
-        ).increment()
-        switch outcome {
-        case .rejected: counter("herald_rejected_pushkeys_total", [("pushkin", pushkin)]).increment()
-        case .failed: counter("herald_failed_devices_total", [("pushkin", pushkin)]).increment()
-        case .delivered, .skipped, .dropped: break
-        }
     }
 
     /// The Prometheus text exposition of everything, plus process metrics.

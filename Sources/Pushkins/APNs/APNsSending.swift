@@ -74,4 +74,13 @@ package enum APNsHosts {
     package static let maxCollapseIdBytes = 64
     /// The largest payload APNs takes for a notification.
     package static let maxPayloadBytes = 4096
+
+    /// How logs and metrics name a sender to `baseURL`: `development`, `production`, or the URL.
+    package static func label(_ baseURL: String) -> String {
+        switch baseURL {
+        case development: return "development"
+        case production: return "production"
+        default: return baseURL
+        }
+    }
 }

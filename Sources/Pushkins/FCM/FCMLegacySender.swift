@@ -30,28 +30,22 @@ struct FCMLegacySender: Sendable {
                 }
             }
         }
-        var chunks: [(JSONObject, [Int])] = []
+        var chunks: [(data: JSONObject, indices: [Int])] = []
         for batch in batches {
             for start in stride(from: 0, to: batch.indices.count, by: Self.batchSize) {
                 chunks.append((batch.data, Array(batch.indices[start..<min(start + Self.batchSize, batch.indices.count)])))
             }
         }
         let options = config.fcmOptions
-        let results = await withTaskGroup(of: [(Int, DeviceOutcome)].self) { group in
-            for (data, indices) in chunks {
-                group.addTask {
-                    let keys = indices.map { devices[$0].pushkey }
-                    let chunkOutcomes = await self.send(pushkeys: keys, context: context) { pending in
-                        FCMMessage.legacy(data: data, tokens: pending, notification: notification, options: options)
-                    }
-                    return Array(zip(indices, chunkOutcomes))
-                }
+        let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (data: JSONObject, indices: [Int])) in
+            let (data, indices) = chunk
+            let keys = indices.map { devices[$0].pushkey }
+            let chunkOutcomes = await self.send(pushkeys: keys, context: context) { pending in
+                FCMMessage.legacy(data: data, tokens: pending, notification: notification, options: options)
             }
-            var all: [(Int, DeviceOutcome)] = []
-            for await part in group { all.append(contentsOf: part) }
-            return all
+            return Array(zip(indices, chunkOutcomes))
         }
-        for (index, outcome) in results { outcomes[index] = outcome }
+        for (index, outcome) in results.joined() { outcomes[index] = outcome }
         return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
     }
 

@@ -1,7 +1,6 @@
 import HeraldCore
 import HeraldUpstream
 import Logging
-import Synchronization
 import Tracing
 
 /// A push provider for one configured app (one key of `apps:`).
@@ -45,45 +44,9 @@ extension Pushkin {
     package func dispatchEach(
         _ notification: PushNotification, devices: [Device], context: DispatchContext, admission: AsyncLimiter? = nil
     ) async -> [DeviceOutcome] {
-        if devices.count == 1 {
-            guard let admission else { return [await tracedDispatch(notification, device: devices[0], context: context)] }
-            do {
-                try await admission.acquire()
-            } catch {
-                return [Self.notAdmitted]
-            }
-            defer { admission.release() }
-            return [await tracedDispatch(notification, device: devices[0], context: context)]
+        await fanOut(devices, admission: admission, notStarted: Self.notAdmitted) { device in
+            await self.tracedDispatch(notification, device: device, context: context)
         }
-        guard let admission else {
-            return await withTaskGroup(of: (Int, DeviceOutcome).self) { group in
-                for (index, device) in devices.enumerated() {
-                    group.addTask { (index, await self.tracedDispatch(notification, device: device, context: context)) }
-                }
-                var outcomes = [DeviceOutcome](repeating: .delivered, count: devices.count)
-                for await (index, outcome) in group { outcomes[index] = outcome }
-                return outcomes
-            }
-        }
-        // A discarding group frees each device's task as it finishes: the devices admitted late
-        // would otherwise keep every finished one (and its memory) until the last was added.
-        let outcomes = OutcomeSlots(count: devices.count)
-        await withDiscardingTaskGroup { group in
-            for (index, device) in devices.enumerated() {
-                do {
-                    try await admission.acquire()
-                } catch {
-                    outcomes.set(index, Self.notAdmitted)
-                    continue
-                }
-                group.addTask {
-                    let outcome = await self.tracedDispatch(notification, device: device, context: context)
-                    admission.release()
-                    outcomes.set(index, outcome)
-                }
-            }
-        }
-        return outcomes.all
     }
 
     /// A device whose task was cancelled while it waited for admission.
@@ -116,15 +79,4 @@ package struct DispatchContext: Sendable {
     package init(logger: Logger) {
         self.logger = logger
     }
-}
-
-/// The outcomes of one request's devices, written by their tasks as they finish.
-private final class OutcomeSlots: Sendable {
-    private let slots: Mutex<[DeviceOutcome]>
-
-    init(count: Int) { slots = Mutex([DeviceOutcome](repeating: .delivered, count: count)) }
-
-    func set(_ index: Int, _ outcome: DeviceOutcome) { slots.withLock { $0[index] = outcome } }
-
-    var all: [DeviceOutcome] { slots.withLock { $0 } }
 }

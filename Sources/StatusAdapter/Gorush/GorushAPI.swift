@@ -21,6 +21,7 @@ import Synchronization
 package final class GorushAPI: Service {
     let config: StatusConfig.Gorush
     let delivery: any StatusSender
+    let dispatcher: Dispatcher
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
@@ -45,7 +46,7 @@ package final class GorushAPI: Service {
 
     package init(
         config: StatusConfig.Gorush, delivery: any StatusSender, queue: @escaping @Sendable () async throws -> any GorushQueueStore,
-        logger: Logger, metrics: any MetricsFactory
+        logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil
     ) {
         self.config = config
         self.delivery = delivery
@@ -53,6 +54,7 @@ package final class GorushAPI: Service {
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
+        self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters)
         _ = counters.counter("herald_gorush_jobs_sent_again_total")  // exported at 0 from the start
         feedbackClient =
             config.feedbackURL == nil
@@ -129,14 +131,19 @@ package final class GorushAPI: Service {
             return []
         }
         let platformName = platform == .ios ? "ios" : "android"
-        var topic = n["topic"]?.stringValue
-        if platform == .android && !config.honourAndroidTopic { topic = nil }
+        let topic = platform == .android && !config.honourAndroidTopic ? nil : n["topic"]?.stringValue
         let context = DispatchContext(logger: logger)
-        var logs: [JSONValue] = []
-        for token in tokens {
+        let title = n["title"]?.stringValue
+        let data = n["data"]?.objectValue ?? [:]
+        let delivery = self.delivery
+        // One token at a time: `workers` bounds the pushes in flight, as in gorush.
+        let outcomes = await dispatcher.deliver(tokens, limit: 1, logger: logger) { token in
             let outcome = await delivery.send(
-                platform: platform, token: token, message: message, title: n["title"]?.stringValue, topic: topic,
-                data: n["data"]?.objectValue ?? [:], context: context)
+                platform: platform, token: token, message: message, title: title, topic: topic, data: data, context: context)
+            return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: token)
+        }
+        var logs: [JSONValue] = []
+        for (token, outcome) in zip(tokens, outcomes) {
             let ok: Bool
             switch outcome {
             case .delivered, .skipped: ok = true
@@ -153,16 +160,6 @@ package final class GorushAPI: Service {
             }
             guard !ok else { continue }
             let error = outcome.reason.map(String.init(describing:)) ?? outcome.label
-            if outcome.isRejected, let pushkin = delivery.pushkinName(platform) {
-                counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
-            }
-            if let suppressed = LogThrottle.perDevice.admit("gorush push failed") {
-                var metadata: Logger.Metadata = [
-                    "platform": "\(platformName)", "token": "\(Redaction.pushkey(token))", "error": "\(error)",
-                ]
-                if suppressed > 0 { metadata["similar_lines_suppressed"] = "\(suppressed)" }
-                logger.info("gorush push failed", metadata: metadata)
-            }
             var entry: JSONObject = [
                 "type": "failed-push", "platform": .string(platformName), "token": .string(token), "message": .string(message),
                 "error": .string(error),

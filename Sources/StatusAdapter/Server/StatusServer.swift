@@ -19,6 +19,7 @@ package final class StatusServer: Sendable {
     package let config: StatusConfig
     let store: any StatusStore
     let delivery: any StatusSender
+    let dispatcher: Dispatcher
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
@@ -28,7 +29,7 @@ package final class StatusServer: Sendable {
 
     package init(
         identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
-        metrics: any MetricsFactory
+        metrics: any MetricsFactory, dispatcher: Dispatcher? = nil
     ) {
         self.identity = identity
         self.config = config
@@ -37,6 +38,7 @@ package final class StatusServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
+        self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters)
         self.responses = ResponseCache(
             store: store, limit: config.responseCacheLimit, maxPending: config.responseCacheMaxPending, logger: logger)
     }
@@ -205,26 +207,6 @@ package final class StatusServer: Sendable {
         return result
     }
 
-    /// Delivers the notifications at once; each result carries its position in `entries`. One (the
-    /// usual request) is delivered without a child task to create and wait for.
-    private func deliverAll(_ entries: [(PushItem, Registration)], logger: Logger) async -> [(Int, DeviceOutcome, String?)] {
-        if entries.count == 1, let (item, registration) = entries.first {
-            let (outcome, pushkin) = await deliver(item, registration: registration, logger: logger)
-            return [(0, outcome, pushkin)]
-        }
-        return await withTaskGroup(of: (Int, DeviceOutcome, String?).self) { group in
-            for (position, entry) in entries.enumerated() {
-                group.addTask {
-                    let (outcome, pushkin) = await self.deliver(entry.0, registration: entry.1, logger: logger)
-                    return (position, outcome, pushkin)
-                }
-            }
-            var all: [(Int, DeviceOutcome, String?)] = []
-            for await result in group { all.append(result) }
-            return all
-        }
-    }
-
     private func push(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         var response = PushResponse()
         response.messageID = request.messageID
@@ -269,11 +251,12 @@ package final class StatusServer: Sendable {
         }
 
         let logger = self.logger
-        let results = await deliverAll(queued.map { ($0.item, $0.registration) }, logger: logger)
+        let outcomes = await dispatcher.deliver(queued, logger: logger) { entry in
+            await self.deliver(entry.item, registration: entry.registration, logger: logger)
+        }
 
         var transientFailures = 0
-        for (position, outcome, pushkin) in results {
-            let entry = queued[position]
+        for (entry, outcome) in zip(queued, outcomes) {
             switch outcome {
             case .delivered, .skipped:
                 break
@@ -282,9 +265,6 @@ package final class StatusServer: Sendable {
                 reports[entry.report].error = .notRegistered
                 try? await store.dropRegistration(
                     publicKey: entry.row.publicKey, installationId: entry.row.installationId, version: entry.row.version)
-                if let pushkin {
-                    counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
-                }
                 logger.info("Status device token rejected; registration dropped", metadata: ["reason": "\(reason)"])
             case .failed, .dropped, .rejected:
                 // A rejection that is not the token's (APNs `TopicDisallowed`: the app's topic) keeps
@@ -339,12 +319,15 @@ package final class StatusServer: Sendable {
         }
     }
 
-    private func deliver(_ item: PushItem, registration: Registration, logger: Logger) async -> (DeviceOutcome, String?) {
+    private func deliver(_ item: PushItem, registration: Registration, logger: Logger) async -> Dispatcher.Delivery {
         let platform: StatusPlatform
         switch registration.tokenType {
         case .apnToken: platform = .ios
         case .firebaseToken: platform = .android
-        default: return (.dropped(reason: .noPushkin("token type \(registration.tokenType.rawValue) cannot be delivered")), nil)
+        default:
+            return Dispatcher.Delivery(
+                .dropped(reason: .noPushkin("token type \(registration.tokenType.rawValue) cannot be delivered")), pushkin: nil,
+                token: registration.deviceToken)
         }
         let data: JSONObject = [
             "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),
@@ -355,6 +338,6 @@ package final class StatusServer: Sendable {
         let outcome = await delivery.send(
             platform: platform, token: registration.deviceToken, message: Self.text(for: item.type), title: nil,
             topic: platform == .ios ? registration.apnTopic : nil, data: data, context: context)
-        return (outcome, delivery.pushkinName(platform))
+        return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: registration.deviceToken)
     }
 }

@@ -20,7 +20,12 @@ package final class StatusService: Service {
     private let ready = ReadinessGate<StatusServer>()
 
     /// Builds the store's client (no I/O yet). Throws for a store URL that cannot be used.
-    package init(config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory) throws {
+    let dispatcher: Dispatcher?
+
+    package init(
+        config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil
+    ) throws {
+        self.dispatcher = dispatcher
         switch config.store {
         case .sqlite: postgres = nil
         case .postgres(let url):
@@ -60,7 +65,9 @@ package final class StatusService: Service {
             try await store.migrate()
             let secret = try await store.identity(orCreate: config.identity ?? Secp256k1.PrivateKey().rawRepresentation)
             let identity = try Secp256k1.PrivateKey(rawRepresentation: config.identity ?? secret)
-            server = StatusServer(identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: metrics)
+            server = StatusServer(
+                identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: metrics,
+                dispatcher: dispatcher)
         } catch {
             ready.fail(error)
             await store.close()

@@ -12,14 +12,12 @@ import ServiceLifecycle
 struct AdamantFrontEnd: FrontEnd {
     let name = "adamant"
     let service: AdamantService
-    /// APNs connections made for ADAMANT alone (the development host of a production app).
-    let ownSenders: [any Pushkin]
 
     func addRoutes(to routes: inout RouteTable) {}
 
     let apps: Set<String>
 
-    var services: [any Service] { [PushkinsService { [ownSenders] in ownSenders }] + service.services }
+    var services: [any Service] { service.services }
     var health: [ComponentHealth] { service.health }
 
     var appsInUse: Set<String> { apps }
@@ -37,22 +35,16 @@ struct AdamantFrontEndFactory: FrontEndFactory {
             context.apnsSender(named: name, at: "adamant.\(key)", diagnostics: diagnostics)
         }
         guard !config.apnsApp.isEmpty, let production = apns("apns_app", config.apnsApp), let keys = config.keys else { return [] }
-        var own: [any Pushkin] = []
         let sandbox: any APNsSending
         if let name = config.apnsSandboxApp {
             guard let named = apns("apns_sandbox_app", name) else { return [] }
             sandbox = named
-        } else if context.readOnly {
-            sandbox = production
         } else {
-            do {
-                let made = try production.sibling(baseURL: config.developmentBaseURL, name: "\(production.name) (adamant development)")
-                own.append(made)
-                sandbox = made
-            } catch {
-                diagnostics.error("adamant.development_base_url", "cannot open APNs connections: \(error)")
-                return []
-            }
+            guard
+                let shared = context.apnsSender(
+                    of: production, baseURL: config.developmentBaseURL, at: "adamant.development_base_url", diagnostics: diagnostics)
+            else { return [] }
+            sandbox = shared
         }
         guard !context.readOnly else { return [] }
         var logger = context.logger
@@ -70,9 +62,10 @@ struct AdamantFrontEndFactory: FrontEndFactory {
             let pusher = AdamantPusher(
                 production: production, sandbox: sandbox, topic: config.topic, chat: config.chatPayload, transfer: config.transferPayload)
             let service = AdamantService(
-                config: config, keys: keys, nodes: nodes, store: store, pusher: pusher, logger: logger, metrics: context.metrics.factory)
+                config: config, keys: keys, nodes: nodes, store: store, pusher: pusher, dispatcher: context.dispatcher, logger: logger,
+                metrics: context.metrics.factory)
             return [
-                AdamantFrontEnd(service: service, ownSenders: own, apps: Set([config.apnsApp, config.apnsSandboxApp].compactMap { $0 }))
+                AdamantFrontEnd(service: service, apps: Set([config.apnsApp, config.apnsSandboxApp].compactMap { $0 }))
             ]
         } catch {
             diagnostics.error("adamant.store", "\(error)")

@@ -32,12 +32,7 @@ struct MatrixFrontEndFactory: FrontEndFactory {
     let reloadable = true
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
-        var limits: [String: InflightLimit] = [:]
-        for app in context.config.apps where context.pushkin(named: app.key) != nil {
-            limits[app.key] = InflightLimit(limit: app.inflightRequestLimit)
-        }
-        let notify = NotifyHandler(
-            router: AppIdRouter(pushkins: context.pushkins), limits: limits, metrics: context.metrics, logger: context.logger)
+        let notify = NotifyHandler(dispatcher: context.dispatcher, metrics: context.metrics, logger: context.logger)
         return [MatrixFrontEnd(notify: notify, unifiedPush: context.pushkins.contains { $0.type == .unifiedPush })]
     }
 }

@@ -43,18 +43,17 @@ extension Gateway {
         return notification
     }
 
-    /// Routes `appId` as `/notify` does and sends the test notification to one device.
+    /// Routes `appId` as `/notify` does and sends the test notification to one device, through the
+    /// same dispatcher (limits, metrics and log line included).
     package func sendTest(appId: String, pushkey: String, data: JSONObject = JSONObject()) async -> SendTestResult {
         let notification = Self.testNotification(appId: appId, pushkey: pushkey, data: data)
-        switch AppIdRouter(pushkins: pushkins).route(appId) {
-        case .unknown: return SendTestResult(app: nil, outcome: .rejected(reason: .unknownAppId))
-        case .ambiguous: return SendTestResult(app: nil, outcome: .rejected(reason: .ambiguousAppId))
-        case .pushkin(let pushkin):
-            let outcome =
-                await pushkin.dispatch(
-                    notification, devices: notification.devices, context: DispatchContext(logger: logger)
-                ).first ?? .failed(reason: .localError("not dispatched"))
-            return SendTestResult(app: pushkin.name, outcome: outcome)
+        let dispatcher = live.withLock { $0.dispatcher }
+        let app: String?
+        switch dispatcher.router.route(appId) {
+        case .pushkin(let pushkin): app = pushkin.name
+        case .unknown, .ambiguous: app = nil
         }
+        let outcome = await dispatcher.dispatch(notification, logger: logger).first ?? .failed(reason: .localError("not dispatched"))
+        return SendTestResult(app: app, outcome: outcome)
     }
 }

@@ -17,8 +17,7 @@ struct RelayFrontEnd: FrontEnd {
     let config: RelayConfig
     let production: any APNsSending
     let development: any APNsSending
-    /// Senders made for the relay alone (not apps of `apps:`), closed when it stops.
-    let ownSenders: [any APNsSending]
+    let dispatcher: Dispatcher
     let limiter: TokenRateLimiter
     let metrics: GatewayMetrics
     let logger: Logger
@@ -39,8 +38,6 @@ struct RelayFrontEnd: FrontEnd {
         }
     }
 
-    var services: [any Service] { [PushkinsService { [ownSenders] in ownSenders }] }
-
     var appsInUse: Set<String> { [config.apnsApp] }
 
     var ownListeners: [ListenerAddress] { listeners }
@@ -60,17 +57,12 @@ struct RelayFrontEnd: FrontEnd {
         let apnsMessage = APNsMessage(
             body: .raw(payload), deviceToken: message.deviceToken, topic: config.topic, priority: message.priority, pushType: "alert",
             expiration: message.expiration, collapseId: message.collapseId, id: id)
-        let outcome = await sender.send(apnsMessage, context: DispatchContext(logger: requestLogger))
-        metrics.count(outcome, pushkin: sender.name)
-        if let error = Self.error(for: outcome, retryAfter: config.retryAfter) {
-            requestLogger.info(
-                "Relayed message not delivered",
-                metadata: [
-                    "token": "\(Redaction.pushkey(message.deviceToken))", "outcome": "\(outcome.label)",
-                    "reason": "\(outcome.reason?.label ?? "")",
-                ])
-            throw error
-        }
+        let outcome =
+            await dispatcher.deliver([apnsMessage], logger: requestLogger) { [requestLogger] message in
+                let outcome = await sender.send(message, context: DispatchContext(logger: requestLogger))
+                return Dispatcher.Delivery(outcome, pushkin: sender.name, token: message.deviceToken)
+            }[0]
+        if let error = Self.error(for: outcome, retryAfter: config.retryAfter) { throw error }
         var response = ServerResponse(status: .created)
         response.headers.add(name: "Location", value: "https://not-supported/\(id)")
         return response
@@ -112,20 +104,11 @@ struct RelayFrontEndFactory: FrontEndFactory {
             let apns = context.apnsSender(named: config.apnsApp, at: "relay.apns_app", diagnostics: diagnostics)
         else { return [] }
         guard !context.readOnly else { return [] }
-        var own: [any APNsSending] = []
-        func sender(_ baseURL: String, _ suffix: String) -> (any APNsSending)? {
-            if apns.baseURL == baseURL { return apns }
-            do {
-                let made = try apns.sibling(baseURL: baseURL, name: "\(apns.name) (relay \(suffix))")
-                own.append(made)
-                return made
-            } catch {
-                diagnostics.error("relay.\(suffix)_base_url", "cannot open APNs connections: \(error)")
-                return nil
-            }
-        }
-        guard let production = sender(config.productionBaseURL, "production"),
-            let development = sender(config.developmentBaseURL, "development")
+        guard
+            let production = context.apnsSender(
+                of: apns, baseURL: config.productionBaseURL, at: "relay.production_base_url", diagnostics: diagnostics),
+            let development = context.apnsSender(
+                of: apns, baseURL: config.developmentBaseURL, at: "relay.development_base_url", diagnostics: diagnostics)
         else { return [] }
         for result in [
             "accepted", "bad_request", "unsupported_encoding", "too_large", "gone", "rate_limited", "upstream_refused",
@@ -139,7 +122,7 @@ struct RelayFrontEndFactory: FrontEndFactory {
             config.port.map { [ListenerAddress(hosts: config.bindAddresses ?? context.config.http.bindAddresses, port: $0)] } ?? []
         return [
             RelayFrontEnd(
-                config: config, production: production, development: development, ownSenders: own,
+                config: config, production: production, development: development, dispatcher: context.dispatcher,
                 limiter: TokenRateLimiter(perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst), metrics: context.metrics,
                 logger: logger, listeners: listeners)
         ]

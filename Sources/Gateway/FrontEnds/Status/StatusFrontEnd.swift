@@ -73,7 +73,8 @@ struct StatusFrontEndFactory: FrontEndFactory {
         logger[metadataKey: "component"] = "status"
         let service: StatusService
         do {
-            service = try StatusService(config: config, sender: sender, logger: logger, metrics: context.metrics.factory)
+            service = try StatusService(
+                config: config, sender: sender, logger: logger, metrics: context.metrics.factory, dispatcher: context.dispatcher)
         } catch {
             diagnostics.error("status.store", "\(error)")
             return []
@@ -82,7 +83,7 @@ struct StatusFrontEndFactory: FrontEndFactory {
         if config.gorush.enabled {
             let api = GorushAPI(
                 config: config.gorush, delivery: sender, queue: { try await service.store() }, logger: logger,
-                metrics: context.metrics.factory)
+                metrics: context.metrics.factory, dispatcher: context.dispatcher)
             frontEnds.append(
                 GorushFrontEnd(
                     api: api, maxBodyBytes: config.maxMessageBytes, apps: Set([config.apnsApp, config.fcmApp].compactMap { $0 })))

@@ -1,7 +1,5 @@
 import HeraldCore
-import HeraldHTTPServer
 import HeraldUpstream
-import Pushkins
 
 /// Finds the pushkin for an app id as Sygnal does (docs/compatibility/matrix.md, "App ids"): an
 /// exact key first, then every key as a case-sensitive anchored glob; zero or several glob matches
