@@ -32,8 +32,11 @@ package enum UpstreamVerdict<Value: Sendable>: Sendable {
     case done(Value)
     /// Temporary: retried within the policy, after the answer's `Retry-After` or the backoff.
     case retry(OutcomeReason)
-    /// Retry at once (a refreshed credential), still counted against the attempts and budget.
-    case retryNow(OutcomeReason)
+    /// The upstream refused the call's credential (an expired provider token, a revoked access
+    /// token): `UpstreamCall` asks its `UpstreamCredential` for a new one and sends again at once,
+    /// once per call and within the attempts and budget. Refused again, or without a credential,
+    /// the call fails with this reason.
+    case renewCredential(OutcomeReason)
 }
 
 /// Why a request could not be built for this attempt.
@@ -66,6 +69,24 @@ package struct UpstreamCall: Sendable {
         prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
     ) async -> Result<Value, UpstreamCallFailure> {
+        await run(logger: logger, credential: nil) { attempt, _ throws(UpstreamPreparationError) in
+            try await prepare(attempt)
+        } classify: {
+            await classify($0)
+        }
+    }
+
+    /// `run` for an upstream that authenticates each request: `prepare` gets the credential's
+    /// current value (nil without a credential), and a `renewCredential` answer replaces it once.
+    package func run<Value: Sendable>(
+        logger: Logger,
+        credential: (any UpstreamCredential)?,
+        prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
+    ) async -> Result<Value, UpstreamCallFailure> {
+        var sent: String?
+        var refused: String?
+        var renewed = false
         var permanent: OutcomeReason?
         var unanswered = false
         let result = await Retrying.run(policy: policy) { attempt -> Retrying.Step<Value?, OutcomeReason> in
@@ -76,10 +97,20 @@ package struct UpstreamCall: Sendable {
             }
             let request: UpstreamRequest
             do throws(UpstreamPreparationError) {
-                request = try await prepare(attempt)
+                sent = try await credential?.value(replacing: refused)
+                refused = nil
+                request = try await prepare(attempt, sent)
             } catch {
                 switch error {
-                case .temporary(let reason): return .retry(reason: reason, after: nil)
+                case .temporary(let reason):
+                    if let suppressed = LogThrottle.perDevice.admit("Upstream request not prepared \(metrics.type)") {
+                        logger.warning(
+                            "Upstream request could not be prepared",
+                            metadata: [
+                                "upstream": "\(metrics.type)", "reason": "\(reason)", "similar_lines_suppressed": "\(suppressed)",
+                            ])
+                    }
+                    return .retry(reason: reason, after: nil)
                 case .permanent(let reason):
                     permanent = reason
                     return .done(nil)
@@ -104,7 +135,16 @@ package struct UpstreamCall: Sendable {
             switch await classify(response) {
             case .done(let value): return .done(value)
             case .retry(let reason): return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after")))
-            case .retryNow(let reason): return .retry(reason: reason, after: .zero)
+            case .renewCredential(let reason):
+                guard credential != nil, !renewed else {
+                    logger.error(
+                        "Upstream refused the credential", metadata: ["upstream": "\(metrics.type)", "reason": "\(reason.label)"])
+                    permanent = reason
+                    return .done(nil)
+                }
+                renewed = true
+                refused = sent
+                return .retry(reason: reason, after: .zero)
             }
         }
         switch result {
@@ -154,7 +194,21 @@ package struct UpstreamCall: Sendable {
         prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<DeviceOutcome>
     ) async -> DeviceOutcome {
-        switch await run(logger: logger, prepare: prepare, classify: classify) {
+        await deliver(logger: logger, credential: nil) { attempt, _ throws(UpstreamPreparationError) in
+            try await prepare(attempt)
+        } classify: {
+            await classify($0)
+        }
+    }
+
+    /// `deliver` for an upstream that authenticates each request (see `run(logger:credential:…)`).
+    package func deliver(
+        logger: Logger,
+        credential: (any UpstreamCredential)?,
+        prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        classify: (UpstreamResponse) async -> UpstreamVerdict<DeviceOutcome>
+    ) async -> DeviceOutcome {
+        switch await run(logger: logger, credential: credential, prepare: prepare, classify: classify) {
         case .success(let outcome): return outcome
         case .failure(let failure):
             if case .endpointRefused = failure.reason { return .skipped(reason: failure.reason) }

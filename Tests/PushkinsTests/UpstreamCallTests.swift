@@ -46,7 +46,7 @@ import Testing
         switch response.status {
         case 200: return .done(.delivered)
         case 410: return .done(.rejected(reason: .pushService(status: 410)))
-        case 401: return .retryNow(.pushService(status: 401))
+        case 401: return .renewCredential(.pushService(status: 401))
         default: return .retry(.pushService(status: response.status))
         }
     }
@@ -115,17 +115,51 @@ import Testing
         #expect(transport.requests.isEmpty)
     }
 
-    @Test func retryNowRebuildsTheRequestAndCountsAsAnAttempt() async {
+    /// Hands out "token-1", "token-2", …: a new one only when the one given is refused.
+    final class CountingCredential: UpstreamCredential {
+        let issued = Mutex(1)
+        func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
+            issued.withLock { n in
+                if refused == "token-\(n)" { n += 1 }
+                return "token-\(n)"
+            }
+        }
+    }
+
+    @Test func aRefusedCredentialIsRenewedOnceAndTheRequestSentAgainWithIt() async {
         let transport = ScriptedTransport([Self.answer(401), Self.answer(200)])
-        var prepared: [Int] = []
-        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { attempt in
-            prepared.append(attempt)
+        var prepared: [String?] = []
+        let outcome = await call(transport).deliver(logger: Logger(label: "t"), credential: CountingCredential()) { _, token in
+            prepared.append(token)
             return request
         } classify: {
             classify($0)
         }
         #expect(outcome == .delivered)
-        #expect(prepared == [1, 2])
+        #expect(prepared == ["token-1", "token-2"])
+    }
+
+    @Test func aCredentialRefusedTwiceFailsWithoutAThirdRequest() async {
+        let transport = ScriptedTransport([Self.answer(401), Self.answer(401), Self.answer(200)])
+        let outcome = await call(transport, maxAttempts: 5).deliver(logger: Logger(label: "t"), credential: CountingCredential()) {
+            _, _ in
+            request
+        } classify: {
+            classify($0)
+        }
+        #expect(outcome == .failed(reason: .pushService(status: 401)))
+        #expect(transport.requests.count == 2)
+    }
+
+    @Test func aRenewalAskedWithoutACredentialFailsAtOnce() async {
+        let transport = ScriptedTransport([Self.answer(401), Self.answer(200)])
+        let outcome = await call(transport).deliver(logger: Logger(label: "t")) { _ in
+            request
+        } classify: {
+            classify($0)
+        }
+        #expect(outcome == .failed(reason: .pushService(status: 401)))
+        #expect(transport.requests.count == 1)
     }
 
     @Test func everyDocumentedAPNsReasonIsClassifiedAndOnlySygnalsDeadTokenPairsReject() {

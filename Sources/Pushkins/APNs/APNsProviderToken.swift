@@ -7,7 +7,7 @@ import Synchronization
 /// The provider authentication token (ES256 JWT, `kid` = key id, `iss` = team, `iat` = now),
 /// reused for 50 minutes (Apple refuses tokens older than 60) and re-minted on demand after
 /// `ExpiredProviderToken`.
-package final class APNsProviderToken: Sendable {
+package final class APNsProviderToken: UpstreamCredential {
     private let key: P256.Signing.PrivateKey
     private let keyId: String
     private let teamId: String
@@ -32,5 +32,16 @@ package final class APNsProviderToken: Sendable {
             key: key)
         current.withLock { $0 = (token, now) }
         return token
+    }
+}
+
+extension APNsProviderToken {
+    /// The token to send; one Apple refused (`ExpiredProviderToken`) is re-minted.
+    package func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
+        do {
+            return try token(refreshingFrom: refused)
+        } catch {
+            throw .permanent(.localError("cannot sign the APNs provider token"))
+        }
     }
 }

@@ -96,7 +96,7 @@ package final class APNsPushkin: APNsSending {
     }
 
     /// One message to one device: its headers, then the one upstream-call path with Apple's answer
-    /// classified and the provider token refreshed once when Apple says it expired.
+    /// classified; `UpstreamCall` renews the provider token once when Apple says it expired.
     private func send(_ message: APNsMessage, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
         let body: [UInt8]
         switch message.body {
@@ -118,21 +118,10 @@ package final class APNsPushkin: APNsSending {
         let url = "\(config.baseURL)/3/device/\(message.deviceToken)"
         let buffer = ByteBuffer(bytes: body)
 
-        var sentToken: String?
-        var staleToken: String?
-        var refreshed = false
-        return await upstream.deliver(logger: context.logger) { _ throws(UpstreamPreparationError) in
+        return await upstream.deliver(logger: context.logger, credential: providerToken) {
+            _, token throws(UpstreamPreparationError) in
             var attemptHeaders = headers
-            if let providerToken {
-                do {
-                    let token = try providerToken.token(refreshingFrom: staleToken)
-                    sentToken = token
-                    staleToken = nil
-                    attemptHeaders.add(name: "authorization", value: "bearer \(token)")
-                } catch {
-                    throw .permanent(.localError("cannot sign the APNs provider token"))
-                }
-            }
+            if let token { attemptHeaders.add(name: "authorization", value: "bearer \(token)") }
             return UpstreamRequest(url: url, headers: attemptHeaders, body: buffer)
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
@@ -143,15 +132,13 @@ package final class APNsPushkin: APNsSending {
                 return .done(.delivered)
             case .deadToken:
                 return .done(.rejected(reason: outcomeReason))
-            case .refreshProviderToken where !refreshed && providerToken != nil:
-                refreshed = true
-                staleToken = sentToken
-                return .retryNow(outcomeReason)
+            case .refreshProviderToken:
+                return .renewCredential(outcomeReason)
             case .temporary:
                 return .retry(outcomeReason)
             case .throttled:
                 return .done(.failed(reason: outcomeReason))
-            case .refreshProviderToken, .permanent:
+            case .permanent:
                 context.logger.error(
                     "APNs refused the notification",
                     metadata: [

@@ -93,25 +93,15 @@ package final class FCMPushkin: FCMSending {
         }
     }
 
-    /// One v1 message through the one upstream-call path: the OAuth token is fetched (or reused)
-    /// per attempt and replaced once when FCM answers 401; the error body decides the outcome.
+    /// One v1 message through the one upstream-call path: `UpstreamCall` asks for the OAuth token
+    /// (fetched or reused) per attempt and replaces it once when FCM answers 401; the error body
+    /// decides the outcome.
     private func sendV1(body: JSONValue, tokens: GoogleAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
         let buffer = ByteBuffer(bytes: JSONWriter.serialize(body))
         let url = v1URL
-        var refused: String?
-        var sent: String?
-        var refreshed = false
-        return await upstream.deliver(logger: context.logger) { _ throws(UpstreamPreparationError) in
-            let accessToken: String
-            do {
-                accessToken = try await tokens.token(replacing: refused)
-            } catch {
-                context.logger.warning("Cannot get an FCM access token", metadata: ["error": "\(error)"])
-                throw .temporary(.authorization("\(error)"))
-            }
-            sent = accessToken
+        return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
-            headers.add(name: "Authorization", value: "Bearer \(accessToken)")
+            if let accessToken { headers.add(name: "Authorization", value: "Bearer \(accessToken)") }
             headers.add(name: "Content-Type", value: "application/json")
             return UpstreamRequest(url: url, headers: headers, body: buffer)
         } classify: { response in
@@ -120,15 +110,13 @@ package final class FCMPushkin: FCMSending {
             switch FCMDisposition.of(status: response.status, error: error) {
             case .delivered:
                 return .done(.delivered)
-            case .renewAccessToken where !refreshed:
-                refreshed = true
-                refused = sent
-                return .retryNow(reason)
+            case .renewAccessToken:
+                return .renewCredential(reason)
             case .deadToken:
                 return .done(.rejected(reason: reason))
             case .temporary:
                 return .retry(reason)
-            case .renewAccessToken, .permanent:
+            case .permanent:
                 context.logger.error(
                     "FCM refused the message",
                     metadata: [

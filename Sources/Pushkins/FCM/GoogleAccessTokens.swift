@@ -7,7 +7,7 @@ import NIOHTTP1
 /// OAuth access tokens for FCM v1: fetched with the service account's JWT bearer grant, shared by
 /// all requests (one fetch at a time), reused until a minute before they expire, and replaced when
 /// FCM says 401.
-actor GoogleAccessTokens {
+actor GoogleAccessTokens: UpstreamCredential {
     private let account: GoogleServiceAccount
     private let client: UpstreamHTTPClient
     private var current: (token: String, expires: Date)?
@@ -62,5 +62,17 @@ extension String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return addingPercentEncoding(withAllowedCharacters: allowed) ?? self
+    }
+}
+
+extension GoogleAccessTokens {
+    /// The access token to send; one FCM refused (401) is replaced. A token endpoint that does not
+    /// answer is temporary: the next attempt asks again.
+    func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
+        do {
+            return try await token(replacing: refused)
+        } catch {
+            throw .temporary(.authorization("\(error)"))
+        }
     }
 }
