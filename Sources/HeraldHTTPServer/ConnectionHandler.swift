@@ -189,20 +189,12 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func write(
         _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext, thenClose mode: CloseMode?
     ) {
-        var headers = response.headers
-        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
-        if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: response.status, headers: headers))), promise: nil)
-        if response.body.readableBytes > 0 {
-            context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
-        }
+        // Before the end is written: writing it may hand a pipelined request on at once.
         deadline.responseComplete()
-        guard let mode else {
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            return
-        }
+        let written = ResponseWriter.write(response, version: version, keepAlive: keepAlive, context: context, wrap: wrapOutboundOut)
+        guard let mode else { return }
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(mode: mode, promise: nil) }
+        written.whenComplete { _ in channel.close(mode: mode, promise: nil) }
     }
 
     /// Hands out no more requests; with `closing`, closes the connection that way now.

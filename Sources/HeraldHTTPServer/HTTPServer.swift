@@ -240,13 +240,10 @@ private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableCh
         }
         let response = ErrorResponder.response(
             for: GatewayError(.badRequest, "M_UNRECOGNIZED", "Malformed HTTP request"), dialect: dialect)
-        var headers = response.headers
-        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
-        headers.replaceOrAdd(name: "Connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        ResponseWriter.write(response, version: .http1_1, keepAlive: false, context: context, wrap: wrapOutboundOut).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

@@ -50,14 +50,9 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         uniqueKeysWithValues: [ErrorDialect.matrix, .gorush, .plainText].map { ($0, timeoutResponse($0)) })
 
     private static func timeoutResponse(_ dialect: ErrorDialect) -> ByteBuffer {
-        let response = ErrorResponder.response(
-            for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: dialect)
-        var raw = ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\n")
-        for (name, value) in response.headers { raw.writeString("\(name): \(value)\r\n") }
-        raw.writeString("Connection: close\r\nContent-Length: \(response.body.readableBytes)\r\n\r\n")
-        var copy = response.body
-        raw.writeBuffer(&copy)
-        return raw
+        ResponseWriter.encoded(
+            ErrorResponder.response(
+                for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: dialect))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -1,0 +1,39 @@
+import NIOCore
+import NIOHTTP1
+
+/// The one place a response becomes HTTP (docs/architecture.md, "Errors"): its framing
+/// (`Content-Length` always, `Connection: close` when the connection ends after it) and its parts.
+/// The connection handler writes answers through it, the malformed-request responder its 400, and
+/// the read deadline its 408, which it writes as bytes below the HTTP encoder.
+package enum ResponseWriter {
+    /// The head `response` is sent with.
+    static func head(_ response: ServerResponse, version: HTTPVersion, keepAlive: Bool) -> HTTPResponseHead {
+        var headers = response.headers
+        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
+        if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        return HTTPResponseHead(version: version, status: response.status, headers: headers)
+    }
+
+    /// Writes `response` as head, body and end, and flushes; the future completes once the end is
+    /// written.
+    static func write(
+        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext,
+        wrap: (HTTPServerResponsePart) -> NIOAny
+    ) -> EventLoopFuture<Void> {
+        context.write(wrap(.head(head(response, version: version, keepAlive: keepAlive))), promise: nil)
+        if response.body.readableBytes > 0 { context.write(wrap(.body(.byteBuffer(response.body))), promise: nil) }
+        return context.writeAndFlush(wrap(.end(nil)))
+    }
+
+    /// `response` as the bytes HTTP/1.1 sends, for a handler below the HTTP encoder; the connection
+    /// closes after it.
+    static func encoded(_ response: ServerResponse) -> ByteBuffer {
+        let head = head(response, version: .http1_1, keepAlive: false)
+        var raw = ByteBuffer(string: "HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n")
+        for (name, value) in head.headers { raw.writeString("\(name): \(value)\r\n") }
+        raw.writeString("\r\n")
+        var body = response.body
+        raw.writeBuffer(&body)
+        return raw
+    }
+}
