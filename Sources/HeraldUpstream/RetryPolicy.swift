@@ -39,13 +39,6 @@ package struct RetryPolicy: Sendable, Equatable {
     }
 }
 
-extension Duration {
-    package var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
-    }
-}
-
 /// Parses `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
 package enum RetryAfter {
     package static func parse(_ value: String?, now: Date = Date()) -> Duration? {
@@ -77,7 +70,7 @@ package enum Retrying {
     /// budget. Returns the result, or the last temporary failure's reason.
     package static func run<Result: Sendable, Reason: Sendable>(
         policy: RetryPolicy,
-        clock: ContinuousClock = ContinuousClock(),
+        clock: any HeraldClock = SystemClock(),
         attempt: (Int) async -> Step<Result, Reason>
     ) async -> Swift.Result<Result, RetryExhausted<Reason>> {
         let start = clock.now
@@ -95,7 +88,7 @@ package enum Retrying {
                 guard elapsed + pause < policy.budget, !Task.isCancelled else {
                     return .failure(RetryExhausted(reason: reason, attempts: number, budgetSpent: true))
                 }
-                try? await Task.sleep(for: pause)
+                try? await clock.wait(pause)
                 number += 1
             }
         }

@@ -55,11 +55,14 @@ package struct UpstreamCall: Sendable {
     package let transport: any UpstreamTransport
     package let policy: RetryPolicy
     package let metrics: UpstreamMetrics
+    /// What the pauses between attempts and `Retry-After` dates are measured on.
+    package let clock: any HeraldClock
 
-    package init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics) {
+    package init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics, clock: any HeraldClock = SystemClock()) {
         self.transport = transport
         self.policy = policy
         self.metrics = metrics
+        self.clock = clock
     }
 
     /// Runs attempts until one is done or the policy gives up; the failure carries the last
@@ -89,7 +92,7 @@ package struct UpstreamCall: Sendable {
         var renewed = false
         var permanent: OutcomeReason?
         var unanswered = false
-        let result = await Retrying.run(policy: policy) { attempt -> Retrying.Step<Value?, OutcomeReason> in
+        let result = await Retrying.run(policy: policy, clock: clock) { attempt -> Retrying.Step<Value?, OutcomeReason> in
             if unanswered {
                 // The last attempt's request may have arrived: this one can make the push arrive twice.
                 metrics.resentUnanswered.increment()
@@ -134,7 +137,8 @@ package struct UpstreamCall: Sendable {
             }
             switch await classify(response) {
             case .done(let value): return .done(value)
-            case .retry(let reason): return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after")))
+            case .retry(let reason):
+                return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date))
             case .renewCredential(let reason):
                 guard credential != nil, !renewed else {
                     logger.error(

@@ -79,13 +79,14 @@ import Testing
         return (try await FakeAPNs.start(pki: pki, topic: topic, auth: auth), try await FakeAPNs.start(pki: pki, topic: topic, auth: auth))
     }
 
-    func start(nodeCount: Int = 1, extra: String = "") async throws -> Setup {
+    func start(nodeCount: Int = 1, extra: String = "", clock: any HeraldClock = SystemClock()) async throws -> Setup {
         let dir = temporaryDirectory()
         let (production, development) = try await Self.fakes(directory: dir)
         var nodes: [FakeAdamantNode] = []
         for _ in 0..<nodeCount { nodes.append(try await FakeAdamantNode.start()) }
         let herald = try await RunningGateway.start(
-            Self.config(directory: dir, nodes: nodes.map(\.baseURL), production: production, development: development, extra: extra))
+            Self.config(directory: dir, nodes: nodes.map(\.baseURL), production: production, development: development, extra: extra),
+            clock: clock)
         return Setup(
             herald: herald, nodes: nodes, production: production, development: development,
             service: try AdamantKeys(passphrase: Self.servicePassphrase), directory: dir)
@@ -181,6 +182,28 @@ import Testing
         #expect(first.headers["apns-collapse-id"] == nil)
         #expect(received.last?.payload?["aps"]?["alert"]?["loc-key"] == "NotificationsService.NewTransfer.BodySingle")
         #expect(received.last?.payload?["txn-id"] == .string(transfer.id))
+    }
+
+    /// docs/architecture.md, "Time": the pollers wait on the gateway's clock. With a manual clock,
+    /// what the chain gets while all three wait is read only once the clock passes their interval.
+    @Test func thePollersWaitOnTheClockAndPollWhenItPassesTheirInterval() async throws {
+        let clock = ManualClock()
+        let setup = try await start(clock: clock)
+        let user = try Self.user()
+        let token = Self.token()
+        // Each poller polls once at start, then waits on the clock.
+        #expect(try await Self.eventually { clock.sleepers == 3 })
+        try setup.node.addSignal(from: user, to: setup.service, token: token, provider: "apns-sandbox")
+        #expect(try await Self.signals(setup.herald, "add") == 0)  // nobody polls while time stands still
+        clock.advance(by: .milliseconds(50))
+        #expect(try await Self.eventually { try await Self.signals(setup.herald, "add") == 1 })
+        #expect(try await Self.eventually { clock.sleepers == 3 })
+        try setup.node.addChat(from: try Self.user(), to: user)
+        #expect(setup.development.received.isEmpty)
+        clock.advance(by: .milliseconds(50))
+        #expect(try await Self.eventually { setup.development.received.count == 1 })
+        await setup.stop()
+        #expect(setup.development.received.first?.token == token)
     }
 
     @Test func sandboxRegistrationsGoToTheDevelopmentHostAndDeadTokensAreRemoved() async throws {

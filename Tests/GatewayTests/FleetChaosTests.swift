@@ -197,7 +197,7 @@ import Testing
             answers(answer?.status)
             if let answer, answer.status < 500 { return answer }
             if ContinuousClock.now + pause > giveUp { return answer }
-            try? await Task.sleep(for: pause)
+            try? await letRealTimePass(pause)
             pause = min(pause * 2, .seconds(2))
         }
     }
@@ -271,7 +271,7 @@ import Testing
                         ledger.state.withLock {
                             if answer?.status == 200 { $0.notifiesAcknowledged.insert(id) } else { $0.notifiesGivenUp.append(id) }
                         }
-                        try? await Task.sleep(for: .milliseconds(30))
+                        try? await letRealTimePass(.milliseconds(30))
                     }
                 }
             }
@@ -289,7 +289,7 @@ import Testing
                         status in ledger.state.withLock { $0.gorushAnswers[status ?? 0, default: 0] += 1 }
                     }
                     if answer?.status == 200 { ledger.state.withLock { $0.gorushAcknowledged += tokens } }
-                    try? await Task.sleep(for: .milliseconds(150))
+                    try? await letRealTimePass(.milliseconds(150))
                 }
             }
             // Status: a new client registers every 200 ms.
@@ -307,14 +307,14 @@ import Testing
                     {
                         ledger.state.withLock { $0.registrationsAcknowledged.append(client) }
                     }
-                    try? await Task.sleep(for: .milliseconds(200))
+                    try? await letRealTimePass(.milliseconds(200))
                 }
             }
             // ADAMANT: a chat to the registered user every 250 ms.
             group.addTask {
                 while ContinuousClock.now < loadEnds {
                     if let chat = try? node.addChat(from: sender, to: user) { ledger.state.withLock { $0.chatsMinted.append(chat.id) } }
-                    try? await Task.sleep(for: .milliseconds(250))
+                    try? await letRealTimePass(.milliseconds(250))
                 }
             }
             // The chaos: kills every 4 s; the database crash at 40 %; the rolling restart at 70 %.
@@ -324,19 +324,19 @@ import Testing
                 var crashed = false
                 var rolled = false
                 while ContinuousClock.now < loadEnds - .seconds(4) {
-                    try await Task.sleep(for: .seconds(4))
+                    try await letRealTimePass(.seconds(4))
                     let elapsed = ContinuousClock.now - started
                     if !crashed && elapsed > total * 0.4 {
                         crashed = true
                         // Down for longer than the store timeout (2 s): requests fail for now and are retried.
                         try postgres.crash()
-                        try await Task.sleep(for: .seconds(4))
+                        try await letRealTimePass(.seconds(4))
                         var named = 0
                         for instance in instances {
                             let health = try? await Self.health(port: instance.port)
                             if health?.status == 200, health?.body["failing"]?["status_store"] != nil { named += 1 }
                         }
-                        try await Task.sleep(for: .seconds(2))
+                        try await letRealTimePass(.seconds(2))
                         try postgres.restart()
                         let back = ContinuousClock.now
                         // Recovered when every instance's /health is empty again (its stores answer).
@@ -348,7 +348,7 @@ import Testing
                                 if health?.status != 200 || health?.body != .null { all = false }
                             }
                             recovered = all
-                            if !recovered { try await Task.sleep(for: .milliseconds(100)) }
+                            if !recovered { try await letRealTimePass(.milliseconds(100)) }
                         }
                         ledger.state.withLock {
                             $0.databaseCrashes += 1

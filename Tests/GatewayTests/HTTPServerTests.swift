@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldHTTPServer
+import HeraldTestSupport
 import Logging
 import NIOCore
 import Synchronization
@@ -29,7 +30,7 @@ import Testing
         }
 
         func handle(_ request: ServerRequest) async -> ServerResponse {
-            if let delay { try? await Task.sleep(for: delay) }
+            if let delay { try? await letRealTimePass(delay) }
             handled.add(1, ordering: .relaxed)
             var body = ByteBuffer(string: request.path)
             body.writeRepeatingByte(UInt8(ascii: "."), count: max(0, size - body.readableBytes))
@@ -70,7 +71,7 @@ import Testing
             let requests = 200
             let client = BlockingClient(port: server.port, receiveBuffer: 64 * 1024)
             client.send(String(repeating: "GET /x HTTP/1.1\r\nHost: x\r\n\r\n", count: requests))
-            try await Task.sleep(for: .seconds(1))
+            try await letRealTimePass(.seconds(1))
             // The answers fill the socket buffers; past them the server waits instead of holding
             // every answer in memory.
             let whileNotReading = echo.handled.load(ordering: .relaxed)

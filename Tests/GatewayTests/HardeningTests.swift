@@ -350,7 +350,7 @@ extension HTTPEdgeTests {
         let herald = try await start("  request_read_timeout: 1\n")
         let fd = RawHTTP.openIdle(port: herald.gateway.ports[0])
         let first = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /health HTTP/1.1\r\nHost: x\r\n\r\n") }
-        try await Task.sleep(for: .milliseconds(600))
+        try await letRealTimePass(.milliseconds(600))
         let started = ContinuousClock.now
         let answer = await RawHTTP.sendOffPool(fd: fd, head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\n")
         let elapsed = ContinuousClock.now - started

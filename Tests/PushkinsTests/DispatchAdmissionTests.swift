@@ -11,7 +11,16 @@ import Testing
 /// permits do not start their dispatch until a permit frees.
 @Suite struct DispatchAdmissionTests {
     /// Counts the dispatches running at once; rejects the devices whose pushkey starts with "r".
+    /// Each dispatch stays running until `overlap` dispatches have run at once, so that the peak
+    /// is reached by events, not by a pause.
     final class CountingPushkin: Pushkin {
+        let overlap: Int
+        /// When set, every dispatch waits for it to open.
+        let hold: ReadinessGate<Void>?
+        init(overlap: Int = 1, hold: ReadinessGate<Void>? = nil) {
+            self.overlap = overlap
+            self.hold = hold
+        }
         let name = "com.example.counting"
         let type = PushkinType("test")
         let running = AtomicCounter()
@@ -25,7 +34,8 @@ import Testing
                 let seen = peak.current
                 if now <= seen || peak.increment(ifBelow: now) { break }
             }
-            try? await Task.sleep(for: .milliseconds(2))
+            _ = await eventually(within: .seconds(10)) { self.peak.current >= self.overlap }
+            if let hold { try? await hold.wait() }
             running.add(-1)
             return device.pushkey.hasPrefix("r") ? .rejected(reason: .unknownAppId) : .delivered
         }
@@ -38,7 +48,7 @@ import Testing
     }
 
     @Test func noMoreDevicesInDispatchThanPermitsAndOutcomesInDeviceOrder() async {
-        let pushkin = CountingPushkin()
+        let pushkin = CountingPushkin(overlap: 4)
         let admission = AsyncLimiter(limit: 4)
         let devices = Self.devices(60)
         // Two requests share the limiter, as the notifies of one app do.
@@ -55,7 +65,7 @@ import Testing
     }
 
     @Test func withoutAdmissionEveryDeviceStartsAtOnce() async {
-        let pushkin = CountingPushkin()
+        let pushkin = CountingPushkin(overlap: 5)
         let outcomes = await pushkin.dispatchEach(PushNotification(), devices: Self.devices(60), context: Self.context)
         #expect(outcomes.count == 60)
         #expect(pushkin.peak.current > 4)
@@ -64,7 +74,8 @@ import Testing
     /// A request cancelled while its devices wait: those never admitted fail as not dispatched
     /// (a 502, so the homeserver retries them), the admitted ones finish, and no permit is lost.
     @Test func devicesWaitingWhenTheRequestIsCancelledFailAndNoPermitIsLost() async throws {
-        let pushkin = CountingPushkin()
+        let hold = ReadinessGate<Void>()
+        let pushkin = CountingPushkin(hold: hold)
         let admission = AsyncLimiter(limit: 2)
         try await admission.acquire()
         let task = Task {
@@ -74,6 +85,7 @@ import Testing
         await eventually { admission.waiting > 0 }
         #expect(admission.waiting == 1)
         task.cancel()
+        hold.open(())
         let outcomes = await task.value
         admission.release()
         #expect(pushkin.started.current == 1)

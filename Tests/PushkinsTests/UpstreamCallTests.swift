@@ -1,3 +1,4 @@
+import Foundation
 import HeraldTestSupport
 import Logging
 import Metrics
@@ -102,6 +103,51 @@ import Testing
         }
         #expect(result == .failure(UpstreamCallFailure(reason: .pushService(status: 429), attempts: 1, budgetSpent: true)))
         #expect(transport.requests.count == 1)
+    }
+
+    /// docs/architecture.md, "Time": the pause a `Retry-After` asks for is waited on the call's
+    /// clock; with a manual clock the second attempt goes out when, and only when, it has passed.
+    @Test func aRetryAfterIsWaitedOnTheCallsClock() async {
+        let transport = ScriptedTransport([Self.answer(503, retryAfter: "30"), Self.answer(200)])
+        let clock = ManualClock()
+        let call = UpstreamCall(
+            transport: transport,
+            policy: RetryPolicy(maxAttempts: 3, initialBackoff: .seconds(1), maxBackoff: .seconds(2), budget: .seconds(60)),
+            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance), clock: clock)
+        async let outcome = call.deliver(logger: Logger(label: "t")) { _ in
+            request
+        } classify: {
+            classify($0)
+        }
+        #expect(await eventually { clock.sleepers == 1 })
+        clock.advance(by: .seconds(29))
+        #expect(clock.sleepers == 1)
+        #expect(transport.requests.count == 1)
+        clock.advance(by: .seconds(1))
+        #expect(await outcome == .delivered)
+        #expect(transport.requests.count == 2)
+    }
+
+    /// A `Retry-After` date is read against the call's wall clock (the manual clock's date is in
+    /// January 2027: against the system's, this date would be far beyond the budget).
+    @Test func aRetryAfterDateIsReadAgainstTheCallsWallClock() async {
+        let clock = ManualClock(date: Date(timeIntervalSince1970: 1_800_000_000))  // Fri, 15 Jan 2027 08:00:00 GMT
+        let transport = ScriptedTransport([Self.answer(503, retryAfter: "Fri, 15 Jan 2027 08:00:20 GMT"), Self.answer(200)])
+        let call = UpstreamCall(
+            transport: transport,
+            policy: RetryPolicy(maxAttempts: 3, initialBackoff: .seconds(1), maxBackoff: .seconds(2), budget: .seconds(60)),
+            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance), clock: clock)
+        async let outcome = call.deliver(logger: Logger(label: "t")) { _ in
+            request
+        } classify: {
+            classify($0)
+        }
+        #expect(await eventually { clock.sleepers == 1 })
+        clock.advance(by: .seconds(19))
+        #expect(transport.requests.count == 1)
+        clock.advance(by: .seconds(1))
+        #expect(await outcome == .delivered)
+        #expect(transport.requests.count == 2)
     }
 
     @Test func aPermanentPreparationErrorSendsNothing() async {

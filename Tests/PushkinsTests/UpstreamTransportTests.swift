@@ -117,7 +117,7 @@ import Testing
             answered = (try? await post(transport, server.baseURL, "/quick", "")) != nil
         }
         #expect(answered)
-        try await Task.sleep(for: .seconds(1))
+        try await letRealTimePass(.seconds(1))
         var slow = EchoHTTP1Server.Options()
         slow.delay = .seconds(30)
         server.set(slow)

@@ -118,7 +118,7 @@ import Testing
                 await cache.remember([4], response: [4], expires: Self.later)
                 third.open(())
             }
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await eventually { cache.waitingForRoom == 1 })
             #expect(third.value == nil)  // three unwritten: the fourth waits
             #expect(try await cache.response(to: [4], now: Date()) == nil)
             store.release.open(())
@@ -127,6 +127,29 @@ import Testing
             group.cancelAll()
         }
         for n: UInt8 in 1...4 { #expect(try await store.cachedResponse(messageId: [n], now: Date()) == [n]) }
+    }
+
+    /// docs/architecture.md, "Time": the writer's batch window is measured on its clock. With a
+    /// manual clock, every answer given while the writer waits in the window goes in one batch.
+    @Test func answersGivenDuringTheBatchWindowAreWrittenTogether() async throws {
+        let store = try await RecordingStore()
+        store.release.open(())
+        let clock = ManualClock()
+        var logger = Logger(label: "response-cache-test")
+        logger.logLevel = .critical
+        let cache = ResponseCache(store: store, limit: 1000, maxPending: 100, logger: logger, clock: clock)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await cache.run() }
+            await cache.remember([1], response: [1], expires: Self.later)
+            #expect(await eventually { clock.sleepers == 1 })  // the writer waits in the window
+            await cache.remember([2], response: [2], expires: Self.later)
+            await cache.remember([3], response: [3], expires: Self.later)
+            #expect(store.batches.withLock { $0.isEmpty })
+            clock.advance(by: ResponseCache.batchWindow)
+            #expect(await eventually { cache.pendingCount == 0 })
+            group.cancelAll()
+        }
+        #expect(store.batches.withLock { $0 } == [[[1], [2], [3]]])
     }
 
     @Test func aFailedWriteForgetsItsAnswersSoTheirDuplicatesAreProcessedAgain() async throws {
@@ -162,7 +185,7 @@ import Testing
             try await Self.until { store.batches.withLock { $0.count } == 1 }
             for n: UInt8 in 2...9 { await cache.remember([n], response: [n], expires: Self.later) }
             await group.triggerGracefulShutdown()  // while [1] is being written and eight more wait
-            try await Task.sleep(for: .milliseconds(50))
+            #expect(await eventually { cache.isStopping })
             store.release.open(())
             try await tasks.waitForAll()
         }

@@ -20,6 +20,8 @@ package final class AdamantService: Service {
     let store: any AdamantStore
     let pusher: AdamantPusher
     let dispatcher: Dispatcher
+    /// What the pollers' intervals and backoff are measured on (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
@@ -27,8 +29,9 @@ package final class AdamantService: Service {
 
     package init(
         config: AdamantConfig, keys: AdamantKeys, nodes: AdamantNodeClient, store: any AdamantStore, pusher: AdamantPusher,
-        dispatcher: Dispatcher, logger: Logger, metrics: any MetricsFactory
+        dispatcher: Dispatcher, logger: Logger, metrics: any MetricsFactory, clock: any HeraldClock = SystemClock()
     ) {
+        self.clock = clock
         self.dispatcher = dispatcher
         self.config = config
         self.keys = keys
@@ -92,7 +95,7 @@ package final class AdamantService: Service {
                 logger.warning("ADAMANT store unavailable; trying again", metadata: ["error": "\(error)", "in": "\(pause)"])
             }
             let wait = pause
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+            try? await cancelWhenGracefulShutdown { try await self.clock.wait(wait) }
             pause = min(pause * 2, config.maxBackoff)
         }
         return false
@@ -139,7 +142,7 @@ package final class AdamantService: Service {
                 pause = min(pause * 2, config.maxBackoff)
             }
             let wait = pause
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+            try? await cancelWhenGracefulShutdown { try await self.clock.wait(wait) }
         }
     }
 

@@ -76,11 +76,14 @@ package struct FrontEndContext: Sendable {
     package let dispatcher: Dispatcher
     /// The APNs senders to an app's other host, shared by the front ends that need one.
     package let hostSenders: HostSenders
+    /// What front ends wait on and read the time from (docs/architecture.md, "Time").
+    package let clock: any HeraldClock
 
     package init(
         config: GatewayConfig, pushkins: [any Pushkin], metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
-        hostSenders: HostSenders
+        hostSenders: HostSenders, clock: any HeraldClock = SystemClock()
     ) {
+        self.clock = clock
         self.config = config
         self.pushkins = pushkins
         self.metrics = metrics

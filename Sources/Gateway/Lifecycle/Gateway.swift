@@ -22,6 +22,8 @@ package final class Gateway: Sendable {
     let logger: Logger
     let registry: PushkinRegistry
     let factories: [any FrontEndFactory]
+    /// What everything that waits or reads the time uses (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     /// What the listeners serve; a reload swaps it.
     let handler: SwappableRoutes
     let live: Mutex<Live>
@@ -50,8 +52,10 @@ package final class Gateway: Sendable {
     /// caller stops when it has errors.
     package init(
         config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
-        frontEnds factories: [any FrontEndFactory] = FrontEnds.standard, logger: Logger, readOnly: Bool = false
+        frontEnds factories: [any FrontEndFactory] = FrontEnds.standard, logger: Logger, readOnly: Bool = false,
+        clock: any HeraldClock = SystemClock()
     ) {
+        self.clock = clock
         self.config = config
         self.logger = logger
         self.registry = registry
@@ -59,9 +63,10 @@ package final class Gateway: Sendable {
         let metrics = GatewayMetrics()
         self.metrics = metrics
         let pushkins = Self.buildPushkins(
-            config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, diagnostics: diagnostics)
+            config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, clock: clock, diagnostics: diagnostics)
         let context = FrontEndContext(
-            config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly, hostSenders: hostSenders)
+            config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly, hostSenders: hostSenders,
+            clock: clock)
         let frontEnds = factories.flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         let claimed = Set(factories.flatMap(\.sections))
         for section in config.extraSections.keys where !claimed.contains(section) {
@@ -73,9 +78,10 @@ package final class Gateway: Sendable {
 
     static func buildPushkins(
         _ config: GatewayConfig, registry: PushkinRegistry, metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
-        diagnostics: ConfigDiagnostics
+        clock: any HeraldClock, diagnostics: ConfigDiagnostics
     ) -> [any Pushkin] {
-        let environment = PushkinEnvironment(logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly)
+        let environment = PushkinEnvironment(
+            logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly, clock: clock)
         return registry.build(
             apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
     }

@@ -54,9 +54,10 @@ extension Gateway {
 
     func reload(_ newConfig: GatewayConfig, diagnostics: ConfigDiagnostics) async -> [String] {
         let pushkins = Self.buildPushkins(
-            newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, diagnostics: diagnostics)
+            newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, clock: clock, diagnostics: diagnostics)
         let context = FrontEndContext(
-            config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false, hostSenders: hostSenders)
+            config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false, hostSenders: hostSenders,
+            clock: clock)
         let reloaded = factories.filter(\.reloadable).flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         guard diagnostics.errors.isEmpty else {
             for line in diagnostics.errors { logger.error("Reload refused; the running config stays", metadata: ["problem": "\(line)"]) }

@@ -12,14 +12,21 @@ package final class LogThrottle: Sendable {
     /// The process-wide throttle for per-device lines: 20 of each kind a second.
     package static let perDevice = LogThrottle(perInterval: 20, interval: .seconds(1))
 
-    package init(perInterval: Int, interval: Duration) {
+    /// What the windows are measured on (docs/architecture.md, "Time").
+    package let clock: any HeraldClock
+
+    package init(perInterval: Int, interval: Duration, clock: any HeraldClock = SystemClock()) {
+        self.clock = clock
         self.perInterval = perInterval
         self.interval = interval
     }
 
     /// Whether a line of `kind` may be written now: nil when not; else how many lines of that kind
     /// were left out since the last one written.
-    package func admit(_ kind: String, now: ContinuousClock.Instant = .now) -> Int? {
+    package func admit(_ kind: String) -> Int? { admit(kind, now: clock.now) }
+
+    /// `admit` at `now`.
+    package func admit(_ kind: String, now: ContinuousClock.Instant) -> Int? {
         windows.withLock { table in
             var window = table[kind] ?? (now, 0, 0)
             if now - window.start >= interval { window = (now, 0, window.suppressed) }

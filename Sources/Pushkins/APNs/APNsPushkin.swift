@@ -28,7 +28,8 @@ package final class APNsPushkin: APNsSending {
         self.pool = pool
         admission = AsyncLimiter(limit: config.connections * config.maxConcurrentStreams)
         self.upstream = UpstreamCall(
-            transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics))
+            transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics),
+            clock: environment.clock)
         switch config.auth {
         case .token(let key, let keyId, let teamId):
             providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId)

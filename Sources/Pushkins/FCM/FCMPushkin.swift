@@ -29,7 +29,8 @@ package final class FCMPushkin: FCMSending {
         let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream, contexts: environment.tlsContexts)
         self.transport = transport
         let upstream = UpstreamCall(
-            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: .gcm, pushkin: name, factory: environment.metrics))
+            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: .gcm, pushkin: name, factory: environment.metrics),
+            clock: environment.clock)
         self.upstream = upstream
         switch config.credentials {
         case .v1(let project, let account):

@@ -14,11 +14,14 @@ package struct PushkinEnvironment: Sendable {
     package var readOnly: Bool
     package var hostResolver: HostResolver
     package var tlsContexts: TLSContexts
+    /// What retries wait on (docs/architecture.md, "Time").
+    package var clock: any HeraldClock
 
     package init(
         logger: Logger, metrics: any MetricsFactory, proxy: ProxySettings? = nil, readOnly: Bool = false,
-        hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts()
+        hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts(), clock: any HeraldClock = SystemClock()
     ) {
+        self.clock = clock
         self.tlsContexts = tlsContexts
         self.logger = logger
         self.metrics = metrics

@@ -30,8 +30,8 @@ final class PushServiceClient: Sendable {
         let checked = OriginPools(
             settings: upstream, addressGuard: environment.hostResolver, contexts: environment.tlsContexts)
         let unchecked = OriginPools(settings: upstream, addressGuard: nil, contexts: environment.tlsContexts)
-        self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics)
-        self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics)
+        self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics, clock: environment.clock)
+        self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics, clock: environment.clock)
         self.transports = [checked, unchecked]
         self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -51,10 +52,13 @@ final class ResponseCache: Sendable {
     /// `response_cache_max_pending`.
     let maxPending: Int
     private let logger: Logger
+    /// What the batch window is measured on (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     /// How long the writer gathers answers before it writes them.
     static let batchWindow = Duration.milliseconds(5)
 
-    init(store: any StatusStore, limit: Int, maxPending: Int, logger: Logger) {
+    init(store: any StatusStore, limit: Int, maxPending: Int, logger: Logger, clock: any HeraldClock = SystemClock()) {
+        self.clock = clock
         self.store = store
         self.limit = limit
         self.maxPending = max(1, maxPending)
@@ -63,6 +67,10 @@ final class ResponseCache: Sendable {
 
     /// Answers remembered and not yet stored (for tests and diagnostics).
     var pendingCount: Int { state.withLock { $0.pending.count } }
+    /// Requests waiting for room among the unwritten answers (for tests and diagnostics).
+    var waitingForRoom: Int { state.withLock { $0.full.count } }
+    /// Whether the writer was told to stop (for tests).
+    var isStopping: Bool { state.withLock { $0.stopping } }
 
     /// The answer given to `messageId`, if it is still to be kept at `now`.
     func response(to messageId: [UInt8], now: Date) async throws -> [UInt8]? {
@@ -112,7 +120,7 @@ final class ResponseCache: Sendable {
                 while await waitForAnswers() {
                     // Answers arriving in the next few milliseconds join this batch: under load a
                     // commit stores many, and the writer is woken once for them all.
-                    if !state.withLock({ $0.stopping }) { try? await Task.sleep(for: Self.batchWindow) }
+                    if !state.withLock({ $0.stopping }) { try? await clock.wait(Self.batchWindow) }
                     if let batch = takeUnwritten() { await write(batch) }
                 }
             } onGracefulShutdown: {
@@ -130,7 +138,7 @@ final class ResponseCache: Sendable {
     func loadStoredIDs() async {
         let ids: [UInt64]?
         do {
-            ids = try await store.cachedMessageIds(now: Date(), digest: RecentIDFilter.digest)
+            ids = try await store.cachedMessageIds(now: clock.date, digest: RecentIDFilter.digest)
         } catch {
             logger.warning("Status response cache ids not loaded; every push request asks the store", metadata: ["error": "\(error)"])
             ids = nil

@@ -20,6 +20,8 @@ package final class StatusServer: Sendable {
     let store: any StatusStore
     let delivery: any StatusSender
     let dispatcher: Dispatcher
+    /// Expiries of cached answers are read from it (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     let logger: Logger
     let metrics: any MetricsFactory
     let counters: CounterCache
@@ -29,8 +31,9 @@ package final class StatusServer: Sendable {
 
     package init(
         identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
-        metrics: any MetricsFactory, dispatcher: Dispatcher? = nil
+        metrics: any MetricsFactory, dispatcher: Dispatcher? = nil, clock: any HeraldClock = SystemClock()
     ) {
+        self.clock = clock
         self.identity = identity
         self.config = config
         self.store = store
@@ -40,7 +43,7 @@ package final class StatusServer: Sendable {
         self.counters = CounterCache(factory: metrics)
         self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters)
         self.responses = ResponseCache(
-            store: store, limit: config.responseCacheLimit, maxPending: config.responseCacheMaxPending, logger: logger)
+            store: store, limit: config.responseCacheLimit, maxPending: config.responseCacheMaxPending, logger: logger, clock: clock)
     }
 
     /// Writes the answers of push requests to the store until graceful shutdown, then those left
@@ -183,7 +186,7 @@ package final class StatusServer: Sendable {
 
     /// Answers a duplicate with the cached response, and lets concurrent duplicates share one dispatch.
     private func pushOnce(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
-        if let cached = try? await responses.response(to: messageId, now: Date()) {
+        if let cached = try? await responses.response(to: messageId, now: clock.date) {
             counters.increment("herald_status_push_requests_total", [("result", "replayed")])
             return .success(cached)
         }
@@ -283,7 +286,7 @@ package final class StatusServer: Sendable {
             let bytes = try StatusEnvelope.wrap(response, type: .pushNotificationResponse, key: identity)
             if config.responseCacheLimit > 0 {
                 // Remembered before the request leaves `inFlight`: a duplicate finds one or the other.
-                await responses.remember(messageId, response: bytes, expires: Date().addingTimeInterval(config.responseCacheLifetime))
+                await responses.remember(messageId, response: bytes, expires: clock.date.addingTimeInterval(config.responseCacheLifetime))
             }
             counters.increment("herald_status_push_requests_total", [("result", "answered")])
             return .success(bytes)

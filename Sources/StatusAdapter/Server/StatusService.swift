@@ -21,11 +21,14 @@ package final class StatusService: Service {
 
     /// Builds the store's client (no I/O yet). Throws for a store URL that cannot be used.
     let dispatcher: Dispatcher?
+    let clock: any HeraldClock
 
     package init(
-        config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil
+        config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil,
+        clock: any HeraldClock = SystemClock()
     ) throws {
         self.dispatcher = dispatcher
+        self.clock = clock
         switch config.store {
         case .sqlite: postgres = nil
         case .postgres(let url):
@@ -67,7 +70,7 @@ package final class StatusService: Service {
             let identity = try Secp256k1.PrivateKey(rawRepresentation: config.identity ?? secret)
             server = StatusServer(
                 identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: metrics,
-                dispatcher: dispatcher)
+                dispatcher: dispatcher, clock: clock)
         } catch {
             ready.fail(error)
             await store.close()

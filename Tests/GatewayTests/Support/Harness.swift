@@ -27,11 +27,13 @@ final class RunningGateway: Sendable {
         self.base = "http://127.0.0.1:\(gateway.ports[0])"
     }
 
-    static func start(_ yaml: String, registry: PushkinRegistry = .standard) async throws -> RunningGateway {
+    static func start(_ yaml: String, registry: PushkinRegistry = .standard, clock: any HeraldClock = SystemClock()) async throws
+        -> RunningGateway
+    {
         let (config, diagnostics) = try ConfigLoading.parse(yaml)
         var logger = Logger(label: "herald-test")
         logger.logLevel = .critical
-        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger)
+        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger, clock: clock)
         guard diagnostics.errors.isEmpty else {
             for pushkin in gateway.pushkins { await pushkin.shutdown() }
             throw ConfigLoading.Failure(errors: diagnostics.errors)

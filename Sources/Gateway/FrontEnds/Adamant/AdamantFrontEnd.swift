@@ -63,7 +63,7 @@ struct AdamantFrontEndFactory: FrontEndFactory {
                 production: production, sandbox: sandbox, topic: config.topic, chat: config.chatPayload, transfer: config.transferPayload)
             let service = AdamantService(
                 config: config, keys: keys, nodes: nodes, store: store, pusher: pusher, dispatcher: context.dispatcher, logger: logger,
-                metrics: context.metrics.factory)
+                metrics: context.metrics.factory, clock: context.clock)
             return [
                 AdamantFrontEnd(service: service, apps: Set([config.apnsApp, config.apnsSandboxApp].compactMap { $0 }))
             ]

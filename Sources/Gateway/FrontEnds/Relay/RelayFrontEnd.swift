@@ -22,6 +22,8 @@ struct RelayFrontEnd: FrontEnd {
     let metrics: GatewayMetrics
     let logger: Logger
     let listeners: [ListenerAddress]
+    /// The relay's `Date` for a message's expiry (docs/architecture.md, "Time").
+    let clock: any HeraldClock
 
     func addRoutes(to routes: inout RouteTable) {
         let relay = self
@@ -46,7 +48,7 @@ struct RelayFrontEnd: FrontEnd {
 
     /// Parses, checks and sends one message; 201 with `Location` once APNs accepted it.
     func relay(_ request: ServerRequest) async throws(RelayError) -> ServerResponse {
-        let message = try RelayRequest.parse(request)
+        let message = try RelayRequest.parse(request, now: clock.date)
         guard limiter.allow(message.deviceToken) else { throw .rateLimited(retryAfter: config.retryAfter) }
         let payload = RelayPayload.encode(body: message.body, senderKey: message.senderKey, salt: message.salt, extra: message.extra)
         guard payload.count <= APNsHosts.maxPayloadBytes else { throw .tooLarge(APNsHosts.maxPayloadBytes) }
@@ -123,8 +125,9 @@ struct RelayFrontEndFactory: FrontEndFactory {
         return [
             RelayFrontEnd(
                 config: config, production: production, development: development, dispatcher: context.dispatcher,
-                limiter: TokenRateLimiter(perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst), metrics: context.metrics,
-                logger: logger, listeners: listeners)
+                limiter: TokenRateLimiter(perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock: context.clock),
+                metrics: context.metrics,
+                logger: logger, listeners: listeners, clock: context.clock)
         ]
     }
 }

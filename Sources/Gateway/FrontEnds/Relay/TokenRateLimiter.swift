@@ -10,16 +10,22 @@ final class TokenRateLimiter: Sendable {
     let perMinute: Int
     let burst: Int
     let maxTracked: Int
+    /// What the buckets refill on (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     private let buckets = Mutex<[String: (tokens: Double, updated: ContinuousClock.Instant)]>([:])
 
-    init(perMinute: Int, burst: Int, maxTracked: Int = 100_000) {
+    init(perMinute: Int, burst: Int, maxTracked: Int = 100_000, clock: any HeraldClock = SystemClock()) {
+        self.clock = clock
         self.perMinute = perMinute
         self.burst = max(1, burst)
         self.maxTracked = maxTracked
     }
 
     /// Takes one message's worth for `key`; false when the bucket is empty.
-    func allow(_ key: String, now: ContinuousClock.Instant = .now) -> Bool {
+    func allow(_ key: String) -> Bool { allow(key, now: clock.now) }
+
+    /// Takes one message's worth for `key` at `now`.
+    func allow(_ key: String, now: ContinuousClock.Instant) -> Bool {
         guard perMinute > 0 else { return true }
         let rate = Double(perMinute) / 60
         return buckets.withLock { table in

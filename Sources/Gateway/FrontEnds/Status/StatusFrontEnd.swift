@@ -74,7 +74,8 @@ struct StatusFrontEndFactory: FrontEndFactory {
         let service: StatusService
         do {
             service = try StatusService(
-                config: config, sender: sender, logger: logger, metrics: context.metrics.factory, dispatcher: context.dispatcher)
+                config: config, sender: sender, logger: logger, metrics: context.metrics.factory, dispatcher: context.dispatcher,
+                clock: context.clock)
         } catch {
             diagnostics.error("status.store", "\(error)")
             return []
