@@ -42,7 +42,8 @@ wait_http() { for _ in $(seq 1 "${WAIT_TRIES:-200}"); do curl -s -o /dev/null "$
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 
-# Fake upstreams: Web Push, APNs (HTTP/2 + TLS, JWT checks), FCM (OAuth + v1).
+# Fake upstreams: Web Push, APNs (HTTP/2 + TLS, JWT checks), FCM (OAuth + v1), Huawei Push Kit
+# (OAuth + the Android API).
 "$FAKES" --directory "$work/fakes" --adamant-devices "${ADAMANT_DEVICES:-10000}" 2>"$work/fakes.log" &
 pids+=($!)
 for _ in $(seq 1 400); do [ -s "$work/fakes/fakes.json" ] && break; sleep 0.05; done
@@ -84,6 +85,15 @@ apps:
     base_url: $(fake "['fcm']['base_url']")
     max_connections: 64
     inflight_request_limit: 100000
+  com.example.hms:
+    type: hms
+    api: android
+    app_id: '$(fake "['hms']['app_id']")'
+    app_secret_file: $(fake "['hms']['app_secret_file']")
+    token_url: $(fake "['hms']['token_url']")
+    base_url: $(fake "['hms']['base_url']")
+    max_connections: 64
+    inflight_request_limit: 100000
 status:
   store: $work/status.sqlite
   apns_app: com.example.apns
@@ -109,6 +119,7 @@ devices = {
     "webpush": {"app_id": "com.example.webpush", "pushkey": sub["p256dh"], "data": {"endpoint": sub["endpoint"], "auth": sub["auth"]}},
     "apns": {"app_id": "com.example.apns", "pushkey": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "data": {}},
     "fcm": {"app_id": "com.example.fcm", "pushkey": "dGVzdC1kZXZpY2UtMDAx:APA91bHHHH", "data": {}},
+    "hms": {"app_id": "com.example.hms", "pushkey": "IQAAAACy0tEMAAAB-huawei-bench-token", "data": {}},
 }
 for name, device in devices.items():
     device.update({"pushkey_ts": 1700000000, "tweaks": {"sound": "default"}})
@@ -202,6 +213,7 @@ NOTIFY="http://127.0.0.1:$HERALD_PORT/_matrix/push/v1/notify"
 run "herald webpush" "$HERALD_PID" "$NOTIFY" "$work/webpush.json"
 run "herald apns" "$HERALD_PID" "$NOTIFY" "$work/apns.json"
 run "herald fcm v1" "$HERALD_PID" "$NOTIFY" "$work/fcm.json"
+run "herald hms" "$HERALD_PID" "$NOTIFY" "$work/hms.json"
 # The same notifies at half the rate each reached above: latency without the queue that 64
 # connections in a closed loop build on two shared cores.
 for row in webpush apns "fcm v1"; do

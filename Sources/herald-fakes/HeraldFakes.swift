@@ -77,6 +77,7 @@ struct HeraldFakes: AsyncParsableCommand {
             recordRequests: record)
 
         let fcm = try await FakeFCM.start(directory: directory, recordRequests: record)
+        let hms = try await FakeHMS.start(directory: directory, recordRequests: record)
 
         var adamant: JSONValue = .null
         if adamantDevices > 0 {
@@ -107,12 +108,18 @@ struct HeraldFakes: AsyncParsableCommand {
                 "service_account_file": .string(fcm.serviceAccountFile),
                 "legacy_api_key": .string(fcm.legacyAPIKey),
             ],
+            "hms": [
+                "base_url": .string(hms.baseURL), "app_id": .string(hms.appId), "app_secret_file": .string(hms.appSecretFile),
+                "token_url": .string(hms.tokenURL), "service_account_file": .string(hms.serviceAccountFile),
+            ],
         ]
         let output = directory + "/fakes.json"
         try JSONWriter.string(document).write(toFile: output + ".tmp", atomically: true, encoding: .utf8)
         try FileManager.default.moveItem(atPath: output + ".tmp", toPath: output)
         FileHandle.standardError.write(
-            Data("herald-fakes: Web Push \(webpush.baseURL), APNs \(apns.baseURL), FCM \(fcm.baseURL); \(output)\n".utf8))
+            Data(
+                "herald-fakes: Web Push \(webpush.baseURL), APNs \(apns.baseURL), FCM \(fcm.baseURL), HMS \(hms.baseURL); \(output)\n".utf8)
+        )
         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
     }
 }

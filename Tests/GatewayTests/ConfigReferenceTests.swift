@@ -41,7 +41,7 @@ import Testing
     /// The key paths the reader asks for, app keys named by the app's type.
     static func readKeys() async throws -> Set<String> {
         let dir = temporaryDirectory()
-        for file in ["key.p8", "cert.pem", "sa.json", "ca.pem", "passphrase"] {
+        for file in ["key.p8", "cert.pem", "sa.json", "ca.pem", "passphrase", "secret"] {
             try "x".write(toFile: "\(dir)/\(file)", atomically: true, encoding: .utf8)
         }
         let yaml = """
@@ -51,7 +51,7 @@ import Testing
             tracing: {enabled: false}
             proxy: 'http://p:1'
             no_proxy: [x]
-            status: {gorush: {}, apns_app: a}
+            status: {gorush: {}, apns_app: a, hms_app: h}
             relay: {apns_app: a}
             adamant: {apns_app: a, nodes: ['http://n'], passphrase_file: \(dir)/passphrase, payloads: {chat: {}, transfer: {}}, startup: initial, start_height: 0}
             apps:
@@ -61,13 +61,15 @@ import Testing
               g: {type: gcm, project_id: p, service_account_file: \(dir)/sa.json}
               l: {type: gcm, api_version: legacy, api_key: k}
               u: {type: unifiedpush}
+              h: {type: hms, app_id: '1', app_secret_file: \(dir)/secret}
+              o: {type: hms, api: harmony, service_account_file: \(dir)/sa.json, project_id: p}
             """
         let (config, diagnostics) = try ConfigLoading.parse(yaml)
         var logger = Logger(label: "reference")
         logger.logLevel = .critical
         let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, readOnly: true)
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
-        let types = ["w": "webpush", "a": "apns", "c": "apns", "g": "gcm", "l": "gcm", "u": "unifiedpush"]
+        let types = ["w": "webpush", "a": "apns", "c": "apns", "g": "gcm", "l": "gcm", "u": "unifiedpush", "h": "hms", "o": "hms"]
         var paths: Set<String> = []
         for path in diagnostics.keysRead {
             let parts = path.split(separator: ".", maxSplits: 2).map(String.init)

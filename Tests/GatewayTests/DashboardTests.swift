@@ -39,6 +39,7 @@ import Testing
         let apns = try await FakeAPNs.start(
             pki: pki, topic: "com.example.app", auth: try APNsTestKey(directory: dir).auth)
         let fcm = try await FakeFCM.start(directory: dir)
+        let hms = try await FakeHMS.start(directory: dir)
         let node = try await FakeAdamantNode.start()
         try "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about"
             .write(toFile: "\(dir)/passphrase", atomically: true, encoding: .utf8)
@@ -61,6 +62,12 @@ import Testing
                 project_id: \(fcm.projectId)
                 service_account_file: \(fcm.serviceAccountFile)
                 base_url: \(fcm.baseURL)
+              com.example.hms:
+                type: hms
+                app_id: '\(hms.appId)'
+                app_secret_file: \(hms.appSecretFile)
+                token_url: \(hms.tokenURL)
+                base_url: \(hms.baseURL)
             \(webpushApp("com.example.webpush", directory: dir))
             """
         // With PostgreSQL stores (a database of its own) where the suite has one:
@@ -107,6 +114,7 @@ import Testing
         await herald.stop()
         await apns.stop()
         await fcm.stop()
+        await hms.stop()
         await node.stop()
         #expect(missing.isEmpty, "the dashboard queries \(missing), which are not exported")
     }

@@ -138,7 +138,7 @@ import Testing
         var logger = Logger(label: "response-cache-test")
         logger.logLevel = .critical
         let cache = ResponseCache(store: store, limit: 1000, maxPending: 100, logger: logger, clock: clock)
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withTaskGroup(of: Void.self) { group in
             group.addTask { await cache.run() }
             await cache.remember([1], response: [1], expires: Self.later)
             #expect(await eventually { clock.sleepers == 1 })  // the writer waits in the window

@@ -23,6 +23,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case relay
     /// A gorush `POST /api/push` body.
     case gorush
+    /// A Huawei Push Kit answer, and each token's outcome in it.
+    case hms
 
     @discardableResult
     package func run(_ bytes: [UInt8]) -> Bool {
@@ -32,7 +34,22 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .status: return Self.status(bytes)
         case .relay: return Self.relay(bytes)
         case .gorush: return (try? GorushAPI.parseRequest(bytes, maxNotification: 100)) != nil
+        case .hms: return Self.hms(bytes)
         }
+    }
+
+    static func hms(_ bytes: [UInt8]) -> Bool {
+        let answer = HMSAnswer.parse(bytes)
+        for status in [200, 400, 401, 503] {
+            switch HMSDisposition.of(status: status, code: answer.code) {
+            case .partial, .allTokensRefused:
+                for token in answer.refused.keys.prefix(50) {
+                    _ = HMSPushkin.outcome(token, answer: answer, status: status, othersDelivered: status == 200)
+                }
+            case .delivered, .renewCredential, .temporary, .permanent, .configuration: break
+            }
+        }
+        return answer.rawCode != nil
     }
 
     static func json(_ bytes: [UInt8]) -> Bool {

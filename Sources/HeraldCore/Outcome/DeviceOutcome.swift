@@ -36,7 +36,8 @@ package enum DeviceOutcome: Sendable, Equatable {
         guard case .rejected(let reason) = self else { return false }
         switch reason {
         case .apns(let status, let reason): return APNsErrorReason.tokenIsDead(status: status, reason: reason)
-        case .fcm, .fcmLegacy, .pushService: return true
+        // The HMS pushkin rejects only what it decided is dead (docs/compatibility/hms.md).
+        case .fcm, .fcmLegacy, .pushService, .hms: return true
         case .unknownAppId, .ambiguousAppId, .invalidPushkey, .invalidDefaultPayload, .nothingToSend, .eventsOnly, .endpointRefused,
             .payloadTooLarge, .inflightLimit, .noPushkin, .localError, .network, .authorization:
             return false

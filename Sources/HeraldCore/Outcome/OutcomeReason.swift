@@ -37,6 +37,9 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     case fcm(status: Int, FCMErrorCode?)
     /// The legacy FCM API answered this per-device error, or `status` for the whole request.
     case fcmLegacy(FCMLegacyError?, status: Int)
+    /// Huawei Push Kit answered `status` with result `code` (nil: none or unknown), and for one
+    /// token of the request, the reason it was refused.
+    case hms(status: Int, HMSResultCode?, HMSTokenReason?)
     /// A Web Push or UnifiedPush service answered `status`.
     case pushService(status: Int)
     /// The upstream could not be reached or did not answer in time: the error, for logs.
@@ -61,6 +64,7 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .apns(let status, let reason): return reason?.rawValue ?? "http_\(status)"
         case .fcm(let status, let code): return code?.rawValue ?? "http_\(status)"
         case .fcmLegacy(let error, let status): return error?.rawValue ?? "http_\(status)"
+        case .hms(let status, let code, let token): return token?.rawValue ?? code.map { "hms_\($0.rawValue)" } ?? "http_\(status)"
         case .pushService(let status): return "http_\(status)"
         case .network: return "network"
         case .authorization: return "authorization"
@@ -84,6 +88,8 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .fcm(let status, let code): return "FCM \(status)" + (code.map { " \($0.rawValue)" } ?? "")
         case .fcmLegacy(let error?, _): return "FCM \(error.rawValue)"
         case .fcmLegacy(nil, let status): return "FCM \(status)"
+        case .hms(let status, let code, let token):
+            return "Huawei \(status)" + (code.map { " \($0.rawValue)" } ?? "") + (token.map { " \($0.rawValue)" } ?? "")
         case .pushService(let status): return "push service answered \(status)"
         // The error itself (addresses, ports) is in Herald's log, never in what a sender reads.
         case .network: return "network error: the upstream could not be reached"

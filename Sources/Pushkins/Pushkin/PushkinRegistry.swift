@@ -42,6 +42,10 @@ package struct PushkinRegistry: Sendable {
             guard let settings = FCMConfig.read(config, environment: environment) else { return nil }
             return try FCMPushkin(name: name, config: settings, environment: environment)
         }
+        registry.register(.hms) { name, config, environment in
+            guard let settings = HMSConfig.read(config, environment: environment) else { return nil }
+            return try HMSPushkin(name: name, config: settings, environment: environment)
+        }
         return registry
     }
 

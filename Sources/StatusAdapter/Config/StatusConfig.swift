@@ -17,6 +17,8 @@ package struct StatusConfig: Sendable {
     package var apnsApp: String?
     /// App key of the `type: gcm` app for FIREBASE_TOKEN registrations (gorush platform 2).
     package var fcmApp: String?
+    /// The `type: hms` app gorush's platform 3 goes through.
+    package var hmsApp: String?
     /// A fixed identity (hex of the 32-byte secret); otherwise one is created in the store.
     package var identity: [UInt8]?
     package var store = Store.sqlite(path: "./data/status.sqlite")
@@ -63,6 +65,7 @@ package struct StatusConfig: Sendable {
         result.enabled = config.bool("enabled", default: true)
         result.apnsApp = config.string("apns_app")
         result.fcmApp = config.string("fcm_app")
+        result.hmsApp = config.string("hms_app")
         if let hex = config.string("identity"), !hex.isEmpty {
             if let bytes = [UInt8](hex: hex), (try? Secp256k1.PrivateKey(rawRepresentation: bytes)) != nil {
                 result.identity = bytes

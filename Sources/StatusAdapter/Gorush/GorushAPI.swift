@@ -42,6 +42,8 @@ package final class GorushAPI: Service {
         var iosError = 0
         var androidSuccess = 0
         var androidError = 0
+        var huaweiSuccess = 0
+        var huaweiError = 0
     }
 
     package init(
@@ -130,8 +132,8 @@ package final class GorushAPI: Service {
             logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(platformNumber)"])
             return []
         }
-        let platformName = platform == .ios ? "ios" : "android"
-        let topic = platform == .android && !config.honourAndroidTopic ? nil : n["topic"]?.stringValue
+        let platformName = platform.name
+        let topic = platform != .ios && !config.honourAndroidTopic ? nil : n["topic"]?.stringValue
         let context = DispatchContext(logger: logger)
         let title = n["title"]?.stringValue
         let data = n["data"]?.objectValue ?? [:]
@@ -156,6 +158,8 @@ package final class GorushAPI: Service {
                 case (.ios, false): $0.iosError += 1
                 case (.android, true): $0.androidSuccess += 1
                 case (.android, false): $0.androidError += 1
+                case (.huawei, true): $0.huaweiSuccess += 1
+                case (.huawei, false): $0.huaweiError += 1
                 }
             }
             guard !ok else { continue }
@@ -186,7 +190,7 @@ package final class GorushAPI: Service {
                 "failure_tasks": .int(Int64(s.failure)), "submitted_tasks": .int(Int64(s.submitted)), "total_count": .int(Int64(s.total)),
                 "ios": ["push_success": .int(Int64(s.iosSuccess)), "push_error": .int(Int64(s.iosError))],
                 "android": ["push_success": .int(Int64(s.androidSuccess)), "push_error": .int(Int64(s.androidError))],
-                "huawei": ["push_success": 0, "push_error": 0],
+                "huawei": ["push_success": .int(Int64(s.huaweiSuccess)), "push_error": .int(Int64(s.huaweiError))],
             ]
         }
     }

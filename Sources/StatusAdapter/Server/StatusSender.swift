@@ -14,10 +14,20 @@ package protocol StatusSender: Sendable {
     func pushkinName(_ platform: StatusPlatform) -> String?
 }
 
-/// gorush's platforms: 1 iOS (APNs), 2 Android (FCM).
+/// gorush's platforms: 1 iOS (APNs), 2 Android (FCM), 3 Huawei (Push Kit).
 package enum StatusPlatform: Int, Sendable {
     case ios = 1
     case android = 2
+    case huawei = 3
+
+    /// gorush's name for it in logs and stats.
+    package var name: String {
+        switch self {
+        case .ios: return "ios"
+        case .android: return "android"
+        case .huawei: return "huawei"
+        }
+    }
 }
 
 /// The `StatusSender` of a running Herald: through the APNs and FCM pushkins named in `status:`,
@@ -25,10 +35,12 @@ package enum StatusPlatform: Int, Sendable {
 package struct PushkinStatusSender: StatusSender {
     package let apns: (any APNsSending)?
     package let fcm: (any FCMSending)?
+    package let hms: (any HMSSending)?
 
-    package init(apns: (any APNsSending)?, fcm: (any FCMSending)?) {
+    package init(apns: (any APNsSending)?, fcm: (any FCMSending)?, hms: (any HMSSending)? = nil) {
         self.apns = apns
         self.fcm = fcm
+        self.hms = hms
     }
 
     /// One notification to one device token. `data` keys go to the top level of the APNs payload
@@ -56,6 +68,9 @@ package struct PushkinStatusSender: StatusSender {
             if let title, !title.isEmpty { notification["title"] = .string(title) }
             return await fcm.send(
                 FCMRawMessage(notification: notification, data: FCMData.stringify(data).data, token: token), context: context)
+        case .huawei:
+            guard let hms else { return .failed(reason: .noPushkin("no Huawei (hms) app is configured for Status")) }
+            return await hms.send(HMSRawMessage(title: title, body: message, data: data, token: token), context: context)
         }
     }
 
@@ -64,6 +79,7 @@ package struct PushkinStatusSender: StatusSender {
         switch platform {
         case .ios: return apns?.name
         case .android: return fcm?.name
+        case .huawei: return hms?.name
         }
     }
 }

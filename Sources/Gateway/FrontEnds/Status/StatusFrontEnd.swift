@@ -13,7 +13,7 @@ struct StatusFrontEnd: FrontEnd {
     let name = "status"
     let service: StatusService
 
-    var appsInUse: Set<String> { Set([service.config.apnsApp, service.config.fcmApp].compactMap { $0 }) }
+    var appsInUse: Set<String> { Set([service.config.apnsApp, service.config.fcmApp, service.config.hmsApp].compactMap { $0 }) }
 
     func addRoutes(to routes: inout RouteTable) {
         let service = self.service
@@ -57,7 +57,10 @@ struct StatusFrontEndFactory: FrontEndFactory {
         guard let section = context.section("status", diagnostics: diagnostics) else { return [] }
         let config = StatusConfig.read(section)
         guard config.enabled else { return [] }
-        for (key, app, type) in [("apns_app", config.apnsApp, PushkinType.apns), ("fcm_app", config.fcmApp, PushkinType.gcm)] {
+        for (key, app, type) in [
+            ("apns_app", config.apnsApp, PushkinType.apns), ("fcm_app", config.fcmApp, PushkinType.gcm),
+            ("hms_app", config.hmsApp, PushkinType.hms),
+        ] {
             guard let app else { continue }
             if let pushkin = context.pushkin(named: app) {
                 if pushkin.type != type { diagnostics.error("status.\(key)", "app '\(app)' is of type \(pushkin.type), not \(type)") }
@@ -67,7 +70,8 @@ struct StatusFrontEndFactory: FrontEndFactory {
         }
         let sender = PushkinStatusSender(
             apns: config.apnsApp.flatMap { context.pushkin(named: $0) as? any APNsSending },
-            fcm: config.fcmApp.flatMap { context.pushkin(named: $0) as? any FCMSending })
+            fcm: config.fcmApp.flatMap { context.pushkin(named: $0) as? any FCMSending },
+            hms: config.hmsApp.flatMap { context.pushkin(named: $0) as? any HMSSending })
         guard !context.readOnly else { return [] }
         var logger = context.logger
         logger[metadataKey: "component"] = "status"
@@ -87,7 +91,8 @@ struct StatusFrontEndFactory: FrontEndFactory {
                 metrics: context.metrics.factory, dispatcher: context.dispatcher)
             frontEnds.append(
                 GorushFrontEnd(
-                    api: api, maxBodyBytes: config.maxMessageBytes, apps: Set([config.apnsApp, config.fcmApp].compactMap { $0 })))
+                    api: api, maxBodyBytes: config.maxMessageBytes,
+                    apps: Set([config.apnsApp, config.fcmApp, config.hmsApp].compactMap { $0 })))
         }
         return frontEnds
     }

@@ -1,0 +1,255 @@
+import Foundation
+import HeraldCore
+import HeraldUpstream
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A message for Push Kit built outside the notify path (Status, gorush platform 3): a visible
+/// notification's title and body, and a map of strings for the app.
+package struct HMSRawMessage: Sendable {
+    package var title: String?
+    package var body: String
+    package var data: JSONObject
+    package var token: String
+
+    package init(title: String?, body: String, data: JSONObject, token: String) {
+        self.title = title
+        self.body = body
+        self.data = data
+        self.token = token
+    }
+}
+
+/// A pushkin that sends ready-made Push Kit messages (what Status and gorush use).
+package protocol HMSSending: Pushkin {
+    func send(_ message: HMSRawMessage, context: DispatchContext) async -> DeviceOutcome
+}
+
+/// `type: hms`: Huawei Push Kit, for Android phones with HMS Core (`api: android`) and for
+/// HarmonyOS (`api: harmony`). The devices of one notify that share a message go in one request
+/// of up to 1 000 tokens; Huawei's per-token answer decides each device. docs/compatibility/hms.md
+/// says what is sent and how each answer is taken.
+package final class HMSPushkin: HMSSending {
+    package let name: String
+    package let type = PushkinType.hms
+    package let config: HMSConfig
+    /// For the OAuth token endpoint (Android).
+    private let client: UpstreamHTTPClient
+    /// For messages, on `base_url`.
+    private let transport: HTTP1Upstream
+    private let upstream: UpstreamCall
+    private let credential: any UpstreamCredential
+    private let url: String
+
+    package init(name: String, config: HMSConfig, environment: PushkinEnvironment) throws {
+        self.name = name
+        self.config = config
+        let client = try UpstreamHTTPClient(settings: config.upstream)
+        self.client = client
+        let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream, contexts: environment.tlsContexts)
+        self.transport = transport
+        upstream = UpstreamCall(
+            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: .hms, pushkin: name, factory: environment.metrics),
+            clock: environment.clock)
+        switch config.credentials {
+        case .android(let appId, let secret, let tokenURL):
+            credential = HMSAccessTokens(appId: appId, appSecret: secret, tokenURL: tokenURL, client: client, clock: environment.clock)
+            url = "\(config.baseURL)/v1/\(appId)/messages:send"
+        case .harmony(let projectId, let account):
+            credential = HMSJWTCredential(account: account, clock: environment.clock)
+            url = "\(config.baseURL)/v3/\(projectId)/messages:send"
+        }
+    }
+
+    package func shutdown() async {
+        await transport.shutdown()
+        await client.shutdown()
+    }
+
+    package var startupDetails: [String: String] { ["api": config.api] }
+
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        await dispatch(notification, devices: [device], context: context)[0]
+    }
+
+    /// One request per distinct message, with every device that gets it (at most 1 000).
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+        var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
+        var batches: [(message: Built, indices: [Int])] = []
+        for (index, device) in devices.enumerated() {
+            switch build(notification, device: device) {
+            case .failure(let outcome): outcomes[index] = outcome
+            case .success(let built):
+                if let b = batches.firstIndex(where: { $0.message == built }) {
+                    batches[b].indices.append(index)
+                } else {
+                    batches.append((built, [index]))
+                }
+            }
+        }
+        var chunks: [(message: Built, indices: [Int])] = []
+        for batch in batches {
+            for start in stride(from: 0, to: batch.indices.count, by: HMSMessage.maxTokens) {
+                chunks.append((batch.message, Array(batch.indices[start..<min(start + HMSMessage.maxTokens, batch.indices.count)])))
+            }
+        }
+        let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (message: Built, indices: [Int])) in
+            let tokens = chunk.indices.map { devices[$0].pushkey }
+            return Array(zip(chunk.indices, await self.send(chunk.message, tokens: tokens, context: context)))
+        }
+        for (index, outcome) in results.joined() { outcomes[index] = outcome }
+        return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
+    }
+
+    /// Sends a message built elsewhere (Status, gorush): a visible notification with the data.
+    package func send(_ raw: HMSRawMessage, context: DispatchContext) async -> DeviceOutcome {
+        guard !raw.token.isEmpty else { return .rejected(reason: .invalidPushkey("empty push token")) }
+        let data = FCMData.stringify(raw.data).data
+        let built: Built
+        switch config.credentials {
+        case .android:
+            var visible: JSONObject = ["body": .string(raw.body)]
+            if let title = raw.title, !title.isEmpty { visible["title"] = .string(title) }
+            let shown = visible
+            built = Built(
+                body: { tokens in
+                    HMSMessage.android(
+                        data: data, highPriority: true, ttl: self.config.ttl, options: self.config.androidOptions, notification: shown,
+                        tokens: tokens)
+                }, key: .object(["raw": .object(data)]), pushType: nil)
+        case .harmony:
+            let title = raw.title.flatMap { $0.isEmpty ? nil : $0 } ?? config.title
+            built = Built(
+                body: { tokens in
+                    HMSMessage.harmony(
+                        .alert, data: data, alert: (self.config.category, title, raw.body), badge: nil, room: nil, ttl: self.config.ttl,
+                        tokens: tokens)
+                }, key: .object(["raw": .object(data)]), pushType: .alert)
+        }
+        return await send(built, tokens: [raw.token], context: context)[0]
+    }
+
+    // MARK: building
+
+    /// A message ready for its tokens. Two devices get one request when their `key`s are equal.
+    struct Built: Sendable, Equatable {
+        let body: @Sendable ([String]) -> JSONValue
+        let key: JSONValue
+        let pushType: HMSConfig.PushType?
+
+        static func == (a: Built, b: Built) -> Bool { a.key == b.key && a.pushType == b.pushType }
+    }
+
+    /// What a device gets: its message, or the outcome that needs no request.
+    enum Prepared {
+        case success(Built)
+        case failure(DeviceOutcome)
+    }
+
+    private func build(_ notification: PushNotification, device: Device) -> Prepared {
+        guard !device.pushkey.isEmpty else { return .failure(.rejected(reason: .invalidPushkey("empty push token"))) }
+        let map: JSONObject
+        switch FCMData.build(notification, device: device, version: .v1, sendBadgeCounts: config.sendBadgeCounts) {
+        case .invalidDefaultPayload: return .failure(.rejected(reason: .invalidDefaultPayload))
+        case .nothingToSend: return .failure(.skipped(reason: .nothingToSend))
+        case .send(let built): map = FCMData.stringify(built).data
+        }
+        let config = self.config
+        let built: Built
+        switch config.credentials {
+        case .android:
+            let high = !notification.isLowPriority
+            built = Built(
+                body: { HMSMessage.android(data: map, highPriority: high, ttl: config.ttl, options: config.androidOptions, tokens: $0) },
+                key: .object(map.merging(["\u{0}high": .bool(high)]) { $1 }), pushType: nil)
+        case .harmony:
+            let eventIdOnly = device.data?["format"]?.stringValue == "event_id_only"
+            let type = eventIdOnly ? config.eventIdOnlyPushType : config.pushType
+            let badge = config.sendBadgeCounts ? notification.counts.unread : nil
+            let room = notification.roomId
+            built = Built(
+                body: {
+                    HMSMessage.harmony(
+                        type, data: map, alert: (config.category, config.title, config.body), badge: badge, room: room, ttl: config.ttl,
+                        tokens: $0)
+                }, key: .object(map.merging(["\u{0}badge": badge.map { .int($0) } ?? .null]) { $1 }), pushType: type)
+        }
+        guard HMSMessage.countedBytes(built.body([])) <= HMSMessage.maxBodyBytes else {
+            return .failure(.dropped(reason: .payloadTooLarge))
+        }
+        return .success(built)
+    }
+
+    // MARK: sending
+
+    /// One request for `tokens` through the one upstream-call path; Huawei's answer decides each.
+    private func send(_ built: Built, tokens: [String], context: DispatchContext) async -> [DeviceOutcome] {
+        let body = ByteBuffer(bytes: JSONWriter.serialize(built.body(tokens)))
+        let url = self.url
+        let name = self.name
+        let result: Result<[DeviceOutcome], UpstreamCallFailure> = await upstream.run(logger: context.logger, credential: credential) {
+            _, bearer throws(UpstreamPreparationError) in
+            var headers = HTTPHeaders()
+            if let bearer { headers.add(name: "Authorization", value: "Bearer \(bearer)") }
+            headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+            if let pushType = built.pushType { headers.add(name: "push-type", value: pushType.header) }
+            return UpstreamRequest(url: url, headers: headers, body: body)
+        } classify: { response in
+            let answer = HMSAnswer.parse(Array(response.body.readableBytesView))
+            let status = response.status
+            let reason = OutcomeReason.hms(status: status, answer.code, nil)
+            switch HMSDisposition.of(status: status, code: answer.code) {
+            case .delivered:
+                return .done(tokens.map { _ in .delivered })
+            case .partial:
+                return .done(tokens.map { Self.outcome($0, answer: answer, status: status, othersDelivered: true) })
+            case .allTokensRefused:
+                return .done(tokens.map { Self.outcome($0, answer: answer, status: status, othersDelivered: false) })
+            case .renewCredential:
+                return .renewCredential(reason)
+            case .temporary:
+                return .retry(reason)
+            case .permanent, .configuration:
+                context.logger.error(
+                    "Huawei Push Kit refused the message",
+                    metadata: [
+                        "pushkin": "\(name)", "status": "\(status)", "code": "\(answer.rawCode ?? "")",
+                        "request_id": "\(answer.requestId ?? "")", "tokens": "\(tokens.count)",
+                    ])
+                return .done(tokens.map { _ in .failed(reason: reason) })
+            }
+        }
+        switch result {
+        case .success(let outcomes): return outcomes
+        case .failure(let failure): return tokens.map { _ in .failed(reason: failure.reason) }
+        }
+    }
+
+    /// One token's outcome in an answer that lists refused tokens: a dead token is rejected; a
+    /// token of another project (`noRight`) only when the same request delivered to others (the
+    /// credentials are right, so the token is wrong), else it fails as the configuration's
+    /// problem; a scenario or permission problem fails, never rejects.
+    package static func outcome(_ token: String, answer: HMSAnswer, status: Int, othersDelivered: Bool) -> DeviceOutcome {
+        guard let why = answer.refused[token] else {
+            // 80300007 without a list: every token of the request is invalid.
+            return othersDelivered ? .delivered : .rejected(reason: .hms(status: status, answer.code, nil))
+        }
+        let reason = OutcomeReason.hms(status: status, answer.code, why)
+        switch why {
+        case .illegalToken, .tokenFormatError, .tokenPlatformNotSupport:
+            return .rejected(reason: reason)
+        case .noRight:
+            return othersDelivered ? .rejected(reason: reason) : .failed(reason: reason)
+        case .countryNotSupport, .differentImgVerifyPolicy, .notSupportPlayVoice, .noRightToSendThisLiveNotificationEvent:
+            return .dropped(reason: reason)
+        case .noPushTypeRight, .atomicUnableSendUnsubscribedMsg, .disableSendHuaweiMsgBecauseOfPenalty, .appinfoError:
+            return .failed(reason: reason)
+        }
+    }
+}
+
+extension PushkinType {
+    /// `type: hms` in `apps:`.
+    package static let hms = PushkinType("hms")
+}
