@@ -15,7 +15,7 @@ package final class FCMPushkin: FCMSending {
     private let client: UpstreamHTTPClient
     /// For messages, on `base_url`.
     private let transport: HTTP1Upstream
-    private let tokens: GoogleAccessTokens?
+    private let tokens: OAuthAccessTokens?
     private let upstream: UpstreamCall
     private let legacy: FCMLegacySender?
     /// v1's `messages:send` URL, made once.
@@ -34,7 +34,11 @@ package final class FCMPushkin: FCMSending {
         self.upstream = upstream
         switch config.credentials {
         case .v1(let project, let account):
-            tokens = GoogleAccessTokens(account: account, client: client)
+            // The JWT bearer grant (RFC 7523) with the service account's assertion.
+            tokens = OAuthAccessTokens(tokenURL: account.tokenURI, client: client, clock: environment.clock) {
+                "grant_type=" + "urn:ietf:params:oauth:grant-type:jwt-bearer".formEncoded + "&assertion="
+                    + (try account.assertion()).formEncoded
+            }
             legacy = nil
             v1URL = "\(config.baseURL)/v1/projects/\(project)/messages:send"
         case .legacy(let apiKey):
@@ -97,7 +101,7 @@ package final class FCMPushkin: FCMSending {
     /// One v1 message through the one upstream-call path: `UpstreamCall` asks for the OAuth token
     /// (fetched or reused) per attempt and replaces it once when FCM answers 401; the error body
     /// decides the outcome.
-    private func sendV1(body: JSONValue, tokens: GoogleAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
+    private func sendV1(body: JSONValue, tokens: OAuthAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
         let buffer = ByteBuffer(bytes: JSONWriter.serialize(body))
         let url = v1URL
         return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in

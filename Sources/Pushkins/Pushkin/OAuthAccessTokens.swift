@@ -4,33 +4,33 @@ import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 
-/// OAuth 2.0 client-credentials access tokens for Push Kit's Android API: fetched with the app id
-/// and secret, shared by all requests (one fetch at a time), reused until a minute before they
-/// expire, and replaced when Huawei refuses one (`80200001`, `80200003`). Huawei refuses more than
-/// 1 000 tokens in five minutes per app, which reuse keeps far away.
-actor HMSAccessTokens: UpstreamCredential {
-    private let appId: String
-    private let appSecret: String
+/// An app's OAuth 2.0 access tokens, as an upstream credential: fetched from the token endpoint with
+/// the provider's grant, shared by all requests (one fetch at a time: the first caller fetches,
+/// the others wait for its answer), reused until a minute before `expires_in` ends, and replaced
+/// when the upstream refuses one. FCM (a JWT bearer grant) and Huawei's Android API (client
+/// credentials) differ only in the form they post.
+actor OAuthAccessTokens: UpstreamCredential {
     private let tokenURL: String
+    private let form: @Sendable () throws -> String
     private let client: UpstreamHTTPClient
     private let clock: any HeraldClock
     private var current: (token: String, expires: Date)?
     private var inFlight: ReadinessGate<String>?
 
-    init(appId: String, appSecret: String, tokenURL: String, client: UpstreamHTTPClient, clock: any HeraldClock) {
-        self.appId = appId
-        self.appSecret = appSecret
+    /// `form` makes the `application/x-www-form-urlencoded` body of each token request.
+    init(tokenURL: String, client: UpstreamHTTPClient, clock: any HeraldClock, form: @escaping @Sendable () throws -> String) {
         self.tokenURL = tokenURL
         self.client = client
         self.clock = clock
+        self.form = form
     }
 
     struct FetchError: Error, CustomStringConvertible {
         var description: String
     }
 
-    /// The token to send; one Huawei refused is replaced. A token endpoint that does not answer is
-    /// temporary: the next attempt asks again.
+    /// The token to send; one the upstream refused is replaced. A token endpoint that does not
+    /// answer is temporary: the next attempt asks again.
     func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
         do {
             return try await token(replacing: refused)
@@ -39,7 +39,8 @@ actor HMSAccessTokens: UpstreamCredential {
         }
     }
 
-    func token(replacing stale: String?) async throws -> String {
+    /// A valid token; `replacing` marks one the upstream refused, so a fresh one is fetched.
+    func token(replacing stale: String? = nil) async throws -> String {
         if let current, current.expires.timeIntervalSince(clock.date) > 60, current.token != stale { return current.token }
         if let inFlight { return try await inFlight.wait() }
         let gate = ReadinessGate<String>()
@@ -56,10 +57,9 @@ actor HMSAccessTokens: UpstreamCredential {
     }
 
     private func fetch() async throws -> String {
-        let form = "grant_type=client_credentials&client_id=\(appId.formEncoded)&client_secret=\(appSecret.formEncoded)"
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        let response = try await client.send(url: tokenURL, headers: headers, body: ByteBuffer(string: form))
+        let response = try await client.send(url: tokenURL, headers: headers, body: ByteBuffer(string: try form()))
         guard response.status == 200, let json = try? JSONParser.parse(response.body.readableBytesView),
             let token = json["access_token"]?.stringValue
         else {
@@ -68,5 +68,14 @@ actor HMSAccessTokens: UpstreamCredential {
         let lifetime = json["expires_in"]?.pythonInt.map(Double.init) ?? 3600
         current = (token, clock.date.addingTimeInterval(lifetime))
         return token
+    }
+}
+
+extension String {
+    /// Percent-encoded for an `application/x-www-form-urlencoded` value.
+    var formEncoded: String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return addingPercentEncoding(withAllowedCharacters: allowed) ?? self
     }
 }
