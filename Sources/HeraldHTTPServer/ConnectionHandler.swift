@@ -191,10 +191,14 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     ) {
         // Before the end is written: writing it may hand a pipelined request on at once.
         deadline.responseComplete()
-        let written = ResponseWriter.write(response, version: version, keepAlive: keepAlive, context: context, wrap: wrapOutboundOut)
-        guard let mode else { return }
+        guard let mode else {
+            ResponseWriter.write(response, version: version, keepAlive: keepAlive, context: context, promise: nil, wrap: wrapOutboundOut)
+            return
+        }
         let channel = context.channel
-        written.whenComplete { _ in channel.close(mode: mode, promise: nil) }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { _ in channel.close(mode: mode, promise: nil) }
+        ResponseWriter.write(response, version: version, keepAlive: keepAlive, context: context, promise: written, wrap: wrapOutboundOut)
     }
 
     /// Hands out no more requests; with `closing`, closes the connection that way now.

@@ -241,9 +241,9 @@ private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableCh
         let response = ErrorResponder.response(
             for: GatewayError(.badRequest, "M_UNRECOGNIZED", "Malformed HTTP request"), dialect: dialect)
         let channel = context.channel
-        ResponseWriter.write(response, version: .http1_1, keepAlive: false, context: context, wrap: wrapOutboundOut).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        ResponseWriter.write(response, version: .http1_1, keepAlive: false, context: context, promise: written, wrap: wrapOutboundOut)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
