@@ -17,27 +17,17 @@ struct FCMLegacySender: Sendable {
     {
         var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
         // Devices whose default_payload differ get different data: batch those that agree.
-        var batches: [(data: JSONObject, indices: [Int])] = []
+        var ready: [(index: Int, message: JSONObject)] = []
         for (index, device) in devices.enumerated() {
             switch FCMData.build(notification, device: device, version: .legacy, sendBadgeCounts: config.sendBadgeCounts) {
             case .invalidDefaultPayload: outcomes[index] = .rejected(reason: .invalidDefaultPayload)
             case .nothingToSend: outcomes[index] = .skipped(reason: .nothingToSend)
-            case .send(let data):
-                if let b = batches.firstIndex(where: { $0.data == data }) {
-                    batches[b].indices.append(index)
-                } else {
-                    batches.append((data, [index]))
-                }
-            }
-        }
-        var chunks: [(data: JSONObject, indices: [Int])] = []
-        for batch in batches {
-            for start in stride(from: 0, to: batch.indices.count, by: Self.batchSize) {
-                chunks.append((batch.data, Array(batch.indices[start..<min(start + Self.batchSize, batch.indices.count)])))
+            case .send(let data): ready.append((index, data))
             }
         }
         let options = config.fcmOptions
-        let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (data: JSONObject, indices: [Int])) in
+        let chunks = requestBatches(ready, limit: Self.batchSize)
+        let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (message: JSONObject, indices: [Int])) in
             let (data, indices) = chunk
             let keys = indices.map { devices[$0].pushkey }
             let chunkOutcomes = await self.send(pushkeys: keys, context: context) { pending in

@@ -68,13 +68,17 @@ package enum HMSMessage {
     }
 
     /// The size Huawei counts: the body without its tokens.
-    package static func countedBytes(_ body: JSONValue) -> Int {
-        guard case .object(var top) = body else { return 0 }
+    package static func countedBytes(_ body: JSONValue) -> Int { JSONWriter.serialize(withTokens(body, [])).count }
+
+    /// `body` (Android's or HarmonyOS's) addressed to `tokens`.
+    package static func withTokens(_ body: JSONValue, _ tokens: [String]) -> JSONValue {
+        guard case .object(var top) = body else { return body }
+        let list = JSONValue.array(tokens.map(JSONValue.string))
         if case .object(var message)? = top["message"] {
-            message["token"] = .array([])
+            message["token"] = list
             top["message"] = .object(message)
         }
-        if top["target"] != nil { top["target"] = ["token": .array([])] }
-        return JSONWriter.serialize(.object(top)).count
+        if top["target"] != nil { top["target"] = ["token": list] }
+        return .object(top)
     }
 }

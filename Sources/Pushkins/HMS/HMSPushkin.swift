@@ -80,24 +80,14 @@ package final class HMSPushkin: HMSSending {
     /// One request per distinct message, with every device that gets it (at most 1 000).
     package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
         var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
-        var batches: [(message: Built, indices: [Int])] = []
+        var ready: [(index: Int, message: Built)] = []
         for (index, device) in devices.enumerated() {
             switch build(notification, device: device) {
             case .failure(let outcome): outcomes[index] = outcome
-            case .success(let built):
-                if let b = batches.firstIndex(where: { $0.message == built }) {
-                    batches[b].indices.append(index)
-                } else {
-                    batches.append((built, [index]))
-                }
+            case .success(let built): ready.append((index, built))
             }
         }
-        var chunks: [(message: Built, indices: [Int])] = []
-        for batch in batches {
-            for start in stride(from: 0, to: batch.indices.count, by: HMSMessage.maxTokens) {
-                chunks.append((batch.message, Array(batch.indices[start..<min(start + HMSMessage.maxTokens, batch.indices.count)])))
-            }
-        }
+        let chunks = requestBatches(ready, limit: HMSMessage.maxTokens)
         let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (message: Built, indices: [Int])) in
             let tokens = chunk.indices.map { devices[$0].pushkey }
             return Array(zip(chunk.indices, await self.send(chunk.message, tokens: tokens, context: context)))
@@ -115,34 +105,27 @@ package final class HMSPushkin: HMSSending {
         case .android:
             var visible: JSONObject = ["body": .string(raw.body)]
             if let title = raw.title, !title.isEmpty { visible["title"] = .string(title) }
-            let shown = visible
             built = Built(
-                body: { tokens in
-                    HMSMessage.android(
-                        data: data, highPriority: true, ttl: self.config.ttl, options: self.config.androidOptions, notification: shown,
-                        tokens: tokens)
-                }, key: .object(["raw": .object(data)]), pushType: nil)
+                body: HMSMessage.android(
+                    data: data, highPriority: true, ttl: config.ttl, options: config.androidOptions, notification: visible, tokens: []),
+                pushType: nil)
         case .harmony:
             let title = raw.title.flatMap { $0.isEmpty ? nil : $0 } ?? config.title
             built = Built(
-                body: { tokens in
-                    HMSMessage.harmony(
-                        .alert, data: data, alert: (self.config.category, title, raw.body), badge: nil, room: nil, ttl: self.config.ttl,
-                        tokens: tokens)
-                }, key: .object(["raw": .object(data)]), pushType: .alert)
+                body: HMSMessage.harmony(
+                    .alert, data: data, alert: (config.category, title, raw.body), badge: nil, room: nil, ttl: config.ttl, tokens: []),
+                pushType: .alert)
         }
         return await send(built, tokens: [raw.token], context: context)[0]
     }
 
     // MARK: building
 
-    /// A message ready for its tokens. Two devices get one request when their `key`s are equal.
+    /// A message ready for its tokens: the request's body with an empty token list, and its
+    /// scenario. Devices whose messages are equal share a request.
     struct Built: Sendable, Equatable {
-        let body: @Sendable ([String]) -> JSONValue
-        let key: JSONValue
+        let body: JSONValue
         let pushType: HMSConfig.PushType?
-
-        static func == (a: Built, b: Built) -> Bool { a.key == b.key && a.pushType == b.pushType }
     }
 
     /// What a device gets: its message, or the outcome that needs no request.
@@ -159,27 +142,24 @@ package final class HMSPushkin: HMSSending {
         case .nothingToSend: return .failure(.skipped(reason: .nothingToSend))
         case .send(let built): map = FCMData.stringify(built).data
         }
-        let config = self.config
         let built: Built
         switch config.credentials {
         case .android:
-            let high = !notification.isLowPriority
             built = Built(
-                body: { HMSMessage.android(data: map, highPriority: high, ttl: config.ttl, options: config.androidOptions, tokens: $0) },
-                key: .object(map.merging(["\u{0}high": .bool(high)]) { $1 }), pushType: nil)
+                body: HMSMessage.android(
+                    data: map, highPriority: !notification.isLowPriority, ttl: config.ttl, options: config.androidOptions, tokens: []),
+                pushType: nil)
         case .harmony:
             let eventIdOnly = device.data?["format"]?.stringValue == "event_id_only"
             let type = eventIdOnly ? config.eventIdOnlyPushType : config.pushType
-            let badge = config.sendBadgeCounts ? notification.counts.unread : nil
-            let room = notification.roomId
             built = Built(
-                body: {
-                    HMSMessage.harmony(
-                        type, data: map, alert: (config.category, config.title, config.body), badge: badge, room: room, ttl: config.ttl,
-                        tokens: $0)
-                }, key: .object(map.merging(["\u{0}badge": badge.map { .int($0) } ?? .null]) { $1 }), pushType: type)
+                body: HMSMessage.harmony(
+                    type, data: map, alert: (config.category, config.title, config.body),
+                    badge: config.sendBadgeCounts ? notification.counts.unread : nil, room: notification.roomId, ttl: config.ttl, tokens: []
+                ),
+                pushType: type)
         }
-        guard HMSMessage.countedBytes(built.body([])) <= HMSMessage.maxBodyBytes else {
+        guard HMSMessage.countedBytes(built.body) <= HMSMessage.maxBodyBytes else {
             return .failure(.dropped(reason: .payloadTooLarge))
         }
         return .success(built)
@@ -189,7 +169,7 @@ package final class HMSPushkin: HMSSending {
 
     /// One request for `tokens` through the one upstream-call path; Huawei's answer decides each.
     private func send(_ built: Built, tokens: [String], context: DispatchContext) async -> [DeviceOutcome] {
-        let body = ByteBuffer(bytes: JSONWriter.serialize(built.body(tokens)))
+        let body = ByteBuffer(bytes: JSONWriter.serialize(HMSMessage.withTokens(built.body, tokens)))
         let url = self.url
         let name = self.name
         let result: Result<[DeviceOutcome], UpstreamCallFailure> = await upstream.run(logger: context.logger, credential: credential) {
