@@ -157,6 +157,37 @@ import Testing
         #expect(bad.errors.first?.hasPrefix("apps.w.vapid_private_key: '\(dir)/bad.pem' is not a P-256 private key") == true)
     }
 
+    /// docs/compatibility/hms.md, "Configuration": each wrong `type: hms` key is named.
+    @Test func huaweiAppsNameEachWrongKey() async throws {
+        let dir = temporaryDirectory()
+        try "\n".write(toFile: "\(dir)/empty-secret", atomically: true, encoding: .utf8)
+        try "not json".write(toFile: "\(dir)/account.json", atomically: true, encoding: .utf8)
+        let result = await diagnose(
+            """
+            apps:
+              a:
+                type: hms
+                api: ios
+              b:
+                type: hms
+                app_id: '104'
+                app_secret_file: \(dir)/empty-secret
+              c:
+                type: hms
+                api: harmony
+                service_account_file: \(dir)/account.json
+              d:
+                type: hms
+                app_secret_file: \(dir)/empty-secret
+                push_type: voip
+            """)
+        #expect(result.errors.contains("apps.a.api: must be android or harmony, got 'ios'"))
+        #expect(result.errors.contains("apps.b.app_secret_file: '\(dir)/empty-secret' holds no secret"))
+        #expect(result.errors.contains("apps.c.service_account_file: '\(dir)/account.json' is not JSON"))
+        #expect(result.errors.contains("apps.d.app_id: required key is missing"))
+        #expect(result.errors.contains("apps.d.push_type: must be alert or background, got 'voip'"))
+    }
+
     @Test func invalidYAMLIsOneLine() async {
         let errors = await diagnose("http:\n  port: [\n").errors
         #expect(errors.count == 1)

@@ -127,13 +127,15 @@ package struct Dispatcher: Sendable {
         }
     }
 
+    /// A job whose task was cancelled before it started.
+    private static let notStarted = Delivery(.failed(reason: .localError("cancelled before dispatch")), pushkin: nil, token: "")
+
     /// Runs `send` for every job, at most `limit` at once (all at once when nil), counts and logs
     /// each outcome as `dispatch` does, and returns the outcomes in job order.
     package func deliver<Job: Sendable>(
         _ jobs: [Job], limit: Int? = nil, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        let notStarted = Delivery(.failed(reason: .localError("cancelled before dispatch")), pushkin: nil, token: "")
-        return await fanOut(jobs, limit: limit, notStarted: notStarted, send).map { delivery in
+        await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { delivery in
             if let pushkin = delivery.pushkin { count(delivery.outcome, pushkin: pushkin) }
             log(delivery.outcome, app: delivery.pushkin ?? "", token: delivery.token, logger: logger)
             return delivery.outcome
