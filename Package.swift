@@ -138,6 +138,7 @@ let package = Package(
             name: "HeraldPostgres",
             dependencies: [
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),

@@ -1,5 +1,7 @@
+import Logging
 import NIOCore
 import NIOPosix
+import PostgresNIO
 
 /// A store operation's wait for PostgreSQL, bounded.
 package enum PostgresDeadline {
@@ -9,8 +11,9 @@ package enum PostgresDeadline {
         package var description: String { "the PostgreSQL store did not answer in time" }
     }
 
-    /// `work` within `timeout`, else `Unavailable`. The caller does not wait for `work` past the
-    /// timeout: `work` is cancelled then, but a query sent on a connection that died under it
+    /// `work` within `timeout`, else `Unavailable`; `CancellationError` at once when the caller is
+    /// cancelled (a shutdown does not wait for the database). The caller does not wait for `work`
+    /// past either: `work` is cancelled then, but a query sent on a connection that died under it
     /// (PostgreSQL killed mid-request) may never complete whatever its cancellation, so it is not
     /// awaited (a task of its own, then abandoned; it ends when its connection is finally closed).
     package static func bounded<T: Sendable>(_ timeout: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
@@ -22,7 +25,31 @@ package enum PostgresDeadline {
             task.cancel()
         }
         promise.futureResult.whenComplete { _ in timer.cancel() }
-        return try await promise.futureResult.get()
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+            task.cancel()
+        }
+    }
+
+    /// `query`'s rows on `connection` within `limit`, else `Unavailable`; `CancellationError` at
+    /// once when the caller is cancelled. For a connection held across operations (a session
+    /// lock's), where a query that never answers must not hold the caller: it is awaited as a
+    /// future, which the timer or the cancellation completes instead.
+    package static func rows(
+        _ connection: PostgresConnection, _ query: PostgresQuery, within limit: Duration, logger: Logger
+    ) async throws -> [PostgresRow] {
+        if connection.isClosed { throw Unavailable() }
+        let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
+        let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanosecondsClamped)) { promise.fail(Unavailable()) }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        connection.query(query, logger: logger).whenComplete { result in promise.completeWith(result.map(\.rows)) }
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            promise.fail(CancellationError())
+        }
     }
 }
 

@@ -284,6 +284,40 @@ import Testing
         await dev.stop()
     }
 
+    /// A database that hangs (every PostgreSQL process stopped: connections stay open and nothing
+    /// is answered, as on a frozen machine or across a partition) holds neither the lease loop nor
+    /// a shutdown: the holder finds its lease unproven and stops polling, and both instances, the
+    /// one that held the lease and the one seeking it, end on SIGTERM and exit 0.
+    @Test(.enabled(if: binary != nil && TestPostgres.url != nil && ThrowawayPostgres.available, "needs the herald executable and root"))
+    func withPostgresEveryInstanceExitsZeroOnSIGTERMWhileTheDatabaseHangs() async throws {
+        let binary = try #require(Self.binary)
+        let dir = temporaryDirectory()
+        let (apns, dev) = try await AdamantEndToEndTests.fakes(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        let leader = try Herald.launch(
+            binary, config: try config(dir, node: node, apns: apns, dev: dev, store: postgres.url), log: "\(dir)/a.log")
+        #expect(try await AdamantEndToEndTests.eventually { leader.output.contains("ADAMANT polling lease taken") })
+        let seeker = try Herald.launch(
+            binary, config: try config(dir, node: node, apns: apns, dev: dev, store: postgres.url), log: "\(dir)/b.log")
+        #expect(try await Self.serving(seeker))
+        // The seeker asks for the lock every 0.2 s (`lease_retry`): its next attempt meets the hang.
+        try postgres.freeze()
+        #expect(try await AdamantEndToEndTests.eventually { leader.output.contains("ADAMANT polling lease lost") })
+        for herald in [leader, seeker] {
+            let asked = ContinuousClock.now
+            await herald.kill(SIGTERM)
+            #expect(herald.process.terminationStatus == 0, "\(herald.output.suffix(4000))")
+            #expect(ContinuousClock.now - asked < .seconds(20), "within the grace period and the cancellation limit")
+            #expect(!herald.output.contains("Did not stop within the shutdown grace period"), "\(herald.output.suffix(4000))")
+        }
+        try postgres.thaw()
+        await node.stop()
+        await apns.stop()
+        await dev.stop()
+    }
+
     /// A PostgreSQL crash and restart under two instances: afterwards one instance polls (the
     /// other's poll count stays still), and nothing is pushed twice or missed, also what reached
     /// the chain while the database was down.

@@ -171,6 +171,16 @@ import Testing
         """
     }
 
+    /// What an instance that did not exit 0 logged last before it ended, and the head of its crash
+    /// report, if any (the backtrace's registers and images say nothing of which service waited).
+    static func exitReport(_ output: String) -> String {
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let crash = lines.firstIndex(where: { $0.contains("Program crashed") || $0.contains("Fatal error") }) else {
+            return lines.suffix(40).joined(separator: "\n")
+        }
+        return (lines[..<crash].suffix(40) + lines[crash...].prefix(16)).joined(separator: "\n")
+    }
+
     /// POSTs `body`; the status, or nil when no answer came (a broken connection).
     static func post(_ url: String, _ body: [UInt8]) async -> (status: Int, body: [UInt8])? {
         var request = HTTPClientRequest(url: url)
@@ -363,7 +373,7 @@ import Testing
                             await old.kill(SIGTERM)
                             ledger.state.withLock {
                                 $0.sigtermExits.append(old.process.terminationStatus)
-                                if old.process.terminationStatus != 0 { $0.badExits.append(String(old.output.suffix(3000))) }
+                                if old.process.terminationStatus != 0 { $0.badExits.append(Self.exitReport(old.output)) }
                                 $0.restartsInPlace += 1
                             }
                         }
@@ -411,7 +421,7 @@ import Testing
                 await process.kill(SIGTERM)
                 ledger.state.withLock {
                     $0.sigtermExits.append(process.process.terminationStatus)
-                    if process.process.terminationStatus != 0 { $0.badExits.append(String(process.output.suffix(3000))) }
+                    if process.process.terminationStatus != 0 { $0.badExits.append(Self.exitReport(process.output)) }
                 }
             }
         }

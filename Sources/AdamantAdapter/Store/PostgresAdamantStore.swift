@@ -269,23 +269,25 @@ package final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    /// One attempt: false when another instance holds the lock; true once `body` returned.
+    /// One attempt: false when another instance holds the lock; true once `body` returned. Every
+    /// query on the lock's connection is bounded (the store timeout to take it, `lease_check` to
+    /// prove and give it back) and ends at once on cancellation: a connection whose server died
+    /// without a goodbye may never answer, and neither a lease attempt nor a shutdown waits for it.
     private func leadOnce(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
-        let (logger, holder, check) = (self.logger, Self.holderName, leaseCheck)
+        let (logger, holder, check, timeout) = (self.logger, Self.holderName, leaseCheck, self.timeout)
         return try await client.withConnection { connection in
-            let rows = try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaseKey))", logger: logger)
-            var acquired = false
-            for try await value in rows.decode(Bool.self) { acquired = value }
-            guard acquired else { return false }
             do {
-                let bumped = try await connection.query(
+                let taken = try await PostgresDeadline.rows(
+                    connection, "SELECT pg_try_advisory_lock(\(Self.leaseKey))", within: timeout, logger: logger)
+                guard try taken.first?.decode(Bool.self) == true else { return false }
+                let bumped = try await PostgresDeadline.rows(
+                    connection,
                     """
                     INSERT INTO adamant_lease (id, epoch, holder, taken_at) VALUES (1, 1, \(holder), \(Date().timeIntervalSince1970))
                     ON CONFLICT (id) DO UPDATE SET epoch = adamant_lease.epoch + 1, holder = EXCLUDED.holder, taken_at = EXCLUDED.taken_at
                     RETURNING epoch
-                    """, logger: logger)
-                var epoch: Int64 = 0
-                for try await value in bumped.decode(Int64.self) { epoch = value }
+                    """, within: timeout, logger: logger)
+                let epoch = try bumped.first?.decode(Int64.self) ?? 0
                 lease.withLock { $0 = .held(epoch: epoch) }
                 logger.notice("ADAMANT polling lease taken", metadata: ["epoch": "\(epoch)"])
                 defer {
@@ -300,16 +302,13 @@ package final class PostgresAdamantStore: AdamantStore {
                     try await group.next()
                 }
             } catch {
-                // The lock may still be held on a live connection: give it back, or close the
+                // The lock may be held on a live connection (also when the attempt to take it was
+                // cut short: the server may have granted it): give it back, or close the
                 // connection (a session lock ends with it) when it does not answer.
-                if (try? await Self.answer(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: check, logger: logger))
-                    == nil
-                {
-                    try? await connection.close()
-                }
+                if (try? await Self.unlock(connection, within: check, logger: logger)) == nil { try? await connection.close() }
                 throw error
             }
-            try? await Self.answer(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: check, logger: logger)
+            try? await Self.unlock(connection, within: check, logger: logger)
             return true
         }
     }
@@ -319,30 +318,21 @@ package final class PostgresAdamantStore: AdamantStore {
     private static func watch(_ connection: PostgresConnection, every interval: Duration, logger: Logger) async throws {
         while true {
             try await Task.sleep(for: interval)
-            try await answer(connection, "SELECT 1", within: interval * 5, logger: logger)
+            do {
+                _ = try await PostgresDeadline.rows(connection, "SELECT 1", within: interval * 5, logger: logger)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch is PostgresDeadline.Unavailable {
+                throw LeaseLost(connection.isClosed ? "its connection closed" : "its connection did not answer within \(interval * 5)")
+            } catch {
+                throw LeaseLost("its connection failed: \(String(reflecting: error))")
+            }
         }
     }
 
-    /// Runs `sql` on `connection`, waiting at most `limit`: `LeaseLost` when the connection is
-    /// closed, fails the query or is late. A query on a connection that has died may never
-    /// complete, so it is not awaited as a task but as a future, which a timer completes instead.
-    private static func answer(_ connection: PostgresConnection, _ sql: String, within limit: Duration, logger: Logger) async throws {
-        if connection.isClosed { throw LeaseLost("its connection closed") }
-        let loop = connection.eventLoop
-        let promise = loop.makePromise(of: Void.self)
-        let timer = loop.scheduleTask(
-            in: .nanoseconds(Int64(limit.components.seconds) * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)
-        ) {
-            promise.fail(LeaseLost("its connection did not answer within \(limit)"))
-        }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).whenComplete { result in
-            switch result {
-            case .success: promise.succeed(())
-            case .failure(let error): promise.fail(LeaseLost("its connection failed: \(String(reflecting: error))"))
-            }
-        }
-        try await promise.futureResult.get()
+    /// Gives the lock back on its connection, within `limit`.
+    private static func unlock(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async throws {
+        _ = try await PostgresDeadline.rows(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: limit, logger: logger)
     }
 
     /// Ends the server processes holding this database's polling lock, as a PostgreSQL crash or an

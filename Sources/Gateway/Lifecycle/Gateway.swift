@@ -154,7 +154,7 @@ package final class Gateway: Sendable {
         if let metricsServer { services.append(ListenerService(server: metricsServer, ready: {})) }
 
         var configuration = ServiceGroupConfiguration(
-            services: services.map { .init(service: $0) }, gracefulShutdownSignals: signals, logger: logger)
+            services: services.map { .init(service: WatchedService($0, logger: logger)) }, gracefulShutdownSignals: signals, logger: logger)
         configuration.maximumGracefulShutdownDuration = config.http.shutdownGracePeriod
         configuration.maximumCancellationDuration = .seconds(10)
         group.withLock { $0 = (ServiceGroup(configuration: configuration), listeners, metricsServer) }

@@ -40,14 +40,24 @@ package final class ThrowawayPostgres: Sendable {
     /// SIGKILL to the postmaster and every process it started, as a machine or the OOM killer
     /// would: every connection ends without a goodbye, the lock table with them, and no backend
     /// answers a query any more (a backend whose postmaster died alone could).
-    package func crash() throws {
+    package func crash() throws { try signalAll(SIGKILL) }
+
+    /// SIGSTOP to the postmaster and every process it started, as a hung machine or a network
+    /// partition would look: connections stay open, nothing is answered, no error comes. `thaw()`
+    /// (or `stop()`) ends it.
+    package func freeze() throws { try signalAll(SIGSTOP) }
+
+    /// SIGCONT after `freeze()`: the server answers again what it was sent.
+    package func thaw() throws { try signalAll(SIGCONT) }
+
+    private func signalAll(_ signal: Int32) throws {
         let pidFile = try String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
             throw Failed(description: "no postmaster pid")
         }
         let children = Self.children(of: pid)
-        kill(pid, SIGKILL)
-        for child in children { kill(child, SIGKILL) }
+        kill(pid, signal)
+        for child in children { kill(child, signal) }
     }
 
     /// The processes whose parent is `pid`, from /proc.
@@ -66,7 +76,10 @@ package final class ThrowawayPostgres: Sendable {
     /// Starts it again on the same port and data (after `crash()`, once its backends have ended).
     package func restart() throws { _ = try Self.run([Self.script, "start", directory]) }
 
-    package func stop() { _ = try? Self.run([Self.script, "stop", directory]) }
+    package func stop() {
+        try? thaw()
+        _ = try? Self.run([Self.script, "stop", directory])
+    }
 
     /// Runs the script, its output going to a file: the server it starts lives on and could hold a
     /// pipe open, so the output is read once the script has exited. Spawned and reaped directly

@@ -1,0 +1,77 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import Gateway
+
+/// docs/operations.md, "Shutdown": when the grace period ends, the log names the service that held
+/// the shutdown up, those cancelled before their turn, and each one's end.
+@Suite struct ShutdownWatchTests {
+    /// Lines logged, as "LEVEL message service".
+    final class Lines: @unchecked Sendable {
+        let lines = Mutex<[String]>([])
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    struct Capture: LogHandler {
+        let sink: Lines
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            guard let service = event.metadata?["service"] else { return }
+            sink.lines.withLock { $0.append("\(event.level) \(event.message) \(service)") }
+        }
+    }
+
+    /// Ignores the graceful shutdown; ends only when cancelled.
+    struct Stubborn: Service {
+        func run() async throws {
+            let (never, _) = AsyncStream.makeStream(of: Int.self)
+            for await _ in never {}
+        }
+    }
+
+    /// Ends when asked; says when it runs.
+    struct Polite: Service {
+        let started: AsyncStream<Void>.Continuation
+        func run() async throws {
+            started.yield()
+            try? await gracefulShutdown()
+        }
+    }
+
+    /// Ends when asked, which happens only after `Stubborn` (it comes first in the group).
+    struct Later: Service {
+        func run() async throws { try? await gracefulShutdown() }
+    }
+
+    @Test func theServiceThatHeldTheShutdownUpIsNamedAndEachEndIsLogged() async throws {
+        let sink = Lines()
+        let logger = Logger(label: "t") { _ in Capture(sink: sink) }
+        let (started, starting) = AsyncStream.makeStream(of: Void.self)
+        let services: [any Service] = [Later(), Stubborn(), Polite(started: starting)]
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: WatchedService($0, logger: logger)) }, logger: logger)
+        configuration.maximumGracefulShutdownDuration = .milliseconds(200)
+        configuration.maximumCancellationDuration = .seconds(60)
+        let group = ServiceGroup(configuration: configuration)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try? await group.run() }
+            for await _ in started { break }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        let lines = sink.all
+        #expect(lines.contains("warning Did not stop within the shutdown grace period; cancelled Stubborn"), "\(lines)")
+        #expect(lines.contains("notice Cancelled before its turn to stop Later"), "\(lines)")
+        #expect(lines.contains("notice Stopped after cancellation Stubborn"), "\(lines)")
+        #expect(lines.contains("notice Stopped after cancellation Later"), "\(lines)")
+        // The one that stopped when asked is not named at all.
+        #expect(!lines.contains { $0.hasSuffix("Polite") }, "\(lines)")
+    }
+}
