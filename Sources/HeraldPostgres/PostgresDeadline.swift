@@ -33,17 +33,20 @@ package enum PostgresDeadline {
         }
     }
 
-    /// `query`'s rows on `connection` within `limit`, else `Unavailable`; `CancellationError` at
-    /// once when the caller is cancelled. For a connection held across operations (a session
-    /// lock's), where a query that never answers must not hold the caller: it is awaited as a
-    /// future, which the timer or the cancellation completes instead.
+    /// `query`'s rows on `connection` within `limit` (nil: however long it takes), else
+    /// `Unavailable`; `CancellationError` at once when the caller is cancelled. For a connection
+    /// held across operations (a session lock's, a migration's), where a query that never answers
+    /// must not hold the caller: it is awaited as a future, which the timer or the cancellation
+    /// completes instead.
     package static func rows(
-        _ connection: PostgresConnection, _ query: PostgresQuery, within limit: Duration, logger: Logger
+        _ connection: PostgresConnection, _ query: PostgresQuery, within limit: Duration?, logger: Logger
     ) async throws -> [PostgresRow] {
         if connection.isClosed { throw Unavailable() }
         let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
-        let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanosecondsClamped)) { promise.fail(Unavailable()) }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
+        if let limit {
+            let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanosecondsClamped)) { promise.fail(Unavailable()) }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
+        }
         connection.query(query, logger: logger).whenComplete { result in promise.completeWith(result.map(\.rows)) }
         return try await withTaskCancellationHandler {
             try await promise.futureResult.get()

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldPostgres
 import HeraldTestSupport
 import Logging
@@ -47,5 +48,31 @@ import Testing
             try postgres.thaw()
             services.cancelAll()
         }
+    }
+
+    /// An instance whose Status store hangs while it starts (it waits for the database, as it does
+    /// for one that is down) ends on SIGTERM within the grace period and exits 0.
+    @Test(
+        .enabled(
+            if: ThrowawayPostgres.available && TestPostgres.url != nil && StatusDurabilityTests.heraldBinary != nil,
+            "needs root, PostgreSQL's server and the herald executable"))
+    func anInstanceStartingOnAHungDatabaseEndsOnSIGTERM() async throws {
+        let binary = try #require(StatusDurabilityTests.heraldBinary)
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        let dir = temporaryDirectory()
+        try postgres.freeze()
+        let yaml =
+            "log:\n  level: debug\n"
+            + gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir), extra: "status:\n  store: \(postgres.url)\n")
+        try yaml.write(toFile: "\(dir)/herald.yaml", atomically: true, encoding: .utf8)
+        let herald = try AdamantDurabilityTests.Herald.launch(binary, config: "\(dir)/herald.yaml", log: "\(dir)/herald.log")
+        // The group runs (it traps SIGTERM before it starts a service); the Status store waits on the database.
+        #expect(try await AdamantEndToEndTests.eventually { herald.output.contains("Starting service sl-service=") })
+        let asked = ContinuousClock.now
+        await herald.kill(SIGTERM)
+        #expect(herald.process.terminationStatus == 0, "\(herald.output.suffix(4000))")
+        #expect(ContinuousClock.now - asked < .seconds(20), "within the grace period and the cancellation limit")
+        #expect(!herald.output.contains("Did not stop within the shutdown grace period"), "\(herald.output.suffix(4000))")
     }
 }

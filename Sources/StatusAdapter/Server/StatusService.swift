@@ -65,8 +65,12 @@ package final class StatusService: Service {
         }
         let server: StatusServer
         do {
-            try await store.migrate()
-            let secret = try await store.identity(orCreate: config.identity ?? Secp256k1.PrivateKey().rawRepresentation)
+            // A shutdown does not wait for a database that is down or hangs at start-up.
+            let candidate = config.identity ?? Secp256k1.PrivateKey().rawRepresentation
+            let secret = try await cancelWhenGracefulShutdown {
+                try await store.migrate()
+                return try await store.identity(orCreate: candidate)
+            }
             let identity = try Secp256k1.PrivateKey(rawRepresentation: config.identity ?? secret)
             server = StatusServer(
                 identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: metrics,
@@ -74,6 +78,8 @@ package final class StatusService: Service {
         } catch {
             ready.fail(error)
             await store.close()
+            // Stopped before the store was open: a shutdown, not a failure.
+            if Task.isShuttingDownGracefully || Task.isCancelled { return }
             throw error
         }
         // The series dashboards chart exist from the start, at 0.

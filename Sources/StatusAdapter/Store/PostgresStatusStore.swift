@@ -56,9 +56,11 @@ package final class PostgresStatusStore: StatusStore {
     }
 
     package func migrate() async throws {
+        // Waits for the database as long as it takes (an instance started while it is down serves
+        // once it is back), but ends at once when cancelled.
         try await client.withConnection { connection in
             func exec(_ query: PostgresQuery) async throws {
-                for try await _ in try await connection.query(query, logger: Self.logger) {}
+                _ = try await PostgresDeadline.rows(connection, query, within: nil, logger: Self.logger)
             }
             // One migrator at a time across instances: a transaction-scoped advisory lock.
             try await exec("BEGIN")
@@ -86,7 +88,9 @@ package final class PostgresStatusStore: StatusStore {
                 for statement in Self.gorushQueueSchema { try await exec(statement) }
                 try await exec("COMMIT")
             } catch {
-                try? await exec("ROLLBACK")
+                // A connection left inside the transaction (the rollback was cut short too) is
+                // closed rather than given back to the pool.
+                if (try? await exec("ROLLBACK")) == nil { try? await connection.close() }
                 throw error
             }
         }
@@ -100,11 +104,15 @@ package final class PostgresStatusStore: StatusStore {
     static let logger = Logger(label: "herald.status.postgres")
 
     package func identity(orCreate candidate: [UInt8]) async throws -> [UInt8] {
-        try await exec(
-            "INSERT INTO status_identity (id, private_key) VALUES (0, \(ByteBuffer(bytes: candidate))) ON CONFLICT (id) DO NOTHING")
-        let rows = try await client.query("SELECT private_key FROM status_identity WHERE id = 0", logger: Self.logger)
-        for try await key in rows.decode(ByteBuffer.self) { return Array(key.readableBytesView) }
-        return candidate
+        try await client.withConnection { connection in
+            _ = try await PostgresDeadline.rows(
+                connection,
+                "INSERT INTO status_identity (id, private_key) VALUES (0, \(ByteBuffer(bytes: candidate))) ON CONFLICT (id) DO NOTHING",
+                within: nil, logger: Self.logger)
+            let rows = try await PostgresDeadline.rows(
+                connection, "SELECT private_key FROM status_identity WHERE id = 0", within: nil, logger: Self.logger)
+            return try rows.first.map { Array(try $0.decode(ByteBuffer.self).readableBytesView) } ?? candidate
+        }
     }
 
     package func registration(publicKey: [UInt8], installationId: String) async throws -> StoredRegistration? {
