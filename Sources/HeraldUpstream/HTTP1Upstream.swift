@@ -85,7 +85,13 @@ package final class HTTP1Upstream: UpstreamTransport {
             state.idle = []
             return Array(state.open.values)
         }
-        for channel in open { try? await channel.close() }
+        // Closed together, then awaited: a TLS close may wait for the peer's answer.
+        let closing = open.map { channel in
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            channel.close(promise: promise)
+            return promise.futureResult
+        }
+        for closed in closing { try? await closed.get() }
     }
 
     private func requestHead(_ request: UpstreamRequest) throws -> HTTPRequestHead {

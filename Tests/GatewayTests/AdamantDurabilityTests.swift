@@ -284,6 +284,35 @@ import Testing
         await dev.stop()
     }
 
+    /// With no grace period at all, SIGTERM cancels every service at once (listeners, gorush's
+    /// workers, the Status server, the ADAMANT pollers, the pushkins): each ends on its
+    /// cancellation, and the process exits 0 well within the cancellation limit, without the abort.
+    @Test(.enabled(if: binary != nil, "needs the herald executable"))
+    func everyServiceEndsOnCancellationWhenTheGracePeriodIsZero() async throws {
+        let binary = try #require(Self.binary)
+        let dir = temporaryDirectory()
+        let (apns, dev) = try await AdamantEndToEndTests.fakes(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        let status = "status:\n  store: \(dir)/status.sqlite\n  apns_app: com.example.adamant\n  gorush:\n    enabled: true\n"
+        let (path, metricsPort) = try config(dir, node: node, apns: apns, dev: dev, store: "\(dir)/adamant.sqlite")
+        let yaml = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
+            of: "shutdown_grace_period: 10", with: "shutdown_grace_period: 0")
+        try (yaml + status).write(toFile: path, atomically: true, encoding: .utf8)
+        let herald = try Herald.launch(binary, config: (path, metricsPort), log: "\(dir)/a.log")
+        #expect(try await Self.serving(herald))
+        #expect(try await AdamantEndToEndTests.eventually { herald.output.contains("ADAMANT poller starts") })
+        let asked = ContinuousClock.now
+        await herald.kill(SIGTERM)
+        #expect(herald.process.terminationStatus == 0, "\(herald.output.suffix(4000))")
+        #expect(ContinuousClock.now - asked < .seconds(10), "before the cancellation limit")
+        for service in ["GorushAPI", "StatusService", "AdamantService", "PushkinsService"] {
+            #expect(herald.output.contains("Stopped after cancellation service=\(service)"), "\(herald.output.suffix(4000))")
+        }
+        await node.stop()
+        await apns.stop()
+        await dev.stop()
+    }
+
     /// A database that hangs (every PostgreSQL process stopped: connections stay open and nothing
     /// is answered, as on a frozen machine or across a partition) holds neither the lease loop nor
     /// a shutdown: the holder finds its lease unproven and stops polling, and both instances, the

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Wakes one waiting task: `ring()` ends the current `wait(upTo:)` at once, or the next one if
-/// nobody waits yet; a wait also ends by itself after its timeout.
+/// nobody waits yet; a wait also ends by itself after its timeout, and when its task is cancelled.
 final class Doorbell: Sendable {
     private struct State {
         var rung = false
@@ -22,8 +22,17 @@ final class Doorbell: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when rung, or after `timeout`. One task waits at a time.
+    /// Returns when rung, after `timeout`, or at once when the task is cancelled. One task waits
+    /// at a time.
     func wait(upTo timeout: Duration) async {
+        await withTaskCancellationHandler {
+            await waitForRingOrTimeout(timeout)
+        } onCancel: {
+            ring()
+        }
+    }
+
+    private func waitForRingOrTimeout(_ timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do { try await Task.sleep(for: timeout) } catch { return }

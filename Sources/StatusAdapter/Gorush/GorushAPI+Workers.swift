@@ -42,7 +42,8 @@ extension GorushAPI {
                 }
             }
             await withGracefulShutdownHandler {
-                while !Task.isShuttingDownGracefully {
+                // Cancelled (the shutdown's grace period ended before this service's turn): stop too.
+                while !Task.isShuttingDownGracefully && !Task.isCancelled {
                     await depth.refresh(from: store)
                     // Claims a batch at a time, a worker's count ahead of the workers: one claim
                     // per job made the claims' round trips the bound of delivery (bench/fleet.sh).
@@ -84,6 +85,12 @@ extension GorushAPI {
             logger.error("gorush queue held a job that is not a notification; dropped", metadata: ["job": "\(job.id)"])
         }
         stats.withLock { $0.busyWorkers -= 1 }
+        if Task.isCancelled {
+            // Cut short by the shutdown's cancellation, its push may not have been sent: it stays
+            // queued and is sent again when its claim runs out (at least once, never lost).
+            logger.notice("gorush job left queued at shutdown", metadata: ["job": "\(job.id)"])
+            return
+        }
         do {
             try await store.completeGorush(id: job.id)
         } catch {
