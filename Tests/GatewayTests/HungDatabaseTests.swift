@@ -69,10 +69,6 @@ import Testing
         let herald = try AdamantDurabilityTests.Herald.launch(binary, config: "\(dir)/herald.yaml", log: "\(dir)/herald.log")
         // The group runs (it traps SIGTERM before it starts a service); the Status store waits on the database.
         #expect(try await AdamantEndToEndTests.eventually { herald.output.contains("Starting service sl-service=") })
-        let asked = ContinuousClock.now
-        await herald.kill(SIGTERM)
-        #expect(herald.process.terminationStatus == 0, "\(herald.output.suffix(4000))")
-        #expect(ContinuousClock.now - asked < .seconds(20), "within the grace period and the cancellation limit")
-        #expect(!herald.output.contains("Did not stop within the shutdown grace period"), "\(herald.output.suffix(4000))")
+        await herald.expectCleanStop()
     }
 }
