@@ -53,6 +53,8 @@ import Testing
         var sigtermExits: [Int32] = []
         /// The end of the log of each instance that exited other than 0 on SIGTERM.
         var badExits: [String] = []
+        /// The services named as having held a SIGTERM's shutdown past its grace period (docs/operations.md, "Shutdown").
+        var heldUp: [String] = []
     }
 
     final class LedgerBox: Sendable {
@@ -179,6 +181,13 @@ import Testing
             return lines.suffix(40).joined(separator: "\n")
         }
         return (lines[..<crash].suffix(40) + lines[crash...].prefix(16)).joined(separator: "\n")
+    }
+
+    /// The services an instance's log names as not stopped within the shutdown grace period.
+    static func heldUp(_ output: String) -> [String] {
+        output.split(separator: "\n").filter { $0.contains("Did not stop within the shutdown grace period") }.compactMap { line in
+            line.range(of: "service=").map { String(line[$0.upperBound...].prefix { $0 != " " }) }
+        }
     }
 
     /// POSTs `body`; the status, or nil when no answer came (a broken connection).
@@ -374,6 +383,7 @@ import Testing
                             ledger.state.withLock {
                                 $0.sigtermExits.append(old.process.terminationStatus)
                                 if old.process.terminationStatus != 0 { $0.badExits.append(Self.exitReport(old.output)) }
+                                $0.heldUp += Self.heldUp(old.output)
                                 $0.restartsInPlace += 1
                             }
                         }
@@ -422,6 +432,7 @@ import Testing
                 ledger.state.withLock {
                     $0.sigtermExits.append(process.process.terminationStatus)
                     if process.process.terminationStatus != 0 { $0.badExits.append(Self.exitReport(process.output)) }
+                    $0.heldUp += Self.heldUp(process.output)
                 }
             }
         }
@@ -458,6 +469,7 @@ import Testing
             | seconds until every /health was clear after PostgreSQL's restart | \(done.recoverySeconds.map { "≤ \(Int($0))" } ?? "not within 30") |
             | SIGKILLs / in-place restarts / PostgreSQL crashes | \(done.kills) / \(done.restartsInPlace) / \(done.databaseCrashes) |
             | instances that exited other than 0 on SIGTERM | \(done.sigtermExits.filter { $0 != 0 }.count) of \(done.sigtermExits.count) |
+            | services that held a SIGTERM past the grace period | \(done.heldUp.isEmpty ? "none" : done.heldUp.joined(separator: ", ")) |
 
             """
         print(table)

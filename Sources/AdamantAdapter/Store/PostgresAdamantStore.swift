@@ -303,12 +303,11 @@ package final class PostgresAdamantStore: AdamantStore {
                 }
             } catch {
                 // The lock may be held on a live connection (also when the attempt to take it was
-                // cut short: the server may have granted it): give it back, or close the
-                // connection (a session lock ends with it) when it does not answer.
-                if (try? await Self.unlock(connection, within: check, logger: logger)) == nil { try? await connection.close() }
+                // cut short: the server may have granted it).
+                await Self.release(connection, within: check, logger: logger)
                 throw error
             }
-            try? await Self.unlock(connection, within: check, logger: logger)
+            await Self.release(connection, within: check, logger: logger)
             return true
         }
     }
@@ -330,9 +329,14 @@ package final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    /// Gives the lock back on its connection, within `limit`.
-    private static func unlock(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async throws {
-        _ = try await PostgresDeadline.rows(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: limit, logger: logger)
+    /// Gives the lock back on its connection within `limit`, or closes the connection (a session
+    /// lock ends with it) when it does not answer, so that no pooled connection keeps the lock.
+    private static func release(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async {
+        do {
+            _ = try await PostgresDeadline.rows(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: limit, logger: logger)
+        } catch {
+            try? await connection.close()
+        }
     }
 
     /// Ends the server processes holding this database's polling lock, as a PostgreSQL crash or an
