@@ -46,13 +46,12 @@ import Testing
         let server = try await Self.bind(Echo())
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await server.serve() }
-            let started = ContinuousClock.now
-            let answer = await RawHTTP.exchangeOffPool(
+            let (answer, closedByServer) = await RawHTTP.exchangeUntilClosedOffPool(
                 port: server.port,
                 head: "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
                     + "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            // The server closed after the third answer: the client did not wait for its 15 s timeout.
-            #expect(ContinuousClock.now - started < .seconds(10))
+            // The server closed after the third answer (the client's read did not end at its timeout).
+            #expect(closedByServer)
             let answers = answer.components(separatedBy: "HTTP/1.1 ").dropFirst()
             #expect(answers.count == 3)
             #expect(answers.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == ["/a", "/b", "/c"])
@@ -105,10 +104,10 @@ import Testing
         }
     }
 
-    @Test func cancellingTheServerClosesItsIdleConnectionsAndReturns() async throws {
+    @Test(.timeLimit(.minutes(1))) func cancellingTheServerClosesItsIdleConnectionsAndReturns() async throws {
         let server = try await Self.bind(Echo())
         let client = BlockingClient(port: server.port, receiveBuffer: nil)
-        let started = ContinuousClock.now
+        // The group ends only once `serve()` has returned: that is the event this waits on.
         await withDiscardingTaskGroup { group in
             group.addTask { await server.serve() }
             // One request answered: the connection is the server's, idle between requests.
@@ -116,7 +115,6 @@ import Testing
             #expect(await client.readOffPool(bytes: 1) > 0)
             group.cancelAll()
         }
-        #expect(ContinuousClock.now - started < .seconds(10))
         #expect(await client.readToEndOffPool().closed)
         client.close()
     }

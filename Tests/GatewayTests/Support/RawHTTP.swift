@@ -60,15 +60,32 @@ enum RawHTTP {
     }
 
     /// What arrives on `fd` until the peer closes (or the receive timeout).
-    private static func readToEnd(_ fd: Int32) -> String {
+    private static func readToEnd(_ fd: Int32) -> String { readUntilClosed(fd).text }
+
+    /// What the server sent, and whether it closed the connection (false: the 15 s receive
+    /// timeout, or an error, ended the read).
+    private static func readUntilClosed(_ fd: Int32) -> (text: String, closedByServer: Bool) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
+            if n <= 0 { return (String(decoding: received, as: UTF8.self), n == 0) }
             received.append(contentsOf: buffer[0..<n])
         }
-        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// Sends `head` and reads until the server closes the connection (or 15 s pass): what it
+    /// sent, and whether it was the server that ended the exchange. On a thread of its own.
+    static func exchangeUntilClosedOffPool(port: Int, head: String) async -> (text: String, closedByServer: Bool) {
+        await offPool {
+            let fd = connectLoopback(port: port)
+            guard fd >= 0 else { return ("", false) }
+            defer { close(fd) }
+            var timeout = timeval(tv_sec: 15, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return readUntilClosed(fd)
+        }
     }
 
     /// A connected socket that sends nothing (an idle client); close it with `close(_:)`.
