@@ -26,7 +26,28 @@ if [ "${1:-}" = "stop" ]; then
 fi
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/initdb" ] || { echo "postgres: no server binaries (apt-get install postgresql)" >&2; exit 1; }
-port=${HERALD_TEST_POSTGRES_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
+# A free port below the kernel's ephemeral range: an outgoing connection never takes it as its
+# own local port, which a port from that range could be meanwhile (initdb and the certificates
+# take seconds, and the tests that crash the server start it again on the same port).
+free_port() {
+  python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+high = low - 1 if low > 11000 else 65535
+for _ in range(500):
+    port = random.randint(10000, high)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+'
+}
+port=${HERALD_TEST_POSTGRES_PORT:-$(free_port)}
 dir=$(mktemp -d /tmp/herald-pg.XXXXXX)
 chown postgres "$dir"
 runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust -U postgres >/dev/null

@@ -86,14 +86,14 @@ extension Gateway {
             "Config reloaded", metadata: ["apps": "\(pushkins.map(\.name).joined(separator: ", "))", "log_level": "\(newConfig.log.level)"])
 
         // Requests that started on the old routes finish on the old pushkins, then those close.
-        let grace = config.http.shutdownGracePeriod
+        let (grace, clock) = (config.http.shutdownGracePeriod, self.clock)
         _ = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for frontEnd in previous { await frontEnd.drained() }
                 return true
             }
             group.addTask {
-                try? await Task.sleep(for: grace)
+                try? await clock.wait(grace)
                 return false
             }
             let first = await group.next() ?? false

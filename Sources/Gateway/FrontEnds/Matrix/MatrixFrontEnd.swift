@@ -12,9 +12,7 @@ struct MatrixFrontEnd: FrontEnd {
     /// discovery, so that UnifiedPush clients do not pick a gateway that would reject their pushers.
     let unifiedPush: Bool
 
-    func drained() async {
-        while notify.inFlight.current > 0 { try? await Task.sleep(for: .milliseconds(10)) }
-    }
+    func drained() async { await notify.inFlight.untilNone() }
 
     func addRoutes(to routes: inout RouteTable) {
         let notify = self.notify

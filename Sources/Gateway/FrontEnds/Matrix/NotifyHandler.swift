@@ -21,7 +21,7 @@ package struct NotifyHandler: Sendable {
     let metrics: GatewayMetrics
     let logger: Logger
     /// Requests in progress on this handler (a reload waits for them before closing old pushkins).
-    let inFlight = AtomicCounter()
+    let inFlight = InFlight()
 
     init(dispatcher: Dispatcher, metrics: GatewayMetrics, logger: Logger) {
         self.dispatcher = dispatcher
@@ -32,11 +32,11 @@ package struct NotifyHandler: Sendable {
     /// The `{"rejected": […]}` answer, or the `NotifyError` to answer instead.
     func handle(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let start = ContinuousClock.now
-        inFlight.add(1)
+        inFlight.enter()
         metrics.requestsInFlight.record(metrics.inFlightCount.add(1))
         defer {
             metrics.requestsInFlight.record(metrics.inFlightCount.add(-1))
-            inFlight.add(-1)
+            inFlight.leave()
         }
         do {
             let response = try await process(request)
