@@ -14,7 +14,8 @@ package enum PostgresURL {
         package var description: String
     }
 
-    package static func configuration(_ url: String) throws(Invalid) -> PostgresClient.Configuration {
+    /// At most `maxConnections` connections (a store's `store_max_connections`).
+    package static func configuration(_ url: String, maxConnections: Int = 16) throws(Invalid) -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), let host = components.host,
             components.scheme == "postgres" || components.scheme == "postgresql"
         else { throw Invalid(description: "'\(redacted(url))' is not a postgres:// URL") }
@@ -45,7 +46,7 @@ package enum PostgresURL {
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: components.user ?? "postgres", password: components.password,
             database: database.isEmpty ? nil : database, tls: tls)
-        configuration.options.maximumConnections = 16
+        configuration.options.maximumConnections = maxConnections
         return configuration
     }
 

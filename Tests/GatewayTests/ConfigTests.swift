@@ -117,6 +117,8 @@ import Testing
         ("status:\n  store_timeout: 0\n", "status.store_timeout: must be between 0.05 and 300.0 seconds, got 0.0"),
         ("adamant:\n  lease_check: 120\n", "adamant.lease_check: must be between 0.05 and 60.0 seconds, got 120.0"),
         ("adamant:\n  store_timeout: 301\n", "adamant.store_timeout: must be between 0.05 and 300.0 seconds, got 301.0"),
+        ("status:\n  store_max_connections: 0\n", "status.store_max_connections: must be between 1 and 1000, got 0"),
+        ("adamant:\n  store_max_connections: 1\n", "adamant.store_max_connections: must be between 2 and 1000, got 1"),
     ])
     func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
         let dir = temporaryDirectory()

@@ -51,6 +51,9 @@ package struct AdamantConfig: Sendable {
     package var leaseCheck: Duration = .seconds(1)
     /// How long a PostgreSQL store operation may wait for the database (`store_timeout`).
     package var storeTimeout: Duration = .seconds(5)
+    /// The PostgreSQL store's connections at most, per instance (`store_max_connections`): one holds
+    /// the polling lease, the others serve the pollers.
+    package var storeMaxConnections = 8
     /// Polls a batch with temporary APNs failures is tried again before its failed pushes are given up.
     package var maxBatchAttempts = 5
     package var maxConcurrentPushes = 64
@@ -106,6 +109,7 @@ package struct AdamantConfig: Sendable {
         config.leaseRetry = section.seconds("lease_retry", default: 2, range: 0.05...600)
         config.leaseCheck = section.seconds("lease_check", default: 1, range: 0.05...60)
         config.storeTimeout = section.seconds("store_timeout", default: 5, range: 0.05...300)
+        config.storeMaxConnections = section.int("store_max_connections", default: 8, range: 2...1000)
         config.recentPushes = section.int("recent_pushes", default: 100_000, range: 100...10_000_000)
         config.maxBatchAttempts = section.int("max_batch_attempts", default: 5, range: 1...1000)
         config.maxConcurrentPushes = section.int("max_concurrent_pushes", default: 64, range: 1...10_000)

@@ -56,7 +56,7 @@ package final class PostgresAdamantStore: AdamantStore {
     }
 
     package init(
-        url: String, logger: Logger, leaseCheck: Duration = .seconds(1), timeout: Duration = .seconds(5),
+        url: String, logger: Logger, leaseCheck: Duration = .seconds(1), timeout: Duration = .seconds(5), maxConnections: Int = 8,
         metrics: (any MetricsFactory)? = nil
     ) throws {
         self.url = url
@@ -65,9 +65,8 @@ package final class PostgresAdamantStore: AdamantStore {
         self.leaseCheck = leaseCheck
         self.timeout = timeout
         do {
-            var configuration = try PostgresURL.configuration(url)
-            configuration.options.maximumConnections = 8
-            client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+            client = PostgresClient(
+                configuration: try PostgresURL.configuration(url, maxConnections: maxConnections), backgroundLogger: logger)
         } catch {
             throw URLError(description: error.description)
         }

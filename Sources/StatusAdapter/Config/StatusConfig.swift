@@ -37,6 +37,8 @@ package struct StatusConfig: Sendable {
     package var sqliteCacheKiB = DurableSQLite.defaultCacheKiB
     /// How long a request waits for the PostgreSQL store before it is answered as failed for now.
     package var storeTimeout: Duration = .seconds(5)
+    /// The PostgreSQL store's connections at most, per instance (`store_max_connections`).
+    package var storeMaxConnections = 16
 
     package var gorush = Gorush()
 
@@ -91,6 +93,7 @@ package struct StatusConfig: Sendable {
         result.responseCacheMaxPending = config.int("response_cache_max_pending", default: 10_000, range: 1...1_000_000)
         result.sqliteCacheKiB = config.int("sqlite_cache_kib", default: DurableSQLite.defaultCacheKiB, range: 16...1_048_576)
         result.storeTimeout = config.seconds("store_timeout", default: 5, range: 0.05...300)
+        result.storeMaxConnections = config.int("store_max_connections", default: 16, range: 1...1000)
         if let gorush = config.map("gorush") {
             result.gorush.enabled = gorush.bool("enabled", default: true)
             result.gorush.maxNotification = gorush.int("max_notification", default: 100, range: 1...100_000)

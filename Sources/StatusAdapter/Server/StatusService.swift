@@ -32,7 +32,8 @@ package final class StatusService: Service {
         switch config.store {
         case .sqlite: postgres = nil
         case .postgres(let url):
-            postgres = try PostgresStatusStore(url: url, logger: logger, timeout: config.storeTimeout, metrics: metrics)
+            postgres = try PostgresStatusStore(
+                url: url, logger: logger, timeout: config.storeTimeout, maxConnections: config.storeMaxConnections, metrics: metrics)
         }
         self.config = config
         self.sender = sender

@@ -36,12 +36,15 @@ package final class PostgresStatusStore: StatusStore {
         package var description: String
     }
 
-    package init(url: String, logger: Logger, timeout: Duration = .seconds(5), metrics: (any MetricsFactory)? = nil) throws {
+    package init(
+        url: String, logger: Logger, timeout: Duration = .seconds(5), maxConnections: Int = 16, metrics: (any MetricsFactory)? = nil
+    ) throws {
         self.url = url
         self.timeout = timeout
         tracker = ComponentHealth(name: "status_store", metrics: metrics)
         do {
-            client = PostgresClient(configuration: try PostgresURL.configuration(url), backgroundLogger: logger)
+            client = PostgresClient(
+                configuration: try PostgresURL.configuration(url, maxConnections: maxConnections), backgroundLogger: logger)
         } catch {
             throw URLError(description: error.description)
         }

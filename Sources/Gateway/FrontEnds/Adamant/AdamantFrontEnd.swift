@@ -56,6 +56,7 @@ struct AdamantFrontEndFactory: FrontEndFactory {
             case .postgres(let url):
                 store = try PostgresAdamantStore(
                     url: url, logger: logger, leaseCheck: config.leaseCheck, timeout: config.storeTimeout,
+                    maxConnections: config.storeMaxConnections,
                     metrics: context.metrics.factory)
             }
             let nodes = try AdamantNodeClient(nodes: config.nodes, settings: config.node, metrics: context.metrics.factory)

@@ -2,13 +2,16 @@ import Foundation
 import HeraldPostgres
 import HeraldTestSupport
 import Logging
-import StatusAdapter
+import PostgresNIO
 import Testing
 
-/// A database that hangs (its processes stopped: connections open, nothing answered) bounds every
-/// store operation: by the store's timeout, and at once when the operation's task is cancelled,
-/// as a shutdown cancels it (docs/operations.md, "Shutdown").
-@Suite(.serialized) struct HungDatabaseTests {
+@testable import StatusAdapter
+
+/// How the PostgreSQL stores are bounded: in time, against a database that hangs (its processes
+/// stopped: connections open, nothing answered), where every operation ends at the store's timeout
+/// and at once when its task is cancelled, as a shutdown cancels it (docs/operations.md,
+/// "Shutdown"); and in connections (`store_max_connections`).
+@Suite(.serialized) struct PostgresStoreBoundsTests {
     @Test(
         .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),
         .timeLimit(.minutes(1)))
@@ -78,5 +81,45 @@ import Testing
         // The group runs (it traps SIGTERM before it starts a service); the Status store waits on the database.
         #expect(try await AdamantEndToEndTests.eventually { herald.output.contains("Starting service sl-service=") })
         await herald.expectCleanStop()
+    }
+
+    /// `status.store_max_connections` bounds the store's pool: many operations at once share that
+    /// many connections, as PostgreSQL's own view of its backends shows.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs PostgreSQL"))
+    func theStorePoolOpensAtMostItsMaximumOfConnections() async throws {
+        var logger = Logger(label: "pool-size-test")
+        logger.logLevel = .critical
+        let url = try await TestPostgres.createDatabase(prefix: "pool")
+        let database = try #require(URLComponents(string: url)?.path.dropFirst()).description
+        let store = try PostgresStatusStore(url: url, logger: logger, timeout: .seconds(60), maxConnections: 2)
+        let observer = try PostgresStatusStore(url: try #require(TestPostgres.url), logger: logger, timeout: .seconds(60))
+        try await withThrowingTaskGroup(of: Void.self) { services in
+            for service in store.services + observer.services { services.addTask { try await service.run() } }
+            try await store.migrate()
+            // 40 reads at once, each holding its connection for 50 ms of the server's time.
+            try await withThrowingTaskGroup(of: Void.self) { reads in
+                for _ in 0..<40 { reads.addTask { try await store.holdConnection(milliseconds: 50) } }
+                try await reads.waitForAll()
+            }
+            let backends = try await observer.backends(of: database)
+            #expect(backends >= 1 && backends <= 2, "\(backends) connections")
+            services.cancelAll()
+        }
+    }
+}
+
+extension PostgresStatusStore {
+    /// One query that holds its connection for `milliseconds` of the server's time (the server
+    /// waits; the test waits on the queries' ends).
+    fileprivate func holdConnection(milliseconds: Int) async throws {
+        for try await _ in try await client.query("SELECT pg_sleep_for(\("\(milliseconds) milliseconds")::interval)", logger: Self.logger) {
+        }
+    }
+
+    /// The server's backends connected to `database`.
+    fileprivate func backends(of database: String) async throws -> Int {
+        let rows = try await client.query("SELECT count(*) FROM pg_stat_activity WHERE datname = \(database)", logger: Self.logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
     }
 }
