@@ -193,6 +193,27 @@ import Testing
         for n: UInt8 in 1...9 { #expect(try await store.cachedResponse(messageId: [n], now: Date()) == [n]) }
     }
 
+    /// A request that outlived the shutdown's drain answers after the writer has ended: its
+    /// answer is still stored, so that its sender's retry after a restart is not processed twice.
+    @Test func anAnswerRememberedAfterTheWriterEndedIsStored() async throws {
+        let store = try await RecordingStore()
+        store.release.open(())
+        let cache = Self.cache(store)
+        var logger = Logger(label: "response-cache-test")
+        logger.logLevel = .critical
+        let group = ServiceGroup(configuration: .init(services: [Writer(cache: cache)], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            await cache.remember([1], response: [1], expires: Self.later)
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        await cache.remember([2], response: [2], expires: Self.later)
+        #expect(try await store.cachedResponse(messageId: [1], now: Date()) == [1])
+        #expect(try await store.cachedResponse(messageId: [2], now: Date()) == [2])
+        #expect(cache.pendingCount == 0)
+    }
+
     @Test func onceTheStoredIdsAreLoadedANewIdIsAnsweredWithoutAskingTheStore() async throws {
         let store = try await RecordingStore()
         store.release.open(())

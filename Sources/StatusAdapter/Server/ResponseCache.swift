@@ -39,6 +39,8 @@ final class ResponseCache: Sendable {
         /// Requests waiting for room (`maxPending` reached).
         var full: [CheckedContinuation<Void, Never>] = []
         var stopping = false
+        /// The writer has ended: an answer remembered now is written by whoever remembers it.
+        var finished = false
         /// The ids that may be in the store, once they are loaded (`loadStoredIDs`).
         var stored: RecentIDFilter?
         /// The digests of the ids remembered while they load; nil once they are (or cannot be).
@@ -84,8 +86,8 @@ final class ResponseCache: Sendable {
     /// found from then on); the store gets it with the writer's next batch.
     func remember(_ messageId: [UInt8], response: [UInt8], expires: Date) async {
         while true {
-            let (added, writer) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
-                guard s.pending.count < maxPending || s.stopping else { return (false, nil) }
+            let (added, writer, finished) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?, Bool) in
+                guard s.pending.count < maxPending || s.stopping else { return (false, nil, false) }
                 s.sequence += 1
                 s.pending[messageId] = Pending(response: response, expires: expires, sequence: s.sequence)
                 s.unwritten.append((CachedResponse(messageId: messageId, response: response, expires: expires), s.sequence))
@@ -94,10 +96,12 @@ final class ResponseCache: Sendable {
                 if s.rememberedBeforeLoad?.count ?? 0 >= limit { s.rememberedBeforeLoad = nil }
                 s.rememberedBeforeLoad?.append(RecentIDFilter.digest(messageId))
                 defer { s.writer = nil }
-                return (true, s.writer)
+                return (true, s.writer, s.finished)
             }
             if added {
                 writer?.resume()
+                // A request that outlived the shutdown's drain: no writer will take it.
+                if finished { await flush() }
                 return
             }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -129,7 +133,9 @@ final class ResponseCache: Sendable {
         } onCancel: {
             self.stop()
         }
-        // Whatever was answered up to the stop.
+        // Whatever was answered up to the stop, then whatever came while that was written.
+        await flush()
+        state.withLock { $0.finished = true }
         await flush()
     }
 
