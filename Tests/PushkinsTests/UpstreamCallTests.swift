@@ -36,11 +36,14 @@ import Testing
         return UpstreamResponse(status: status, headers: headers, body: ByteBuffer())
     }
 
-    func call(_ transport: ScriptedTransport, maxAttempts: Int = 3, budget: Duration = .seconds(50)) -> UpstreamCall {
+    func call(
+        _ transport: ScriptedTransport, maxAttempts: Int = 3, budget: Duration = .seconds(50), backoff: Duration = .milliseconds(1),
+        clock: any HeraldClock = SystemClock()
+    ) -> UpstreamCall {
         UpstreamCall(
             transport: transport,
-            policy: RetryPolicy(maxAttempts: maxAttempts, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: budget),
-            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance))
+            policy: RetryPolicy(maxAttempts: maxAttempts, initialBackoff: backoff, maxBackoff: backoff * 2, budget: budget),
+            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance), clock: clock)
     }
 
     func classify(_ response: UpstreamResponse) -> UpstreamVerdict<DeviceOutcome> {
@@ -110,10 +113,7 @@ import Testing
     @Test func aRetryAfterIsWaitedOnTheCallsClock() async {
         let transport = ScriptedTransport([Self.answer(503, retryAfter: "30"), Self.answer(200)])
         let clock = ManualClock()
-        let call = UpstreamCall(
-            transport: transport,
-            policy: RetryPolicy(maxAttempts: 3, initialBackoff: .seconds(1), maxBackoff: .seconds(2), budget: .seconds(60)),
-            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance), clock: clock)
+        let call = call(transport, budget: .seconds(60), backoff: .seconds(1), clock: clock)
         async let outcome = call.deliver(logger: Logger(label: "t")) { _ in
             request
         } classify: {
@@ -133,10 +133,7 @@ import Testing
     @Test func aRetryAfterDateIsReadAgainstTheCallsWallClock() async {
         let clock = ManualClock(date: Date(timeIntervalSince1970: 1_800_000_000))  // Fri, 15 Jan 2027 08:00:00 GMT
         let transport = ScriptedTransport([Self.answer(503, retryAfter: "Fri, 15 Jan 2027 08:00:20 GMT"), Self.answer(200)])
-        let call = UpstreamCall(
-            transport: transport,
-            policy: RetryPolicy(maxAttempts: 3, initialBackoff: .seconds(1), maxBackoff: .seconds(2), budget: .seconds(60)),
-            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance), clock: clock)
+        let call = call(transport, budget: .seconds(60), backoff: .seconds(1), clock: clock)
         async let outcome = call.deliver(logger: Logger(label: "t")) { _ in
             request
         } classify: {

@@ -173,12 +173,17 @@ import Testing
         func run() async throws { await cache.run() }
     }
 
+    /// A group running only the cache's writer, as the gateway's does.
+    static func writerGroup(_ cache: ResponseCache) -> ServiceGroup {
+        var logger = Logger(label: "response-cache-test")
+        logger.logLevel = .critical
+        return ServiceGroup(configuration: .init(services: [Writer(cache: cache)], logger: logger))
+    }
+
     @Test func whatIsLeftIsWrittenOnGracefulShutdown() async throws {
         let store = try await RecordingStore()
         let cache = Self.cache(store)
-        var logger = Logger(label: "response-cache-test")
-        logger.logLevel = .critical
-        let group = ServiceGroup(configuration: .init(services: [Writer(cache: cache)], logger: logger))
+        let group = Self.writerGroup(cache)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             await cache.remember([1], response: [1], expires: Self.later)
@@ -199,9 +204,7 @@ import Testing
         let store = try await RecordingStore()
         store.release.open(())
         let cache = Self.cache(store)
-        var logger = Logger(label: "response-cache-test")
-        logger.logLevel = .critical
-        let group = ServiceGroup(configuration: .init(services: [Writer(cache: cache)], logger: logger))
+        let group = Self.writerGroup(cache)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             await cache.remember([1], response: [1], expires: Self.later)

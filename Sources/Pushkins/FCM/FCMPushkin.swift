@@ -11,12 +11,10 @@ package final class FCMPushkin: FCMSending {
     package let name: String
     package let type = PushkinType.gcm
     package let config: FCMConfig
-    /// For Google's token endpoint.
-    private let client: UpstreamHTTPClient
-    /// For messages, on `base_url`.
-    private let transport: HTTP1Upstream
+    /// Google's token endpoint and the messages' connections.
+    private let provider: HTTP1Provider
+    private var upstream: UpstreamCall { provider.upstream }
     private let tokens: OAuthAccessTokens?
-    private let upstream: UpstreamCall
     private let legacy: FCMLegacySender?
     /// v1's `messages:send` URL, made once.
     private let v1URL: String
@@ -24,18 +22,13 @@ package final class FCMPushkin: FCMSending {
     package init(name: String, config: FCMConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
-        let client = try UpstreamHTTPClient(settings: config.upstream)
-        self.client = client
-        let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream, contexts: environment.tlsContexts)
-        self.transport = transport
-        let upstream = UpstreamCall(
-            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: .gcm, pushkin: name, factory: environment.metrics),
-            clock: environment.clock)
-        self.upstream = upstream
+        let provider = try HTTP1Provider(
+            type: .gcm, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment)
+        self.provider = provider
         switch config.credentials {
         case .v1(let project, let account):
             // The JWT bearer grant (RFC 7523) with the service account's assertion.
-            tokens = OAuthAccessTokens(tokenURL: account.tokenURI, client: client, clock: environment.clock) {
+            tokens = OAuthAccessTokens(tokenURL: account.tokenURI, client: provider.client, clock: environment.clock) {
                 "grant_type=" + "urn:ietf:params:oauth:grant-type:jwt-bearer".formEncoded + "&assertion="
                     + (try account.assertion()).formEncoded
             }
@@ -44,14 +37,11 @@ package final class FCMPushkin: FCMSending {
         case .legacy(let apiKey):
             tokens = nil
             v1URL = ""
-            legacy = FCMLegacySender(url: "\(config.baseURL)/fcm/send", apiKey: apiKey, upstream: upstream)
+            legacy = FCMLegacySender(url: "\(config.baseURL)/fcm/send", apiKey: apiKey, upstream: provider.upstream)
         }
     }
 
-    package func shutdown() async {
-        await transport.shutdown()
-        await client.shutdown()
-    }
+    package func shutdown() async { await provider.shutdown() }
 
     package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard case .v1 = config.credentials, let tokens else {

@@ -34,29 +34,23 @@ package final class HMSPushkin: HMSSending {
     package let name: String
     package let type = PushkinType.hms
     package let config: HMSConfig
-    /// For the OAuth token endpoint (Android).
-    private let client: UpstreamHTTPClient
-    /// For messages, on `base_url`.
-    private let transport: HTTP1Upstream
-    private let upstream: UpstreamCall
+    /// The OAuth token endpoint (Android) and the messages' connections.
+    private let provider: HTTP1Provider
+    private var upstream: UpstreamCall { provider.upstream }
     private let credential: any UpstreamCredential
     private let url: String
 
     package init(name: String, config: HMSConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
-        let client = try UpstreamHTTPClient(settings: config.upstream)
-        self.client = client
-        let transport = try HTTP1Upstream(origin: config.baseURL, settings: config.upstream, contexts: environment.tlsContexts)
-        self.transport = transport
-        upstream = UpstreamCall(
-            transport: transport, policy: config.retry, metrics: UpstreamMetrics(type: .hms, pushkin: name, factory: environment.metrics),
-            clock: environment.clock)
+        let provider = try HTTP1Provider(
+            type: .hms, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment)
+        self.provider = provider
         switch config.credentials {
         case .android(let appId, let secret, let tokenURL):
             // The client-credentials grant; Huawei refuses more than 1 000 tokens in five minutes
             // per app, which reuse keeps far away.
-            credential = OAuthAccessTokens(tokenURL: tokenURL, client: client, clock: environment.clock) {
+            credential = OAuthAccessTokens(tokenURL: tokenURL, client: provider.client, clock: environment.clock) {
                 "grant_type=client_credentials&client_id=\(appId.formEncoded)&client_secret=\(secret.formEncoded)"
             }
             url = "\(config.baseURL)/v1/\(appId)/messages:send"
@@ -66,10 +60,7 @@ package final class HMSPushkin: HMSSending {
         }
     }
 
-    package func shutdown() async {
-        await transport.shutdown()
-        await client.shutdown()
-    }
+    package func shutdown() async { await provider.shutdown() }
 
     package var startupDetails: [String: String] { ["api": config.api] }
 

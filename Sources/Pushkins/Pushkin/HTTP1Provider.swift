@@ -1,0 +1,29 @@
+import HeraldCore
+import HeraldUpstream
+
+/// What a provider reached over HTTP/1.1 with an OAuth-style token endpoint holds (FCM, Huawei):
+/// the connections to its `base_url`, the call that sends on them (deadline, retries, metrics
+/// under the pushkin's name), and a client for its token endpoint. Closed with the pushkin.
+struct HTTP1Provider: Sendable {
+    /// For the token endpoint.
+    let client: UpstreamHTTPClient
+    /// For messages, on `base_url`.
+    let transport: HTTP1Upstream
+    let upstream: UpstreamCall
+
+    init(
+        type: PushkinType, name: String, baseURL: String, settings: UpstreamSettings, retry: RetryPolicy,
+        environment: PushkinEnvironment
+    ) throws {
+        client = try UpstreamHTTPClient(settings: settings)
+        transport = try HTTP1Upstream(origin: baseURL, settings: settings, contexts: environment.tlsContexts)
+        upstream = UpstreamCall(
+            transport: transport, policy: retry, metrics: UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics),
+            clock: environment.clock)
+    }
+
+    func shutdown() async {
+        await transport.shutdown()
+        await client.shutdown()
+    }
+}
