@@ -80,7 +80,8 @@ package struct UpstreamCall: Sendable {
     }
 
     /// `run` for an upstream that authenticates each request: `prepare` gets the credential's
-    /// current value (nil without a credential), and a `renewCredential` answer replaces it once.
+    /// current value (nil without a credential). A `renewCredential` answer drops that value from
+    /// the credential at once and, once per call and within the policy, sends again with a new one.
     package func run<Value: Sendable>(
         logger: Logger,
         credential: (any UpstreamCredential)?,
@@ -88,7 +89,6 @@ package struct UpstreamCall: Sendable {
         classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
     ) async -> Result<Value, UpstreamCallFailure> {
         var sent: String?
-        var refused: String?
         var renewed = false
         var permanent: OutcomeReason?
         var unanswered = false
@@ -100,8 +100,7 @@ package struct UpstreamCall: Sendable {
             }
             let request: UpstreamRequest
             do throws(UpstreamPreparationError) {
-                sent = try await credential?.value(replacing: refused)
-                refused = nil
+                sent = try await credential?.value()
                 request = try await prepare(attempt, sent)
             } catch {
                 switch error {
@@ -140,14 +139,19 @@ package struct UpstreamCall: Sendable {
             case .retry(let reason):
                 return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date))
             case .renewCredential(let reason):
-                guard credential != nil, !renewed else {
+                guard let credential else {
                     logger.error(
-                        "Upstream refused the credential", metadata: ["upstream": "\(metrics.type)", "reason": "\(reason.label)"])
+                        "Upstream refused a request that carries no credential",
+                        metadata: ["upstream": "\(metrics.type)", "reason": "\(reason.label)"])
+                    permanent = reason
+                    return .done(nil)
+                }
+                await refuse(sent, of: credential, reason: reason, logger: logger)
+                guard !renewed else {
                     permanent = reason
                     return .done(nil)
                 }
                 renewed = true
-                refused = sent
                 return .retry(reason: reason, after: .zero)
             }
         }
@@ -157,6 +161,28 @@ package struct UpstreamCall: Sendable {
             return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
         case .failure(let exhausted):
             return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+        }
+    }
+
+    /// The upstream refused `value`: the credential forgets it now, before any retry is decided,
+    /// so that neither this call's next attempt nor any other request sends it again, even when no
+    /// attempt is left (docs/operations.md, "A refused credential"). Counted; a value made to
+    /// replace a refused one and refused too is a configuration problem, logged once in a row
+    /// with what to check.
+    private func refuse(_ value: String?, of credential: any UpstreamCredential, reason: OutcomeReason, logger: Logger) async {
+        guard let value else { return }
+        let refusal = await credential.refuse(value)
+        metrics.countRefusal(refusal)
+        switch refusal {
+        case .alreadyReplaced, .droppedAfterRenewal(firstInARow: false): break
+        case .dropped:
+            logger.notice(
+                "Upstream refused the credential; a new one is made for the next request",
+                metadata: ["upstream": "\(metrics.type)", "pushkin": "\(metrics.pushkin)", "reason": "\(reason.label)"])
+        case .droppedAfterRenewal(firstInARow: true):
+            logger.error(
+                "Upstream refused a credential made to replace a refused one: renewing does not help; check \(credential.whatToCheck)",
+                metadata: ["upstream": "\(metrics.type)", "pushkin": "\(metrics.pushkin)", "reason": "\(reason.label)"])
         }
     }
 

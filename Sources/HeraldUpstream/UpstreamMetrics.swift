@@ -16,6 +16,12 @@ package struct UpstreamMetrics: Sendable {
     /// have reached the upstream without its answer reaching Herald (docs/operations.md, "When a
     /// push can arrive twice").
     let resentUnanswered: Counter
+    /// `herald_upstream_credentials_refused_total{pushkin,after_renewal}`: credential values the
+    /// upstream refused and Herald dropped; `after_renewal="true"` counts values made to replace a
+    /// refused one and refused too, a configuration problem (docs/operations.md, "A refused
+    /// credential").
+    let credentialsRefused: Counter
+    let credentialsRefusedAfterRenewal: Counter
     private let activeCount = AtomicCounter()
     private let statusCounters = StatusCounters()
 
@@ -27,6 +33,12 @@ package struct UpstreamMetrics: Sendable {
         self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
         self.resentUnanswered = Counter(
             label: "herald_upstream_resent_unanswered_total", dimensions: [("pushkin", pushkin)], factory: factory)
+        self.credentialsRefused = Counter(
+            label: "herald_upstream_credentials_refused_total", dimensions: [("pushkin", pushkin), ("after_renewal", "false")],
+            factory: factory)
+        self.credentialsRefusedAfterRenewal = Counter(
+            label: "herald_upstream_credentials_refused_total", dimensions: [("pushkin", pushkin), ("after_renewal", "true")],
+            factory: factory)
         // The status-code series exists from the start (at 0), so that dashboards see it.
         _ = statusCounters.counter(200) {
             Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)
@@ -48,6 +60,15 @@ package struct UpstreamMetrics: Sendable {
         } catch {
             countStatus(nil)
             throw error
+        }
+    }
+
+    /// Counts a credential value the upstream refused and Herald dropped.
+    func countRefusal(_ refusal: CredentialRefusal) {
+        switch refusal {
+        case .alreadyReplaced: break
+        case .dropped: credentialsRefused.increment()
+        case .droppedAfterRenewal: credentialsRefusedAfterRenewal.increment()
         }
     }
 

@@ -27,7 +27,8 @@ enum FakeCeiling {
             let key = try P256.Signing.PrivateKey(
                 pemRepresentation: String(contentsOfFile: apns?["keyfile"]?.stringValue ?? "", encoding: .utf8))
             let tokens = APNsProviderToken(
-                key: key, keyId: apns?["key_id"]?.stringValue ?? "", teamId: apns?["team_id"]?.stringValue ?? "")
+                key: key, keyId: apns?["key_id"]?.stringValue ?? "", teamId: apns?["team_id"]?.stringValue ?? "",
+                clock: SystemClock())
             let topic = apns?["topic"]?.stringValue ?? ""
             request = {
                 var headers = HTTPHeaders()

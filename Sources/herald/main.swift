@@ -66,6 +66,7 @@ struct CheckConfig: AsyncParsableCommand {
         }
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
         print("\(options.path): OK (\(gateway.pushkins.count) app(s): \(gateway.pushkins.map(\.name).joined(separator: ", ")))")
+        for note in gateway.configNotes { print("note: \(note)") }
     }
 }
 

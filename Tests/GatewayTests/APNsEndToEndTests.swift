@@ -189,7 +189,7 @@ import Testing
         #expect(setup.apns.received.map(\.status) == [503, 200])
     }
 
-    @Test(arguments: [(400, "BadMessageId"), (403, "InvalidProviderToken"), (413, "PayloadTooLarge"), (400, "BadTopic")])
+    @Test(arguments: [(400, "BadMessageId"), (413, "PayloadTooLarge"), (400, "BadTopic")])
     func otherClientErrorsFailAtOnceWith502(_ status: Int, _ reason: String) async throws {
         let setup = try await start()
         let key = Self.pushkey()
@@ -200,13 +200,14 @@ import Testing
         #expect(setup.apns.received.count == 1)
     }
 
-    @Test func expiredProviderTokenIsRefreshedAndRetriedOnce() async throws {
+    @Test(arguments: ["ExpiredProviderToken", "InvalidProviderToken"])
+    func aRefusedProviderTokenIsRefreshedAndRetriedOnce(_ refusal: String) async throws {
         let setup = try await start()
         let key = Self.pushkey()
-        setup.apns.script(Self.hex(key), .sequence([.fail(403, "ExpiredProviderToken"), .accept]))
+        setup.apns.script(Self.hex(key), .sequence([.fail(403, refusal), .accept]))
         let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
         let again = Self.pushkey()
-        setup.apns.script(Self.hex(again), .fail(403, "ExpiredProviderToken"))
+        setup.apns.script(Self.hex(again), .fail(403, refusal))
         let second = try await setup.herald.notify(notifyBody(Self.message, devices: [device(again)]))
         await setup.stop()
         #expect(response.status == 200)

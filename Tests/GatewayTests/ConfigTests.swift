@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldHTTPServer
+import HeraldTestSupport
 import HeraldUpstream
 import Logging
 import Pushkins
@@ -187,7 +188,36 @@ import Testing
         #expect(result.errors.contains("apps.b.app_secret_file: '\(dir)/empty-secret' holds no secret"))
         #expect(result.errors.contains("apps.c.service_account_file: '\(dir)/account.json' is not JSON"))
         #expect(result.errors.contains("apps.d.app_id: required key is missing"))
-        #expect(result.errors.contains("apps.d.push_type: must be alert or background, got 'voip'"))
+        #expect(result.errors.contains("apps.d.push_type: must be alert, extension or background, got 'voip'"))
+    }
+
+    /// `check-config` explains each HarmonyOS push type chosen (docs/compatibility/hms.md, "Push
+    /// types"): what the user sees, and what the choice needs or costs.
+    @Test(arguments: [
+        ("", "notifications the system shows (push-type 0)"),
+        ("event_id_only_push_type: extension", "must hold Huawei's notification-extension right"),
+        ("event_id_only_push_type: background", "only while it is in the foreground"),
+    ])
+    func checkConfigExplainsTheHarmonyOSPushTypes(_ key: String, _ explanation: String) async throws {
+        let hms = try await FakeHMS.start(directory: temporaryDirectory())
+        await hms.stop()
+        let (config, diagnostics) = try ConfigLoading.parse(
+            """
+            apps:
+              h:
+                type: hms
+                api: harmony
+                service_account_file: \(hms.serviceAccountFile)
+                \(key)
+            """)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger)
+        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        #expect(diagnostics.errors.isEmpty)
+        let note = try #require(gateway.configNotes.first { $0.hasPrefix("apps.h.event_id_only_push_type: event_id_only pushes") })
+        #expect(note.contains(explanation))
+        #expect(gateway.configNotes.contains { $0.hasPrefix("apps.h.push_type: full pushes are notifications the system shows") })
     }
 
     @Test func invalidYAMLIsOneLine() async {

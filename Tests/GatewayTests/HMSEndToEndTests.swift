@@ -24,31 +24,33 @@ import Testing
     static let android = "com.example.hms"
     static let harmony = "com.example.harmony"
 
-    static func apps(_ hms: FakeHMS, extra: String = "") -> String {
-        """
-          \(android):
-            type: hms
-            api: android
-            app_id: '\(hms.appId)'
-            app_secret_file: \(hms.appSecretFile)
-            token_url: \(hms.tokenURL)
-            base_url: \(hms.baseURL)
-            retry_initial_backoff: 0.01
-            retry_max_backoff: 0.05
-          \(harmony):
-            type: hms
-            api: harmony
-            service_account_file: \(hms.serviceAccountFile)
-            base_url: \(hms.baseURL)
-            retry_initial_backoff: 0.01
-            retry_max_backoff: 0.05
-        \(extra)
-        """
+    /// `appKeys` go into both apps' sections (one key a line), `extra` after them.
+    static func apps(_ hms: FakeHMS, appKeys: String = "", extra: String = "") -> String {
+        let keys = appKeys.split(separator: "\n").map { "\n    " + $0 }.joined()
+        return """
+              \(android):
+                type: hms
+                api: android
+                app_id: '\(hms.appId)'
+                app_secret_file: \(hms.appSecretFile)
+                token_url: \(hms.tokenURL)
+                base_url: \(hms.baseURL)
+                retry_initial_backoff: 0.01
+                retry_max_backoff: 0.05\(keys)
+              \(harmony):
+                type: hms
+                api: harmony
+                service_account_file: \(hms.serviceAccountFile)
+                base_url: \(hms.baseURL)
+                retry_initial_backoff: 0.01
+                retry_max_backoff: 0.05\(keys)
+            \(extra)
+            """
     }
 
-    func start(extra: String = "", top: String = "") async throws -> Setup {
+    func start(appKeys: String = "", extra: String = "", top: String = "") async throws -> Setup {
         let hms = try await FakeHMS.start(directory: temporaryDirectory())
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.apps(hms), extra: top))
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.apps(hms, appKeys: appKeys, extra: extra), extra: top))
         return Setup(herald: herald, hms: hms)
     }
 
@@ -107,23 +109,65 @@ import Testing
         #expect(setup.hms.tokenRequests == 0)  // no OAuth on HarmonyOS
     }
 
-    @Test func anEventIdOnlyPusherOnHarmonyOSGetsABackgroundMessage() async throws {
-        let setup = try await start()
-        let notify: JSONValue = [
-            "notification": [
-                "event_id": "$e", "room_id": "!r:example.org", "counts": ["unread": 2], "prio": "high",
-                "devices": [
-                    device("harmony-1", app: Self.harmony, data: ["format": "event_id_only", "default_payload": ["cs": "secret"]])
-                ],
-            ]
+    static let eventIdOnly: JSONValue = [
+        "notification": [
+            "event_id": "$e", "room_id": "!r:example.org", "counts": ["unread": 2], "prio": "high",
+            "devices": [
+                [
+                    "app_id": .string(harmony), "pushkey": "harmony-1",
+                    "data": ["format": "event_id_only", "default_payload": ["cs": "secret"]],
+                ]
+            ],
         ]
-        let response = try await setup.herald.notify(notify)
+    ]
+    static let eventIdOnlyMap: JSONValue = ["cs": "secret", "event_id": "$e", "room_id": "!r:example.org", "prio": "high", "unread": "2"]
+
+    /// By default an `event_id_only` pusher on HarmonyOS gets a notification the user sees
+    /// (push-type 0): the app's generic title and body (no content), the room as `notifyId`, the
+    /// unread count as the badge, the ids for the app in `clickAction.data`.
+    @Test func anEventIdOnlyPusherOnHarmonyOSGetsAnAlertWithTheAppsGenericText() async throws {
+        let setup = try await start(appKeys: "title: Element\nbody: New activity")
+        let response = try await setup.herald.notify(Self.eventIdOnly)
+        await setup.stop()
+        #expect(response.json == ["rejected": []])
+        let sent = try #require(setup.hms.received.first)
+        #expect(sent.status == 200)
+        #expect(sent.headers.first(name: "push-type") == "0")
+        let notification = try #require(sent.body?["payload"]?["notification"])
+        #expect(notification["title"] == "Element")
+        #expect(notification["body"] == "New activity")
+        #expect(notification["notifyId"] == .int(Int64(HMSMessage.notifyId("!r:example.org"))))
+        #expect(notification["badge"] == ["setNum": 2])
+        #expect(notification["clickAction"]?["data"] == Self.eventIdOnlyMap)
+        #expect(sent.body?["payload"]?["extraData"] == nil)
+    }
+
+    /// `extension` (push-type 2), for apps that hold Huawei's notification-extension right: the
+    /// same notification, and the map as `extraData` for the extension to fetch the event with.
+    @Test func anEventIdOnlyPusherCanStartTheAppsNotificationExtension() async throws {
+        let setup = try await start(appKeys: "event_id_only_push_type: extension")
+        let response = try await setup.herald.notify(Self.eventIdOnly)
+        await setup.stop()
+        #expect(response.json == ["rejected": []])
+        let sent = try #require(setup.hms.received.first)
+        #expect(sent.status == 200)
+        #expect(sent.headers.first(name: "push-type") == "2")
+        #expect(sent.body?["payload"]?["notification"]?["title"] == "New message")
+        let extra = try JSONParser.parse(Array(try #require(sent.body?["payload"]?["extraData"]?.stringValue).utf8))
+        #expect(extra == Self.eventIdOnlyMap)
+    }
+
+    /// `background` stays available (docs/compatibility/hms.md says what it costs).
+    @Test func anEventIdOnlyPusherCanStillGetABackgroundMessage() async throws {
+        let setup = try await start(appKeys: "event_id_only_push_type: background")
+        let response = try await setup.herald.notify(Self.eventIdOnly)
         await setup.stop()
         #expect(response.json == ["rejected": []])
         let sent = try #require(setup.hms.received.first)
         #expect(sent.headers.first(name: "push-type") == "6")
+        #expect(sent.body?["payload"]?["notification"] == nil)
         let extra = try JSONParser.parse(Array(try #require(sent.body?["payload"]?["extraData"]?.stringValue).utf8))
-        #expect(extra == ["cs": "secret", "event_id": "$e", "room_id": "!r:example.org", "prio": "high", "unread": "2"])
+        #expect(extra == Self.eventIdOnlyMap)
     }
 
     @Test func devicesOfOneNotifyShareARequestAndOnlyRefusedTokensAreRejected() async throws {

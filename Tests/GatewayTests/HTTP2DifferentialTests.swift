@@ -31,7 +31,7 @@ import Testing
         let key = P256.Signing.PrivateKey()
         let apns = try await FakeAPNs.start(
             pki: pki, topic: Self.topic, auth: .token(keyId: "ABC123DEFG", teamId: "TEAM123456", publicKey: key.publicKey))
-        let jwt = try APNsProviderToken(key: key, keyId: "ABC123DEFG", teamId: "TEAM123456").token()
+        let jwt = try APNsProviderToken.sign(key: key, keyId: "ABC123DEFG", teamId: "TEAM123456", issuedAt: Date())
         let ours = try HTTP2Upstream(
             origin: apns.baseURL,
             settings: UpstreamSettings(requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile], maxResponseBytes: 1 << 20),

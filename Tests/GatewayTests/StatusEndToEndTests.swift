@@ -123,7 +123,12 @@ import Testing
         let ios = try #require(setup.apns.received.first)
         #expect(ios.token == apnsToken)
         #expect(ios.headers["apns-topic"] == "im.status.ethereum")
-        #expect(ios.payload?["aps"] == ["alert": "You have a new message"])
+        // What status-go's push server asks gorush for today: a push that sounds, that the app may
+        // wake for to decrypt, with a link to the chats.
+        #expect(ios.payload?["aps"] == ["alert": "You have a new message", "content-available": 1, "sound": "default"])
+        #expect(ios.headers["apns-priority"] == "10")
+        #expect(ios.headers["apns-push-type"] == "alert")
+        #expect(ios.payload?["deepLink"] == "status-app://chats")
         #expect(ios.payload?["chatId"] == .string("0x" + Keccak.shake256(Array(alice.id.utf8)).hex))
         #expect(ios.payload?["publicKey"] == .string("0x" + bob.hashedKey.hex))
         #expect(ios.payload?["encryptedMessage"] == "0x")

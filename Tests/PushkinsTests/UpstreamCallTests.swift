@@ -158,15 +158,20 @@ import Testing
         #expect(transport.requests.isEmpty)
     }
 
-    /// Hands out "token-1", "token-2", …: a new one only when the one given is refused.
+    /// Hands out "token-1", "token-2", …: a new one only after the one held was refused.
     final class CountingCredential: UpstreamCredential {
-        let issued = Mutex(1)
-        func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
-            issued.withLock { n in
-                if refused == "token-\(n)" { n += 1 }
-                return "token-\(n)"
+        let held = Mutex((number: 1, slot: RefusableValue()))
+        let whatToCheck = "the test's key"
+        func value() async throws(UpstreamPreparationError) -> String {
+            held.withLock { h in
+                if let value = h.slot.valid(at: Date(), margin: 0) { return value }
+                let value = "token-\(h.number)"
+                h.number += 1
+                h.slot.store(value, expires: .distantFuture)
+                return value
             }
         }
+        func refuse(_ value: String) async -> CredentialRefusal { held.withLock { $0.slot.refuse(value) } }
     }
 
     @Test func aRefusedCredentialIsRenewedOnceAndTheRequestSentAgainWithIt() async {
@@ -192,6 +197,68 @@ import Testing
         }
         #expect(outcome == .failed(reason: .pushService(status: 401)))
         #expect(transport.requests.count == 2)
+    }
+
+    /// Issue: a refused credential stayed cached when no attempt was left, so the next call sent it
+    /// again. With one attempt, and with a spent budget, the next call takes a new value.
+    @Test(arguments: [(1, Duration.seconds(50)), (3, Duration.zero)])
+    func aRefusedCredentialIsDroppedEvenWhenNoAttemptIsLeft(_ maxAttempts: Int, _ budget: Duration) async {
+        let transport = ScriptedTransport([Self.answer(401), Self.answer(200)])
+        let credential = CountingCredential()
+        let upstream = call(transport, maxAttempts: maxAttempts, budget: budget)
+        var prepared: [String?] = []
+        let first = await upstream.deliver(logger: Logger(label: "t"), credential: credential) { _, token in
+            prepared.append(token)
+            return request
+        } classify: {
+            classify($0)
+        }
+        let second = await upstream.deliver(logger: Logger(label: "t"), credential: credential) { _, token in
+            prepared.append(token)
+            return request
+        } classify: {
+            classify($0)
+        }
+        #expect(first == .failed(reason: .pushService(status: 401)))
+        #expect(second == .delivered)
+        #expect(prepared == ["token-1", "token-2"])
+    }
+
+    /// A value made to replace a refused one and refused too fails the call, and is dropped as
+    /// well: the next call (a fixed key, a recovered provider) is sent with a new one.
+    @Test func aCredentialRefusedAgainAfterItsRenewalIsDroppedToo() async {
+        let transport = ScriptedTransport([Self.answer(401), Self.answer(401), Self.answer(200)])
+        let credential = CountingCredential()
+        let upstream = call(transport, maxAttempts: 3)
+        var prepared: [String?] = []
+        for _ in 0..<2 {
+            _ = await upstream.deliver(logger: Logger(label: "t"), credential: credential) { _, token in
+                prepared.append(token)
+                return request
+            } classify: {
+                classify($0)
+            }
+        }
+        #expect(prepared == ["token-1", "token-2", "token-3"])
+        #expect(transport.requests.count == 3)
+    }
+
+    @Test func aValueRefusedAfterAnotherRequestReplacedItIsNotDroppedTwice() {
+        var slot = RefusableValue()
+        slot.store("a", expires: .distantFuture)
+        #expect(slot.refuse("a") == .dropped)
+        #expect(slot.refuse("a") == .alreadyReplaced)
+        slot.store("b", expires: .distantFuture)
+        #expect(slot.refuse("a") == .alreadyReplaced)
+        #expect(slot.valid(at: Date(), margin: 0) == "b")
+        #expect(slot.refuse("b") == .droppedAfterRenewal(firstInARow: true))
+        slot.store("c", expires: .distantFuture)
+        #expect(slot.refuse("c") == .droppedAfterRenewal(firstInARow: false))
+        // A value that lived to its normal end ends the run: the next one is an ordinary value.
+        slot.store("d", expires: Date(timeIntervalSince1970: 0))
+        #expect(slot.valid(at: Date(), margin: 0) == nil)
+        slot.store("e", expires: .distantFuture)
+        #expect(slot.refuse("e") == .dropped)
     }
 
     @Test func aRenewalAskedWithoutACredentialFailsAtOnce() async {

@@ -257,10 +257,10 @@ import Testing
                     body: ByteBuffer(string: #"{"aps":{}}"#)))
             return "\(response.status) \(response.bodyText)"
         }
-        let good = try APNsProviderToken(key: key, keyId: "K", teamId: "T").token()
-        let forged = try APNsProviderToken(key: P256.Signing.PrivateKey(), keyId: "K", teamId: "T").token()
-        let expired = try APNsProviderToken(key: key, keyId: "K", teamId: "T").token(now: Date() - 7200)
-        let otherTeam = try APNsProviderToken(key: key, keyId: "K", teamId: "U").token()
+        let good = try APNsProviderToken.sign(key: key, keyId: "K", teamId: "T", issuedAt: Date())
+        let forged = try APNsProviderToken.sign(key: P256.Signing.PrivateKey(), keyId: "K", teamId: "T", issuedAt: Date())
+        let expired = try APNsProviderToken.sign(key: key, keyId: "K", teamId: "T", issuedAt: Date() - 7200)
+        let otherTeam = try APNsProviderToken.sign(key: key, keyId: "K", teamId: "U", issuedAt: Date())
         #expect(try await send(good) == "200 ")
         #expect(try await send(forged) == #"403 {"reason":"InvalidProviderToken"}"#)
         #expect(try await send(good) == "200 ")

@@ -14,21 +14,22 @@ final class RecordingSender: StatusSender {
     struct Sent: Sendable {
         var platform: StatusPlatform
         var token: String
-        var message: String
-        var title: String?
-        var topic: String?
-        var data: JSONObject
+        var notification: GorushNotification
+        var message: String { notification.message }
+        var title: String? { notification.title.isEmpty ? nil : notification.title }
+        var topic: String? { notification.topic.isEmpty ? nil : notification.topic }
+        var data: JSONObject { notification.data }
     }
     private let state = Mutex<(sent: [Sent], outcomes: [String: DeviceOutcome])>(([], [:]))
 
     func script(_ token: String, _ outcome: DeviceOutcome) { state.withLock { $0.outcomes[token] = outcome } }
     var sent: [Sent] { state.withLock { $0.sent } }
 
-    func send(
-        platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject, context: DispatchContext
-    ) async -> DeviceOutcome {
+    func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
+        -> DeviceOutcome
+    {
         state.withLock {
-            $0.sent.append(Sent(platform: platform, token: token, message: message, title: title, topic: topic, data: data))
+            $0.sent.append(Sent(platform: platform, token: token, notification: notification))
             return $0.outcomes[token] ?? .delivered
         }
     }

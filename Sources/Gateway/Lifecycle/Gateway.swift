@@ -27,6 +27,8 @@ package final class Gateway: Sendable {
     /// What the listeners serve; a reload swaps it.
     let handler: SwappableRoutes
     let live: Mutex<Live>
+    /// What the config's choices mean (`ConfigDiagnostics.notes`), for `check-config` to print.
+    package let configNotes: [String]
     /// The tracing exporter, when `tracing:` is enabled: first in the group, so it flushes last.
     let observability = Mutex<(any Service)?>(nil)
     private let group = Mutex<(group: ServiceGroup, listeners: [HTTPServer], metrics: HTTPServer?)?>(nil)
@@ -72,6 +74,7 @@ package final class Gateway: Sendable {
         for section in config.extraSections.keys where !claimed.contains(section) {
             diagnostics.warning(section, "unknown section, ignored")
         }
+        configNotes = diagnostics.notes
         live = Mutex(Live(pushkins: pushkins, dispatcher: context.dispatcher, frontEnds: frontEnds))
         handler = SwappableRoutes(Self.routes(config, frontEnds, logger: logger))
     }

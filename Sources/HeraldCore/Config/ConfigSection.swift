@@ -4,6 +4,8 @@ import OrderedCollections
 package final class ConfigDiagnostics {
     package private(set) var errors: [String] = []
     package private(set) var warnings: [String] = []
+    /// What a choice in the config means, for `check-config` to explain (not a problem).
+    package private(set) var notes: [String] = []
     /// Every key path any reader asked for, present or not: what docs/configuration.md must list.
     package private(set) var keysRead: Set<String> = []
 
@@ -13,6 +15,7 @@ package final class ConfigDiagnostics {
 
     package func error(_ path: String, _ reason: String) { errors.append("\(path): \(reason)") }
     package func warning(_ path: String, _ reason: String) { warnings.append("\(path): \(reason)") }
+    package func note(_ path: String, _ text: String) { notes.append("\(path): \(text)") }
 }
 
 /// Typed, path-aware access to one mapping of the config. Every key read is remembered, so that

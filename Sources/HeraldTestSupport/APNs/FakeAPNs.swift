@@ -58,6 +58,8 @@ package final class FakeAPNs: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Provider tokens to refuse with `ExpiredProviderToken` (`refuseCredentials`).
+    package let credentialRefusals = CredentialRefusals()
     fileprivate let verifiedTokens = Mutex<[String: (header: JSONValue, claims: JSONValue)]>([:])
     package let topic: String
     package let auth: Auth
@@ -128,6 +130,9 @@ package final class FakeAPNs: Sendable {
             $0.served[token] = 0
         }
     }
+
+    /// The next `count` distinct provider tokens shown are refused as expired, for good.
+    package func refuseCredentials(_ count: Int = 1) { credentialRefusals.refuse(count) }
 
     /// The behaviour for tokens without a script of their own.
     package func scriptDefault(_ behavior: Behavior) { state.withLock { $0.defaultBehavior = behavior } }
@@ -271,6 +276,7 @@ package final class FakeAPNs: Sendable {
                 return Reply(status: 403, reason: "InvalidProviderToken")
             }
             if Double(iat) < Date().timeIntervalSince1970 - 3600 { return Reply(status: 403, reason: "ExpiredProviderToken") }
+            if credentialRefusals.isRefused(String(bearer.dropFirst(7))) { return Reply(status: 403, reason: "ExpiredProviderToken") }
         }
         guard let topic = headers["apns-topic"] else { return Reply(status: 400, reason: "MissingTopic") }
         guard topic == self.topic else { return Reply(status: 400, reason: "DeviceTokenNotForTopic") }

@@ -55,6 +55,8 @@ package final class FakeFCM: HTTPHandler, Sendable {
     private let publicKey: _RSA.Signing.PublicKey
     private let tokenLifetime: Int
     private let state = Mutex(State())
+    /// OAuth access tokens to refuse with 401 (`refuseCredentials`).
+    package let credentialRefusals = CredentialRefusals()
     package let server: HTTPServer
     private let serveTask = Mutex<Task<Void, Never>?>(nil)
     package var baseURL: String { "http://127.0.0.1:\(server.port)" }
@@ -104,6 +106,9 @@ package final class FakeFCM: HTTPHandler, Sendable {
         await server.shutdown()
         await serveTask.withLock { $0 }?.value
     }
+
+    /// The next `count` distinct access tokens shown are refused (401 `UNAUTHENTICATED`), for good.
+    package func refuseCredentials(_ count: Int = 1) { credentialRefusals.refuse(count) }
 
     package func script(_ token: String, _ behavior: Behavior) {
         state.withLock {
@@ -179,7 +184,7 @@ package final class FakeFCM: HTTPHandler, Sendable {
             guard bearer.hasPrefix("Bearer "), let expiry = s.issued[String(bearer.dropFirst(7))] else { return false }
             return expiry > Date()
         }
-        guard valid else {
+        guard valid, !credentialRefusals.isRefused(String(bearer.dropFirst(7))) else {
             return Self.error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.", code: nil)
         }
         guard let message = body?["message"]?.objectValue, !token.isEmpty else {

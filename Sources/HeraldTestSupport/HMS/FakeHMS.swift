@@ -55,6 +55,8 @@ package final class FakeHMS: HTTPHandler, Sendable {
     package let appSecretFile: String
     private let publicKey: _RSA.Signing.PublicKey
     private let state = Mutex(State())
+    /// Access tokens (Android) and JWTs (HarmonyOS) to refuse as expired (`refuseCredentials`).
+    package let credentialRefusals = CredentialRefusals()
     package let server: HTTPServer
     private let serveTask = Mutex<Task<Void, Never>?>(nil)
     package var baseURL: String { "http://127.0.0.1:\(server.port)" }
@@ -108,6 +110,10 @@ package final class FakeHMS: HTTPHandler, Sendable {
             $0.served[token] = 0
         }
     }
+
+    /// The next `count` distinct credentials shown (access tokens or JWTs) are refused as expired,
+    /// for good.
+    package func refuseCredentials(_ count: Int = 1) { credentialRefusals.refuse(count) }
 
     /// Invalidates every access token issued so far (the next Android send is refused).
     package func revokeAccessTokens() { state.withLock { $0.issued.removeAll() } }
@@ -172,15 +178,17 @@ package final class FakeHMS: HTTPHandler, Sendable {
                 state.withLock { $0.problems.append(problem) }
                 return Self.answer(401, problem == "expired" ? "80200005" : "80200001", "JWT: \(problem)")
             }
+            if credentialRefusals.isRefused(credential) { return Self.answer(401, "80200005", "JWT expired") }
             guard let type = request.headers.first(name: "push-type"), ["0", "1", "2", "6", "7", "10"].contains(type) else {
                 return Self.answer(400, "80100001", "push-type header missing or invalid")
             }
         } else {
             let valid = state.withLock { $0.issued[credential].map { $0 > Date() } ?? false }
-            guard valid else { return Self.answer(401, "80200003", "Oauth Token expired") }
+            guard valid, !credentialRefusals.isRefused(credential) else { return Self.answer(401, "80200003", "Oauth Token expired") }
         }
         guard !tokens.isEmpty, tokens.count <= 1000 else { return Self.answer(400, "80300010", "token count must be 1 to 1000") }
-        if let problem = harmony ? harmonyBodyProblem(body) : androidBodyProblem(body) {
+        let pushType = request.headers.first(name: "push-type") ?? ""
+        if let problem = harmony ? harmonyBodyProblem(body, pushType: pushType) : androidBodyProblem(body) {
             return Self.answer(400, "80100003", problem)
         }
         if Self.countedBytes(body) > 4096 { return Self.answer(400, "80300008", "message body too large") }
@@ -260,15 +268,26 @@ package final class FakeHMS: HTTPHandler, Sendable {
         return nil
     }
 
-    private func harmonyBodyProblem(_ body: JSONValue?) -> String? {
+    /// What Push Kit refuses in a HarmonyOS body of `pushType`: each scenario has its payload
+    /// object (an alert's `notification`, an extension message's `notification` and `extraData`,
+    /// a background message's `extraData` alone).
+    private func harmonyBodyProblem(_ body: JSONValue?, pushType: String) -> String? {
         guard let payload = body?["payload"]?.objectValue else { return "payload missing" }
+        let needsNotification = pushType == "0" || pushType == "2"
+        let needsExtraData = pushType == "2" || pushType == "6"
         if let notification = payload["notification"]?.objectValue {
+            guard needsNotification else { return "payload.notification is not allowed for push-type \(pushType)" }
             for key in ["category", "title", "body"] where notification[key]?.stringValue?.isEmpty ?? true {
                 return "payload.notification.\(key) is required"
             }
             guard notification["clickAction"]?["actionType"] != nil else { return "payload.notification.clickAction is required" }
-        } else if let extra = payload["extraData"], extra.stringValue == nil {
-            return "payload.extraData must be a string"
+        } else if needsNotification {
+            return "payload.notification is required for push-type \(pushType)"
+        }
+        if let extra = payload["extraData"] {
+            guard extra.stringValue != nil else { return "payload.extraData must be a string" }
+        } else if needsExtraData {
+            return "payload.extraData is required for push-type \(pushType)"
         }
         return nil
     }

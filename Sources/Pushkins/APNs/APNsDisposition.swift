@@ -5,7 +5,8 @@ enum APNsDisposition: Equatable {
     case delivered
     /// The device token is dead: the pushkey is rejected.
     case deadToken
-    /// The provider token expired: refresh it and retry once.
+    /// Apple refused the provider token (expired, or not valid): it is dropped at once, and the
+    /// request sent again once with a new one.
     case refreshProviderToken
     /// Too many pushes to this device token (429 `TooManyRequests`): the device fails at once, so the
     /// sender backs off; an immediate retry would only prolong Apple's throttling.
@@ -24,7 +25,7 @@ enum APNsDisposition: Equatable {
             return status == 400 ? .deadToken : .permanent
         case .unregistered, .expiredToken:
             return status == 410 ? .deadToken : .permanent
-        case .expiredProviderToken:
+        case .expiredProviderToken, .invalidProviderToken:
             return status == 403 ? .refreshProviderToken : .permanent
         case .tooManyRequests:
             return .throttled
@@ -32,7 +33,7 @@ enum APNsDisposition: Equatable {
             return .temporary
         case .badCollapseId, .badExpirationDate, .badMessageId, .badPriority, .badTopic, .duplicateHeaders, .invalidPushType,
             .missingDeviceToken, .missingTopic, .payloadEmpty, .badCertificate, .badCertificateEnvironment, .forbidden,
-            .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath,
+            .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath,
             .methodNotAllowed, .payloadTooLarge:
             return status == 429 ? .throttled : status >= 500 ? .temporary : .permanent
         }

@@ -32,7 +32,7 @@ package final class APNsPushkin: APNsSending {
             clock: environment.clock)
         switch config.auth {
         case .token(let key, let keyId, let teamId):
-            providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId)
+            providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId, clock: environment.clock)
         case .certificate(_, let identity):
             providerToken = nil
             Gauge(label: "sygnal_client_cert_expiry", dimensions: [("pushkin", name)], factory: environment.metrics)

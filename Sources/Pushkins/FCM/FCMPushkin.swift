@@ -28,7 +28,11 @@ package final class FCMPushkin: FCMSending {
         switch config.credentials {
         case .v1(let project, let account):
             // The JWT bearer grant (RFC 7523) with the service account's assertion.
-            tokens = OAuthAccessTokens(tokenURL: account.tokenURI, client: provider.client, clock: environment.clock) {
+            tokens = OAuthAccessTokens(
+                tokenURL: account.tokenURI, client: provider.client, clock: environment.clock,
+                whatToCheck:
+                    "service_account_file: that the service account (\(account.clientEmail)) has the Firebase Cloud Messaging API enabled in project \(project), that its key was not deleted, and the clock of this host"
+            ) {
                 "grant_type=" + "urn:ietf:params:oauth:grant-type:jwt-bearer".formEncoded + "&assertion="
                     + (try account.assertion()).formEncoded
             }
@@ -64,23 +68,23 @@ package final class FCMPushkin: FCMSending {
         return await legacy.dispatch(notification, devices: devices, config: config, context: context)
     }
 
-    /// Sends a message built elsewhere (the Status adapter's): a visible `notification` and a
-    /// string `data` map, as gorush builds it for status-go.
+    /// Sends a message built elsewhere (the Status adapter's, as gorush builds it): the app's
+    /// `fcm_options`, then the message's fields over them. The legacy API takes its
+    /// `notification` and `data`.
     package func send(_ raw: FCMRawMessage, context: DispatchContext) async -> DeviceOutcome {
         guard !raw.token.isEmpty else { return .rejected(reason: .invalidPushkey("empty registration token")) }
         switch config.credentials {
         case .v1:
             guard let tokens else { return .failed(reason: .authorization("no OAuth tokens")) }
             var message = config.fcmOptions
-            message["notification"] = .object(raw.notification)
-            message["data"] = .object(raw.data)
+            for (key, value) in raw.message { message[key] = value }
             message["token"] = .string(raw.token)
             return await sendV1(body: ["message": .object(message)], tokens: tokens, pushkey: raw.token, context: context)
         case .legacy:
             guard let legacy else { return .failed(reason: .authorization("no API key")) }
             var body = config.fcmOptions
-            body["notification"] = .object(raw.notification)
-            body["data"] = .object(raw.data)
+            if let notification = raw.message["notification"] { body["notification"] = notification }
+            body["data"] = raw.message["data"] ?? .object([:])
             body["to"] = .string(raw.token)
             let message = JSONValue.object(body)
             return await legacy.send(pushkeys: [raw.token], context: context) { _ in message }.first

@@ -2,15 +2,14 @@ import HeraldCore
 import HeraldUpstream
 
 /// A message for FCM built outside the notify path (the Status adapter's, as gorush builds it for
-/// status-go): a visible `notification` and a string `data` map for one registration token.
+/// status-go): FCM v1's `message` (its `notification`, `android`, `apns`, `webpush`,
+/// `fcm_options` and string `data`) for one registration token.
 package struct FCMRawMessage: Sendable {
-    package var notification: JSONObject
-    package var data: JSONObject
+    package var message: JSONObject
     package var token: String
 
-    package init(notification: JSONObject, data: JSONObject, token: String) {
-        self.notification = notification
-        self.data = data
+    package init(message: JSONObject, token: String) {
+        self.message = message
         self.token = token
     }
 }

@@ -12,17 +12,38 @@ package struct HMSConfig: Sendable {
         case harmony(projectId: String, account: HMSServiceAccount)
     }
 
-    /// HarmonyOS's scenario, the `push-type` header.
-    package enum PushType: String, Sendable {
-        /// 0: a notification the system shows.
+    /// HarmonyOS's scenario, the `push-type` header (docs/compatibility/hms.md, "Push types").
+    package enum PushType: String, Sendable, CaseIterable {
+        /// 0: a notification the system shows, with the app's generic title and body.
         case alert
-        /// 6: data for the app, delivered while it runs (cached until it starts otherwise).
+        /// 2: the notification-extension subprocess: the app fetches the event and writes the
+        /// notification itself. Only for apps that hold Huawei's right to it.
+        case `extension`
+        /// 6: data for the app, delivered only while it is in the foreground (cached until it next
+        /// starts otherwise), low priority and rate-limited.
         case background
 
         package var header: String {
             switch self {
             case .alert: return "0"
+            case .extension: return "2"
             case .background: return "6"
+            }
+        }
+
+        /// What `check-config` says of choosing this type for `key`.
+        func explanation(for key: String) -> String {
+            let pushes = key == "event_id_only_push_type" ? "event_id_only pushes" : "full pushes"
+            switch self {
+            case .alert:
+                return
+                    "\(pushes) are notifications the system shows (push-type 0), with the app's title and body, the room as notifyId and the unread count as the badge"
+            case .extension:
+                return
+                    "\(pushes) start the app's notification extension (push-type 2), which fetches the event and writes the text; the app must hold Huawei's notification-extension right, or Push Kit refuses every push (noPushTypeRight)"
+            case .background:
+                return
+                    "\(pushes) are background messages (push-type 6): Huawei hands them to the app only while it is in the foreground and keeps them until it next starts otherwise, at low priority and about two an hour, so a message may go unseen until the user opens the app"
             }
         }
     }
@@ -66,17 +87,23 @@ package struct HMSConfig: Sendable {
         let category = config.string("category") ?? "IM"
         let title = config.string("title") ?? "New message"
         let body = config.string("body") ?? "You have a new message"
-        func pushType(_ key: String, default value: PushType) -> PushType? {
-            guard let raw = config.string(key) else { return value }
-            guard let parsed = PushType(rawValue: raw) else {
-                diagnostics.error(config.keyPath(key), "must be alert or background, got '\(raw)'")
-                return nil
+        func pushType(_ key: String) -> PushType? {
+            let parsed: PushType
+            if let raw = config.string(key) {
+                guard let known = PushType(rawValue: raw) else {
+                    diagnostics.error(config.keyPath(key), "must be alert, extension or background, got '\(raw)'")
+                    return nil
+                }
+                parsed = known
+            } else {
+                parsed = .alert
             }
+            if api == "harmony" { diagnostics.note(config.keyPath(key), parsed.explanation(for: key)) }
             return parsed
         }
 
-        let full = pushType("push_type", default: .alert)
-        let idOnly = pushType("event_id_only_push_type", default: .background)
+        let full = pushType("push_type")
+        let idOnly = pushType("event_id_only_push_type")
 
         let credentials: Credentials
         switch api {

@@ -30,24 +30,35 @@ package enum HMSMessage {
         return ["validate_only": false, "message": .object(message)]
     }
 
+    /// Android, with `message.android` and `message.data` as a sender built them (gorush's).
+    package static func android(data: JSONValue, android: JSONObject, tokens: [String]) -> JSONValue {
+        let message: JSONObject = ["data": data, "android": .object(android), "token": .array(tokens.map(JSONValue.string))]
+        return ["validate_only": false, "message": .object(message)]
+    }
+
     /// HarmonyOS (`POST /v3/{project_id}/messages:send`, `push-type` header): an alert
     /// (`payload.notification`, with the map as `clickAction.data` for the app, a `notifyId` per
     /// room so that a room's newer notification replaces its older one, and the unread count as
-    /// the badge) or a background message (`payload.extraData`, the map as JSON text).
+    /// the badge), an extension message (the same notification, and the map as `extraData` for
+    /// the app's extension) or a background message (`payload.extraData`, the map as JSON text).
     package static func harmony(
         _ type: HMSConfig.PushType, data: JSONObject, alert: (category: String, title: String, body: String), badge: Int64?,
         room: String?, ttl: Int, tokens: [String]
     ) -> JSONValue {
+        var notification: JSONObject = [
+            "category": .string(alert.category), "title": .string(alert.title), "body": .string(alert.body),
+            "clickAction": ["actionType": 0, "data": .object(data)],
+        ]
+        if let room { notification["notifyId"] = .int(Int64(notifyId(room))) }
+        if let badge { notification["badge"] = ["setNum": .int(badge)] }
         let payload: JSONObject
         switch type {
         case .alert:
-            var notification: JSONObject = [
-                "category": .string(alert.category), "title": .string(alert.title), "body": .string(alert.body),
-                "clickAction": ["actionType": 0, "data": .object(data)],
-            ]
-            if let room { notification["notifyId"] = .int(Int64(notifyId(room))) }
-            if let badge { notification["badge"] = ["setNum": .int(badge)] }
             payload = ["notification": .object(notification)]
+        case .extension:
+            // The extension subprocess reads `extraData`; `notification` is what is shown should
+            // it not write its own.
+            payload = ["notification": .object(notification), "extraData": .string(JSONWriter.string(.object(data)))]
         case .background:
             payload = ["extraData": .string(JSONWriter.string(.object(data)))]
         }

@@ -12,12 +12,19 @@ package struct HMSRawMessage: Sendable {
     package var body: String
     package var data: JSONObject
     package var token: String
+    /// Android: `message.android` as the sender built it (gorush's), over the app's
+    /// `android_options`; nil for Herald's own (`urgency: HIGH`, a visible notification).
+    package var android: JSONObject?
+    /// Android: `message.data` as given (gorush's `huawei_data`) instead of the map as JSON text.
+    package var dataText: String?
 
-    package init(title: String?, body: String, data: JSONObject, token: String) {
+    package init(title: String?, body: String, data: JSONObject, token: String, android: JSONObject? = nil, dataText: String? = nil) {
         self.title = title
         self.body = body
         self.data = data
         self.token = token
+        self.android = android
+        self.dataText = dataText
     }
 }
 
@@ -50,7 +57,10 @@ package final class HMSPushkin: HMSSending {
         case .android(let appId, let secret, let tokenURL):
             // The client-credentials grant; Huawei refuses more than 1 000 tokens in five minutes
             // per app, which reuse keeps far away.
-            credential = OAuthAccessTokens(tokenURL: tokenURL, client: provider.client, clock: environment.clock) {
+            credential = OAuthAccessTokens(
+                tokenURL: tokenURL, client: provider.client, clock: environment.clock,
+                whatToCheck: "app_id (\(appId)) and app_secret_file: that they are the OAuth client of this app in AppGallery Connect"
+            ) {
                 "grant_type=client_credentials&client_id=\(appId.formEncoded)&client_secret=\(secret.formEncoded)"
             }
             url = "\(config.baseURL)/v1/\(appId)/messages:send"
@@ -94,6 +104,14 @@ package final class HMSPushkin: HMSSending {
         let built: Built
         switch config.credentials {
         case .android:
+            if let android = raw.android {
+                built = Built(
+                    body: HMSMessage.android(
+                        data: raw.dataText.map(JSONValue.string) ?? .string(JSONWriter.string(.object(data))),
+                        android: config.androidOptions.merging(android) { $1 }, tokens: []),
+                    pushType: nil)
+                break
+            }
             var visible: JSONObject = ["body": .string(raw.body)]
             if let title = raw.title, !title.isEmpty { visible["title"] = .string(title) }
             built = Built(

@@ -51,11 +51,12 @@ package struct HMSServiceAccount: Sendable {
 }
 
 /// The service account's JWT as an upstream credential: made once and reused until a minute
-/// before it ends, and made again when Huawei refuses it (`80200005`, 401).
+/// before it ends, and dropped at once when Huawei refuses it (`80200005`, 401): the next request
+/// signs a new one.
 final class HMSJWTCredential: UpstreamCredential {
     private let account: HMSServiceAccount
     private let clock: any HeraldClock
-    private let current = Mutex<(token: String, expires: Date)?>(nil)
+    private let current = Mutex(RefusableValue())
     static let lifetime: Int64 = 3600
 
     init(account: HMSServiceAccount, clock: any HeraldClock) {
@@ -63,17 +64,21 @@ final class HMSJWTCredential: UpstreamCredential {
         self.clock = clock
     }
 
-    func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
+    func value() async throws(UpstreamPreparationError) -> String {
         let now = clock.date
-        if let cached = current.withLock({ $0 }), cached.expires.timeIntervalSince(now) > 60, cached.token != refused {
-            return cached.token
-        }
+        if let held = current.withLock({ $0.valid(at: now, margin: 60) }) { return held }
         do {
             let token = try account.jwt(now: now, lifetime: Self.lifetime)
-            current.withLock { $0 = (token, now.addingTimeInterval(Double(Self.lifetime))) }
+            current.withLock { $0.store(token, expires: now.addingTimeInterval(Double(Self.lifetime))) }
             return token
         } catch {
             throw .permanent(.localError("cannot sign the Huawei service-account JWT"))
         }
+    }
+
+    func refuse(_ value: String) async -> CredentialRefusal { current.withLock { $0.refuse(value) } }
+
+    var whatToCheck: String {
+        "service_account_file: that its key (key_id \(account.keyId)) is enabled for Push Kit, that project_id is this account's project, and the clock of this host"
     }
 }

@@ -6,19 +6,25 @@ import NIOHTTP1
 
 /// An app's OAuth 2.0 access tokens, as an upstream credential: fetched from the token endpoint with
 /// the provider's grant, shared by all requests (one fetch at a time: the first caller fetches,
-/// the others wait for its answer), reused until a minute before `expires_in` ends, and replaced
-/// when the upstream refuses one. FCM (a JWT bearer grant) and Huawei's Android API (client
+/// the others wait for its answer), reused until a minute before `expires_in` ends, and dropped at
+/// once when the upstream refuses it. FCM (a JWT bearer grant) and Huawei's Android API (client
 /// credentials) differ only in the form they post.
 actor OAuthAccessTokens: UpstreamCredential {
     private let tokenURL: String
     private let form: @Sendable () throws -> String
     private let client: UpstreamHTTPClient
     private let clock: any HeraldClock
-    private var current: (token: String, expires: Date)?
+    private var current = RefusableValue()
+    /// What an operator checks when renewed tokens are refused too (names the key file).
+    nonisolated let whatToCheck: String
     private var inFlight: ReadinessGate<String>?
 
     /// `form` makes the `application/x-www-form-urlencoded` body of each token request.
-    init(tokenURL: String, client: UpstreamHTTPClient, clock: any HeraldClock, form: @escaping @Sendable () throws -> String) {
+    init(
+        tokenURL: String, client: UpstreamHTTPClient, clock: any HeraldClock, whatToCheck: String,
+        form: @escaping @Sendable () throws -> String
+    ) {
+        self.whatToCheck = whatToCheck
         self.tokenURL = tokenURL
         self.client = client
         self.clock = clock
@@ -29,19 +35,21 @@ actor OAuthAccessTokens: UpstreamCredential {
         var description: String
     }
 
-    /// The token to send; one the upstream refused is replaced. A token endpoint that does not
-    /// answer is temporary: the next attempt asks again.
-    func value(replacing refused: String?) async throws(UpstreamPreparationError) -> String {
+    /// The token to send. A token endpoint that does not answer is temporary: the next attempt
+    /// asks again.
+    func value() async throws(UpstreamPreparationError) -> String {
         do {
-            return try await token(replacing: refused)
+            return try await token()
         } catch {
             throw .temporary(.authorization("\(error)"))
         }
     }
 
-    /// A valid token; `replacing` marks one the upstream refused, so a fresh one is fetched.
-    func token(replacing stale: String? = nil) async throws -> String {
-        if let current, current.expires.timeIntervalSince(clock.date) > 60, current.token != stale { return current.token }
+    func refuse(_ value: String) -> CredentialRefusal { current.refuse(value) }
+
+    /// A valid token: the one held, or one fetched (by one caller for all who wait).
+    func token() async throws -> String {
+        if let held = current.valid(at: clock.date, margin: 60) { return held }
         if let inFlight { return try await inFlight.wait() }
         let gate = ReadinessGate<String>()
         inFlight = gate
@@ -66,7 +74,7 @@ actor OAuthAccessTokens: UpstreamCredential {
             throw FetchError(description: "token endpoint answered \(response.status)")
         }
         let lifetime = json["expires_in"]?.pythonInt.map(Double.init) ?? 3600
-        current = (token, clock.date.addingTimeInterval(lifetime))
+        current.store(token, expires: clock.date.addingTimeInterval(lifetime))
         return token
     }
 }

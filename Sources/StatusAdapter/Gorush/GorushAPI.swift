@@ -80,7 +80,8 @@ package final class GorushAPI: Service {
     }
 
     /// Reads a `POST /api/push` body: its notifications, and gorush's `counts` (tokens, plus one
-    /// per Android topic message).
+    /// per Android topic message). A field of the wrong type anywhere is gorush's "Missing
+    /// notifications field." (its JSON binding fails); an unknown field is ignored.
     package static func parseRequest(_ body: [UInt8], maxNotification: Int) throws(GorushError) -> (
         notifications: [JSONObject], counts: Int
     ) {
@@ -89,17 +90,19 @@ package final class GorushAPI: Service {
         guard !items.isEmpty else { throw .emptyNotifications }
         guard items.count <= maxNotification else { throw .tooManyNotifications(items.count, limit: maxNotification) }
         var notifications: [JSONObject] = []
-        for item in items {
-            guard case .object(let n) = item, case .array(let tokens)? = n["tokens"], !tokens.isEmpty,
-                tokens.allSatisfy({ $0.stringValue != nil }), n["platform"]?.pythonInt != nil
-            else { throw .invalidNotification }
-            notifications.append(n)
-        }
         var counts = 0
-        for n in notifications {
-            counts += n["tokens"]?.arrayValue?.count ?? 0
-            let platform = n["platform"]?.pythonInt ?? 0
-            if platform == 2 || platform == 3, n["topic"]?.stringValue?.isEmpty == false { counts += 1 }
+        for item in items {
+            guard case .object(let n) = item else { throw .missingNotifications }
+            let typed: GorushNotification
+            do {
+                typed = try GorushNotification(n)
+            } catch {
+                throw .missingNotifications
+            }
+            guard !typed.tokens.isEmpty || !typed.to.isEmpty, n["platform"]?.pythonInt != nil else { throw .invalidNotification }
+            notifications.append(n)
+            counts += typed.tokens.count + (typed.to.isEmpty ? 0 : 1)
+            if typed.platform == 2 || typed.platform == 3, !typed.topic.isEmpty { counts += 1 }
         }
         return (notifications, counts)
     }
@@ -123,25 +126,28 @@ package final class GorushAPI: Service {
         bell.ring()
     }
 
-    /// Sends one gorush notification to each of its tokens; returns the failure log entries.
-    func send(_ n: JSONObject) async -> [JSONValue] {
-        let tokens = n["tokens"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        let platformNumber = n["platform"]?.pythonInt ?? 0
-        let message = n["message"]?.stringValue ?? ""
-        guard let platform = StatusPlatform(rawValue: Int(platformNumber)) else {
-            logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(platformNumber)"])
+    /// Sends one gorush notification to each of its tokens (and `to`, as gorush adds it); returns
+    /// the failure log entries.
+    func send(_ object: JSONObject) async -> [JSONValue] {
+        guard var n = try? GorushNotification(object) else {
+            logger.error("gorush queue held a notification that no longer reads; dropped")
+            return []
+        }
+        if !n.to.isEmpty { n.tokens.append(n.to) }
+        let tokens = n.tokens
+        let message = n.message
+        guard let platform = StatusPlatform(rawValue: n.platform) else {
+            logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(n.platform)"])
             return []
         }
         let platformName = platform.name
-        let topic = platform != .ios && !config.honourAndroidTopic ? nil : n["topic"]?.stringValue
+        if platform != .ios && !config.honourAndroidTopic { n.topic = "" }
         let context = DispatchContext(logger: logger)
-        let title = n["title"]?.stringValue
-        let data = n["data"]?.objectValue ?? [:]
         let delivery = self.delivery
+        let notification = n
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
         let outcomes = await dispatcher.deliver(tokens, limit: 1, logger: logger) { token in
-            let outcome = await delivery.send(
-                platform: platform, token: token, message: message, title: title, topic: topic, data: data, context: context)
+            let outcome = await delivery.send(notification, platform: platform, token: token, context: context)
             return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: token)
         }
         var logs: [JSONValue] = []
@@ -168,7 +174,7 @@ package final class GorushAPI: Service {
                 "type": "failed-push", "platform": .string(platformName), "token": .string(token), "message": .string(message),
                 "error": .string(error),
             ]
-            if let id = n["notif_id"] { entry["notif_id"] = id }
+            if let id = n.notifId { entry["notif_id"] = id }
             logs.append(.object(entry))
             await postFeedback(.object(entry))
         }

@@ -3,12 +3,12 @@ import HeraldCore
 import HeraldUpstream
 import Pushkins
 
-/// Where Status notifications go: one notification to one device token. The server and the
-/// gorush API depend on this, not on pushkins, so tests can record what would be sent.
+/// Where Status notifications go: one notification, in gorush's terms, to one device token. The
+/// Status server (which builds what status-go's push server would post to gorush) and the gorush
+/// API depend on this, not on pushkins, so tests can record what would be sent.
 package protocol StatusSender: Sendable {
-    func send(
-        platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject, context: DispatchContext
-    ) async -> DeviceOutcome
+    func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
+        -> DeviceOutcome
 
     /// The pushkin whose rejected-token metrics count this platform's rejections.
     func pushkinName(_ platform: StatusPlatform) -> String?
@@ -30,8 +30,9 @@ package enum StatusPlatform: Int, Sendable {
     }
 }
 
-/// The `StatusSender` of a running Herald: through the APNs and FCM pushkins named in `status:`,
-/// with the payloads gorush would produce for status-go's request (docs/status-protocol.md).
+/// The `StatusSender` of a running Herald: through the APNs, FCM and Huawei pushkins named in
+/// `status:`, with what gorush 1.22 sends for the notification (docs/status-protocol.md, "gorush's
+/// fields").
 package struct PushkinStatusSender: StatusSender {
     package let apns: (any APNsSending)?
     package let fcm: (any FCMSending)?
@@ -43,34 +44,19 @@ package struct PushkinStatusSender: StatusSender {
         self.hms = hms
     }
 
-    /// One notification to one device token. `data` keys go to the top level of the APNs payload
-    /// and into FCM's string `data` map.
-    package func send(
-        platform: StatusPlatform, token: String, message: String, title: String?, topic: String?, data: JSONObject,
-        context: DispatchContext
-    ) async -> DeviceOutcome {
+    package func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
+        -> DeviceOutcome
+    {
         switch platform {
         case .ios:
             guard let apns else { return .failed(reason: .noPushkin("no APNs app is configured for Status")) }
-            // gorush's shape: `aps` first, then every data key at the top level.
-            var payload: JSONObject = [:]
-            if let title, !title.isEmpty {
-                payload["aps"] = ["alert": ["title": .string(title), "body": .string(message)]]
-            } else {
-                payload["aps"] = ["alert": .string(message)]
-            }
-            for (key, value) in data where key != "aps" { payload[key] = value }
-            let apnsMessage = APNsMessage(payload: payload, deviceToken: token, topic: topic.flatMap { $0.isEmpty ? nil : $0 })
-            return await apns.send(apnsMessage, context: context)
+            return await apns.send(GorushAPNs.message(notification, token: token), context: context)
         case .android:
             guard let fcm else { return .failed(reason: .noPushkin("no FCM app is configured for Status")) }
-            var notification: JSONObject = ["body": .string(message)]
-            if let title, !title.isEmpty { notification["title"] = .string(title) }
-            return await fcm.send(
-                FCMRawMessage(notification: notification, data: FCMData.stringify(data).data, token: token), context: context)
+            return await fcm.send(FCMRawMessage(message: GorushFCM.message(notification), token: token), context: context)
         case .huawei:
             guard let hms else { return .failed(reason: .noPushkin("no Huawei (hms) app is configured for Status")) }
-            return await hms.send(HMSRawMessage(title: title, body: message, data: data, token: token), context: context)
+            return await hms.send(GorushHMS.message(notification, token: token), context: context)
         }
     }
 

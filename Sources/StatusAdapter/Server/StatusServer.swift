@@ -322,6 +322,28 @@ package final class StatusServer: Sendable {
         }
     }
 
+    /// What status-go's push server posts to gorush for one device (docs/status-protocol.md, "What
+    /// is sent"): the text, the encrypted message and its chat and key as `data`, and for an APNs
+    /// token a visible, audible push the app may wake for (`content_available`, `sound: default`,
+    /// `priority: high`, `push_type: alert`) with a `deepLink` to the chats or the activity centre.
+    static func notification(for item: PushItem, platform: StatusPlatform, topic: String) -> GorushNotification {
+        var notification = GorushNotification()
+        notification.platform = platform.rawValue
+        notification.message = text(for: item.type)
+        notification.data = [
+            "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),
+            "publicKey": .string("0x" + Hex.encode(item.publicKey)),
+        ]
+        guard platform == .ios else { return notification }
+        notification.topic = topic
+        notification.contentAvailable = true
+        notification.sound = "default"
+        notification.priority = "high"
+        notification.pushType = "alert"
+        notification.data["deepLink"] = .string(item.type == .message ? "status-app://chats" : "status-app://ac")
+        return notification
+    }
+
     private func deliver(_ item: PushItem, registration: Registration, logger: Logger) async -> Dispatcher.Delivery {
         let platform: StatusPlatform
         switch registration.tokenType {
@@ -332,15 +354,10 @@ package final class StatusServer: Sendable {
                 .dropped(reason: .noPushkin("token type \(registration.tokenType.rawValue) cannot be delivered")), pushkin: nil,
                 token: registration.deviceToken)
         }
-        let data: JSONObject = [
-            "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),
-            "publicKey": .string("0x" + Hex.encode(item.publicKey)),
-        ]
         var context = DispatchContext(logger: logger)
         context.logger[metadataKey: "installation"] = "\(registration.installationID)"
-        let outcome = await delivery.send(
-            platform: platform, token: registration.deviceToken, message: Self.text(for: item.type), title: nil,
-            topic: platform == .ios ? registration.apnTopic : nil, data: data, context: context)
+        let notification = Self.notification(for: item, platform: platform, topic: registration.apnTopic)
+        let outcome = await delivery.send(notification, platform: platform, token: registration.deviceToken, context: context)
         return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: registration.deviceToken)
     }
 }
