@@ -166,8 +166,10 @@ package final class HTTPServer: Sendable {
     }
 
     private func serve(_ connection: ServerConnection) async {
+        let peer = connection.channel.remoteAddress
         while let read = await connection.nextRequest() {
-            let request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
+            var request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
+            request.peer = peer
             let started = ContinuousClock.now
             var response = await RequestContext.$requestId.withValue(request.requestId) {
                 await self.traced(request)

@@ -12,6 +12,9 @@ package struct ServerRequest: Sendable {
     /// The request's id: its `X-Request-Id` when acceptable, else a new one; echoed in the
     /// response and in every log line written while it is served.
     package var requestId: String
+    /// The address of the connection's peer (nil when the socket did not say): what a route that
+    /// admits only some networks checks.
+    package var peer: SocketAddress?
 
     package init(
         method: HTTPMethod, uri: String, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer(), requestId: String? = nil

@@ -278,9 +278,7 @@ package final class FakeAPNs: Sendable {
             if Double(iat) < Date().timeIntervalSince1970 - 3600 { return Reply(status: 403, reason: "ExpiredProviderToken") }
             if credentialRefusals.isRefused(String(bearer.dropFirst(7))) { return Reply(status: 403, reason: "ExpiredProviderToken") }
         }
-        guard let topic = headers["apns-topic"] else { return Reply(status: 400, reason: "MissingTopic") }
-        guard topic == self.topic else { return Reply(status: 400, reason: "DeviceTokenNotForTopic") }
-        if let priority = headers["apns-priority"], priority != "5" && priority != "10" { return Reply(status: 400, reason: "BadPriority") }
+        if let reason = headerProblem(headers) { return Reply(status: 400, reason: reason) }
         if let expiration = headers["apns-expiration"], Int(expiration) == nil { return Reply(status: 400, reason: "BadExpirationDate") }
         if let collapse = headers["apns-collapse-id"], collapse.utf8.count > 64 { return Reply(status: 400, reason: "BadCollapseId") }
         if let pushType = headers["apns-push-type"], !APNsConfig.pushTypes.contains(pushType) {
@@ -293,6 +291,21 @@ package final class FakeAPNs: Sendable {
 }
 
 extension FakeAPNs {
+    /// What Apple refuses in a request's topic, priority and push type (lower-cased header
+    /// names), as its 400 reason: the topic is the bundle id with the push type's suffix, and some
+    /// types take one priority only (`APNsPushType`, docs/compatibility/apns.md, "Push types").
+    package func headerProblem(_ headers: [String: String]) -> String? {
+        guard let topic = headers["apns-topic"] else { return "MissingTopic" }
+        let type = headers["apns-push-type"].flatMap(APNsPushType.named)
+        let suffix = type?.topicSuffix ?? ""
+        guard topic.hasSuffix(suffix), String(topic.dropLast(suffix.count)) == self.topic else {
+            return topic.hasPrefix(self.topic) ? "BadTopic" : "DeviceTokenNotForTopic"
+        }
+        if let priority = headers["apns-priority"], priority != "5" && priority != "10" { return "BadPriority" }
+        if let type, !type.priorities.contains(Int(headers["apns-priority"] ?? "10") ?? 10) { return "BadPriority" }
+        return nil
+    }
+
     /// The token's header and claims if its signature verifies. A provider token is reused for up
     /// to an hour, so, like Apple, the fake verifies each distinct token once; its claims are still
     /// checked on every request.

@@ -16,6 +16,9 @@ package struct APNsConfig: Sendable {
     package var topic: String
     package var baseURL: String
     package var pushType: String?
+    /// `priority`: the `apns-priority` of every push, when set (else 10, or 5 for `prio: low`,
+    /// within what the push type allows).
+    package var priority: Int?
     package var convertDeviceTokenToHex: Bool
     package var sendBadgeCounts: Bool
     /// Seconds Apple keeps an undeliverable notification (`apns-expiration` = now + this; 0 = once).
@@ -26,9 +29,10 @@ package struct APNsConfig: Sendable {
     package var upstream: UpstreamSettings
     package var retry: RetryPolicy
 
-    package static let pushTypes: Set<String> = [
-        "alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity", "location", "pushtotalk",
-    ]
+    package static var pushTypes: Set<String> { Set(APNsPushType.all.keys) }
+
+    /// The topic sent for a push of `type` (the app's, with the type's suffix).
+    package func topic(for type: String?) -> String { type.flatMap(APNsPushType.named)?.topic(topic) ?? topic }
 
     package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> APNsConfig? {
         let diagnostics = config.diagnostics
@@ -53,6 +57,10 @@ package struct APNsConfig: Sendable {
         if let pushType, !pushTypes.contains(pushType) {
             diagnostics.error(
                 config.keyPath("push_type"), "must be one of \(pushTypes.sorted().joined(separator: ", ")), got '\(pushType)'")
+        }
+        let priority = config.has("priority") ? config.int("priority", default: 10, range: 5...10) : nil
+        if let priority, priority != 5 && priority != 10 {
+            diagnostics.error(config.keyPath("priority"), "must be 5 or 10, got \(priority)")
         }
         let hex = config.bool("convert_device_token_to_hex", default: true)
         let badges = config.bool("send_badge_counts", default: true)
@@ -98,8 +106,22 @@ package struct APNsConfig: Sendable {
             diagnostics.error(config.keyPath("topic"), "required: the certificate has no UID to take the topic from")
             return nil
         }
+        if let type = pushType.flatMap(APNsPushType.named) {
+            if let priority, !type.priorities.contains(priority) {
+                diagnostics.error(
+                    config.keyPath("priority"),
+                    "Apple accepts push_type \(type.name) only with priority \(type.priorities.sorted().map(String.init).joined(separator: " or ")), got \(priority)"
+                )
+            }
+            if let other = type.contradictingSuffix(of: topic) {
+                diagnostics.error(
+                    config.keyPath("topic"),
+                    "'\(topic)' is a topic for another push type (it ends with \(other)); push_type \(type.name) needs the bundle id, to which Herald adds \(type.topicSuffix ?? "")"
+                )
+            }
+        }
         return APNsConfig(
-            auth: auth, topic: topic, baseURL: baseURL, pushType: pushType, convertDeviceTokenToHex: hex,
+            auth: auth, topic: topic, baseURL: baseURL, pushType: pushType, priority: priority, convertDeviceTokenToHex: hex,
             sendBadgeCounts: badges, expiration: expiration, connections: connections, maxConcurrentStreams: streams, upstream: upstream,
             retry: retry)
     }

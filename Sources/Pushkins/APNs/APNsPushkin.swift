@@ -108,10 +108,15 @@ package final class APNsPushkin: APNsSending {
             guard bytes.count <= APNsHosts.maxPayloadBytes else { return .dropped(reason: .payloadTooLarge) }
             body = bytes
         }
+        // Apple's rules for the push type win over what the message asks (APNsPushType).
+        let pushType = message.pushType ?? config.pushType
+        let rule = pushType.flatMap(APNsPushType.named)
         var headers = HTTPHeaders()
-        headers.add(name: "apns-topic", value: message.topic ?? config.topic)
-        if let priority = message.priority { headers.add(name: "apns-priority", value: String(priority)) }
-        if let pushType = message.pushType ?? config.pushType { headers.add(name: "apns-push-type", value: pushType) }
+        let topic = message.topic ?? config.topic
+        headers.add(name: "apns-topic", value: rule?.topic(topic) ?? topic)
+        let wanted = config.priority ?? message.priority
+        if let priority = rule.map({ $0.priority(wanted) }) ?? wanted { headers.add(name: "apns-priority", value: String(priority)) }
+        if let pushType { headers.add(name: "apns-push-type", value: pushType) }
         if let expiration = message.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
         if let collapseId = message.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
         headers.add(name: "apns-id", value: message.id ?? SecureRandom.uuid().lowercasedString)

@@ -57,6 +57,11 @@ package struct StatusConfig: Sendable {
         package var feedbackTimeout: Duration = .seconds(10)
         /// gorush sends an FCM topic message for an Android notification with a `topic`; off by default.
         package var honourAndroidTopic = false
+        /// The networks whose clients may use the API (gorush has no authentication at all);
+        /// others get 403.
+        package var allowedNetworks = IPNetwork.loopbackAndPrivate
+        /// When set, `Authorization: Bearer <token>` is required too (`auth_token_file`).
+        package var authToken: String?
     }
 
     package init() {}
@@ -105,6 +110,23 @@ package struct StatusConfig: Sendable {
             result.gorush.feedbackURL = gorush.string("feedback_hook_url").flatMap { $0.isEmpty ? nil : $0 }
             result.gorush.feedbackTimeout = gorush.seconds("feedback_timeout", default: 10, range: 0.1...300)
             result.gorush.honourAndroidTopic = gorush.bool("honour_android_topic", default: false)
+            if let networks = gorush.stringList("allowed_networks") {
+                result.gorush.allowedNetworks = networks.compactMap { text in
+                    guard let network = IPNetwork(text) else {
+                        gorush.diagnostics.error(gorush.keyPath("allowed_networks"), "'\(text)' is not an IP address or a CIDR network")
+                        return nil
+                    }
+                    return network
+                }
+            }
+            if let file = gorush.readableFile("auth_token_file", required: false) {
+                let token = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+                if token.isEmpty {
+                    gorush.diagnostics.error(gorush.keyPath("auth_token_file"), "'\(file)' holds no token")
+                } else {
+                    result.gorush.authToken = token
+                }
+            }
             gorush.warnUnknownKeys()
         }
         config.warnUnknownKeys()

@@ -72,6 +72,7 @@ struct StatusFrontEndFactory: FrontEndFactory {
             apns: config.apnsApp.flatMap { context.pushkin(named: $0) as? any APNsSending },
             fcm: config.fcmApp.flatMap { context.pushkin(named: $0) as? any FCMSending },
             hms: config.hmsApp.flatMap { context.pushkin(named: $0) as? any HMSSending })
+        Self.warnOfAnOpenGorushAPI(config.gorush, listening: context.config.http.bindAddresses, diagnostics: diagnostics)
         guard !context.readOnly else { return [] }
         var logger = context.logger
         logger[metadataKey: "component"] = "status"
@@ -92,8 +93,26 @@ struct StatusFrontEndFactory: FrontEndFactory {
             frontEnds.append(
                 GorushFrontEnd(
                     api: api, maxBodyBytes: config.maxMessageBytes,
-                    apps: Set([config.apnsApp, config.fcmApp, config.hmsApp].compactMap { $0 })))
+                    apps: Set([config.apnsApp, config.fcmApp, config.hmsApp].compactMap { $0 }),
+                    access: GorushAccess(networks: config.gorush.allowedNetworks, token: config.gorush.authToken)))
         }
         return frontEnds
+    }
+
+    /// gorush's API pushes with the operator's credentials for whoever reaches it: listening
+    /// beyond loopback with no token and an allow-list open to public addresses is an open relay.
+    static func warnOfAnOpenGorushAPI(_ gorush: StatusConfig.Gorush, listening: [String], diagnostics: ConfigDiagnostics) {
+        guard gorush.enabled, gorush.authToken == nil else { return }
+        let beyondLoopback = listening.contains { address in
+            guard address != "localhost" else { return false }
+            guard let network = IPNetwork(address) else { return true }
+            return !(IPNetwork("127.0.0.0/8")?.contains(network) ?? false) && !(IPNetwork("::1")?.contains(network) ?? false)
+        }
+        let open = gorush.allowedNetworks.filter(\.includesPublicAddresses)
+        guard beyondLoopback, !open.isEmpty else { return }
+        diagnostics.warning(
+            "status.gorush.allowed_networks",
+            "\(open.map(\.description).joined(separator: ", ")) includes public addresses and the API listens on \(listening.joined(separator: ", ")) with no auth_token_file: anyone who reaches it can push with this server's credentials"
+        )
     }
 }
