@@ -25,8 +25,9 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
     }
 
     package indirect enum Behavior: Sendable {
-        /// Answer this status (201 by default), with an optional `Retry-After`.
-        case respond(status: Int = 201, retryAfter: String? = nil)
+        /// Answer this status (201 by default), with an optional `Retry-After`, and a body
+        /// `{"reason": …}` as Apple's push service explains a refusal.
+        case respond(status: Int = 201, retryAfter: String? = nil, reason: String? = nil)
         /// Use each behaviour once, in order, then keep the last.
         case sequence([Behavior])
         /// Wait, then behave as given.
@@ -127,8 +128,9 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
 
     private func respond(_ behavior: Behavior, index: Int) async -> ServerResponse {
         switch behavior {
-        case .respond(let status, let retryAfter):
+        case .respond(let status, let retryAfter, let reason):
             var response = ServerResponse(status: HTTPResponseStatus(statusCode: status))
+            if let reason { response = .json(HTTPResponseStatus(statusCode: status), ["reason": .string(reason)]) }
             if let retryAfter { response.headers.add(name: "Retry-After", value: retryAfter) }
             if status == 201 { response.headers.add(name: "Location", value: "\(baseURL)/message/\(UUID().uuidString)") }
             return response
@@ -151,6 +153,7 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
         }
         let payload = plaintext.flatMap { try? JSONParser.parse($0) }
         if plaintext != nil && payload == nil { problems.append("payload is not JSON") }
+        if let payload, payload["web_push"] != nil { Self.checkDeclarative(payload, problems: &problems) }
         if request.headers.first(name: "Content-Encoding") != "aes128gcm" { problems.append("Content-Encoding is not aes128gcm") }
         if request.headers.first(name: "TTL").flatMap(Int.init) == nil { problems.append("TTL header missing") }
         if body.count > 4096 { problems.append("body is \(body.count) bytes, over 4096") }
@@ -158,6 +161,26 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
         return Received(
             path: request.path, headers: request.headers, body: body, payload: payload, plaintext: plaintext, problems: problems,
             vapidClaims: claims)
+    }
+
+    /// What WebKit requires of a Declarative Web Push message (webkit.org/blog/16535):
+    /// `web_push: 8030`, a `notification` with a string `title` and a URL `navigate`, and the
+    /// optional members of their types.
+    static func checkDeclarative(_ payload: JSONValue, problems: inout [String]) {
+        guard payload["web_push"] == 8030 else { return problems.append("web_push is not 8030") }
+        guard case .object(let notification)? = payload["notification"] else { return problems.append("notification missing") }
+        if notification["title"]?.stringValue?.isEmpty ?? true { problems.append("notification.title missing") }
+        if URL(string: notification["navigate"]?.stringValue ?? "")?.scheme == nil { problems.append("notification.navigate is not a URL") }
+        for key in ["body", "lang", "dir", "tag", "image"] where notification[key] != nil && notification[key]?.stringValue == nil {
+            problems.append("notification.\(key) is not a string")
+        }
+        if let badge = notification["app_badge"], badge.pythonInt == nil { problems.append("notification.app_badge is not a number") }
+        for key in ["silent"] where notification[key] != nil {
+            if case .bool? = notification[key] {} else { problems.append("notification.\(key) is not a boolean") }
+        }
+        if let mutable = payload["mutable"] {
+            if case .bool = mutable {} else { problems.append("mutable is not a boolean") }
+        }
     }
 
     private func verifyVAPID(_ header: String?, problems: inout [String]) -> JSONValue? {

@@ -12,6 +12,8 @@ import NIOCore
 /// `allow_private_endpoints`, through pools that do not.
 final class PushServiceClient: Sendable {
     let policy: EndpointPolicy
+    /// The app's "403 BadJwtToken" error, logged once.
+    let badJwtWarning = OneTimeFlag()
     private let checked: UpstreamCall
     private let unchecked: UpstreamCall
     private let transports: [OriginPools]
@@ -65,7 +67,7 @@ final class PushServiceClient: Sendable {
         let outcome = await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
-            PushServiceAnswer.classify(response, pushkey: pushkey, context: context)
+            PushServiceAnswer.classify(response, pushkey: pushkey, context: context, badJwtWarning: self.badJwtWarning)
         }
         if case .skipped(.endpointRefused(let reason)) = outcome { refused(reason, pushkey: pushkey, context: context) }
         return outcome

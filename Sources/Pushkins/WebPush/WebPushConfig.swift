@@ -13,6 +13,10 @@ package struct WebPushConfig: Sendable {
     package var allowPrivateEndpoints: Bool
     package var upstream: UpstreamSettings
     package var retry: RetryPolicy
+    /// Declarative Web Push (`declarative: true`): the message carries `web_push: 8030` and a
+    /// `notification` a browser shows without a service worker; `navigate` is
+    /// `declarative_navigate` with the room (docs/compatibility/webpush.md, "Declarative Web Push").
+    package var declarativeNavigate: String?
 
     /// Reads the app's keys; problems go to the reader's diagnostics and nil is returned.
     package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> WebPushConfig? {
@@ -26,6 +30,19 @@ package struct WebPushConfig: Sendable {
         let privateEndpoints = config.bool("allow_private_endpoints", default: false)
         let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy)
         let retry = RetryPolicy.read(from: config)
+        let declarative = config.bool("declarative", default: false)
+        let navigate = config.string("declarative_navigate")
+        if declarative && (navigate ?? "").isEmpty {
+            config.diagnostics.error(
+                config.keyPath("declarative_navigate"),
+                "required with declarative: true: the https URL a click opens, with {room_id} where the room goes")
+        }
+        if let email, let problem = VAPIDSubject.problem(email) {
+            config.diagnostics.error(
+                config.keyPath("vapid_contact_email"),
+                "'\(email)' \(problem): Apple's push service refuses such a VAPID subject (403 BadJwtToken); use an address at a public domain"
+            )
+        }
         guard let keyPath, !keyPath.isEmpty, let email else { return nil }
         let key: P256.Signing.PrivateKey
         do {
@@ -36,6 +53,7 @@ package struct WebPushConfig: Sendable {
         }
         return WebPushConfig(
             vapidKey: key, contactEmail: email, allowedEndpoints: allowed, ttl: ttl, allowInsecureEndpoints: insecure,
-            allowPrivateEndpoints: privateEndpoints, upstream: upstream, retry: retry)
+            allowPrivateEndpoints: privateEndpoints, upstream: upstream, retry: retry,
+            declarativeNavigate: declarative ? navigate : nil)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldUpstream
 
@@ -29,6 +30,44 @@ package enum WebPushPayload {
             payload["content"] = .object(content)
         }
         return payload
+    }
+
+    /// Declarative Web Push (WebKit, Safari 18.4): `web_push: 8030` and a `notification` the
+    /// browser shows by itself, beside the fields a service worker reads (`mutable: true` lets a
+    /// service worker still handle the push). The title is the room's name, else the sender's; the
+    /// body the message's text when the homeserver sent it; `tag` the room, so that a room's newer
+    /// notification replaces the older; `app_badge` the unread count; `silent` for low priority.
+    package static func declarative(_ payload: JSONObject, _ notification: PushNotification, navigate template: String) -> JSONObject {
+        let sender = notification.senderDisplayName.flatMap { $0.isEmpty ? nil : $0 } ?? notification.sender
+        let room = notification.roomName.flatMap { $0.isEmpty ? nil : $0 } ?? notification.roomAlias
+        // What a notification shows is short: the title and body are cut here, so that the
+        // message's own strings, not these, are what a message over the limit loses.
+        var shown: JSONObject = ["title": .string(clipped(room ?? sender ?? "New message", to: 100))]
+        if case .string(let text)? = payload["content"]?["body"], !text.isEmpty {
+            shown["body"] = .string(clipped(room != nil && sender != nil ? "\(sender ?? ""): \(text)" : text, to: 500))
+        }
+        shown["navigate"] = .string(navigateURL(template, room: notification.roomId, event: notification.eventId))
+        if let roomId = notification.roomId, !roomId.isEmpty { shown["tag"] = .string(roomId) }
+        if let unread = notification.counts.unread { shown["app_badge"] = .int(unread) }
+        if notification.isLowPriority { shown["silent"] = true }
+        var declarative: JSONObject = ["web_push": 8030, "notification": .object(shown), "mutable": true]
+        for (key, value) in payload where declarative[key] == nil { declarative[key] = value }
+        return declarative
+    }
+
+    /// `text` cut to `limit` characters, with "…" when cut.
+    static func clipped(_ text: String, to limit: Int) -> String {
+        guard text.count > limit else { return text }
+        return String(text.prefix(limit - 1)) + "…"
+    }
+
+    /// `template` with `{room_id}` and `{event_id}` replaced by the ids, percent-encoded.
+    static func navigateURL(_ template: String, room: String?, event: String?) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        func encoded(_ value: String?) -> String { value?.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
+        return template.replacingOccurrences(of: "{room_id}", with: encoded(room)).replacingOccurrences(
+            of: "{event_id}", with: encoded(event))
     }
 
     /// Serialises `payload`, shortening its longest strings from their ends (never splitting a

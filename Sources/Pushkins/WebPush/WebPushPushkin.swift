@@ -50,7 +50,9 @@ package final class WebPushPushkin: Pushkin {
         }
 
         let defaultPayload = data["default_payload"]?.objectValue
-        guard let plaintext = WebPushPayload.encode(WebPushPayload.build(notification, defaultPayload: defaultPayload)) else {
+        var payload = WebPushPayload.build(notification, defaultPayload: defaultPayload)
+        if let navigate = config.declarativeNavigate { payload = WebPushPayload.declarative(payload, notification, navigate: navigate) }
+        guard let plaintext = WebPushPayload.encode(payload) else {
             return .dropped(reason: .payloadTooLarge)
         }
         let body: [UInt8]
