@@ -202,6 +202,8 @@ let package = Package(
                 "Pushkins",
                 "StatusAdapter",
                 "AdamantAdapter",
+                "HeraldPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

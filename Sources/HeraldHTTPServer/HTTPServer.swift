@@ -177,7 +177,8 @@ package final class HTTPServer: Sendable {
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
             let open = await connection.respond(response, to: read.head)
             accessLog?.record(
-                request, status: response.status, responseBytes: response.body.readableBytes, duration: ContinuousClock.now - started)
+                request, status: response.status, responseBytes: response.body.readableBytes, duration: ContinuousClock.now - started,
+                repeats: response.headers.first(name: "Herald-Repeats"))
             guard open else { break }
             await connection.writable()
         }

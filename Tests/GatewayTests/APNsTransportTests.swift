@@ -93,7 +93,9 @@ import Testing
         let key = APNsEndToEndTests.pushkey()
         let first = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
         let tunnels = proxy.connects
-        let second = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
+        var next = APNsEndToEndTests.message
+        next["event_id"] = "$the-next-event"  // the same event would be a repeat, not sent again
+        let second = try await setup.herald.notify(notifyBody(next, devices: [e2e.device(key)]))
         await setup.stop()
         await proxy.stop()
         #expect(first.json == ["rejected": []])

@@ -49,6 +49,7 @@ import Testing
             log: {level: info, access: {enabled: true}}
             metrics: {prometheus: {enabled: false}}
             tracing: {enabled: false}
+            notify: {repeat_window: 60}
             proxy: 'http://p:1'
             no_proxy: [x]
             status: {gorush: {}, apns_app: a, hms_app: h}

@@ -194,8 +194,10 @@ import Testing
                     device("fine", app: Self.harmony), device("malformed", app: Self.harmony), device("other-project", app: Self.harmony),
                 ]))
         // Alone, `noRight` may be this app's credentials of another project: never a rejection.
-        let alone = try await setup.herald.notify(
-            notifyBody(APNsEndToEndTests.message, devices: [device("other-project", app: Self.harmony)]))
+        // (Another event: the same one would be a repeat, answered from the record.)
+        var another = APNsEndToEndTests.message
+        another["event_id"] = "$another-event"
+        let alone = try await setup.herald.notify(notifyBody(another, devices: [device("other-project", app: Self.harmony)]))
         await setup.stop()
         #expect(mixed.json == ["rejected": ["malformed", "other-project"]])
         #expect(alone.status == 502)

@@ -58,6 +58,23 @@ package struct GatewayConfig: Sendable {
         package var port = 8000
     }
 
+    /// `notify:`: repeats and the answer's deadline (docs/operations.md, "Once").
+    package struct Notify: Sendable {
+        /// How long a delivery is remembered (0: never; every notify is sent).
+        package var repeatWindow: Duration = .seconds(7200)
+        /// nil: this instance's memory; else a `postgres://` URL shared by a fleet.
+        package var repeatStore: String?
+        package var repeatMaxEntries = 200_000
+        package var repeatMaxBytes = 32 << 20
+        /// A claim older than this is an instance that died mid-call: another takes it over.
+        package var repeatTakeover: Duration = .seconds(60)
+        package var repeatStoreTimeout: Duration = .seconds(1)
+        package var repeatStoreMaxConnections = 8
+        /// Every notify is answered within this; devices whose upstream has not answered are 502
+        /// while their calls go on.
+        package var answerWithin: Duration = .seconds(20)
+    }
+
     package struct App: Sendable {
         package var key: String
         package var type: String
@@ -69,6 +86,7 @@ package struct GatewayConfig: Sendable {
     package var prometheus = Prometheus()
     package var tracing = Tracing()
     package var proxy: ProxySettings?
+    package var notify = Notify()
     /// Each app's type and limit; the pushkin-specific keys are read when pushkins are built.
     package var apps: [App] = []
     /// The raw `apps:` section, in file order.
@@ -79,7 +97,7 @@ package struct GatewayConfig: Sendable {
 }
 
 extension GatewayConfig {
-    static let coreSections: Set<String> = ["http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db"]
+    static let coreSections: Set<String> = ["http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db", "notify"]
 
     /// Parses the config's generic sections, each by its own reader (GatewayConfig+Sections.swift).
     /// Pushkin keys are validated separately, by the pushkins; front-end sections by their front ends.
@@ -95,6 +113,7 @@ extension GatewayConfig {
         if let log = reader.map("log") { config.log = Log.read(log) }
         if let metrics = reader.map("metrics") { config.prometheus = Prometheus.read(metrics) }
         if let tracing = reader.map("tracing") { config.tracing = Tracing.read(tracing) }
+        if let notify = reader.map("notify") { config.notify = Notify.read(notify) }
         config.proxy = readProxy(reader, environment: environment)
         for legacy in ["database", "db"] where reader.raw(legacy) != nil {
             diagnostics.warning(legacy, "Herald keeps no database for Matrix; section ignored")

@@ -81,7 +81,7 @@ package struct FrontEndContext: Sendable {
 
     package init(
         config: GatewayConfig, pushkins: [any Pushkin], metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
-        hostSenders: HostSenders, clock: any HeraldClock = SystemClock()
+        hostSenders: HostSenders, clock: any HeraldClock = SystemClock(), once: Once? = nil
     ) {
         self.clock = clock
         self.config = config
@@ -92,7 +92,7 @@ package struct FrontEndContext: Sendable {
         self.hostSenders = hostSenders
         var limits: [String: Int] = [:]
         for app in config.apps { limits[app.key] = app.inflightRequestLimit }
-        dispatcher = Dispatcher(pushkins: pushkins, inflightLimits: limits, counters: metrics.counters)
+        dispatcher = Dispatcher(pushkins: pushkins, inflightLimits: limits, counters: metrics.counters, once: once)
     }
 
     package func pushkin(named name: String) -> (any Pushkin)? { pushkins.first { $0.name == name } }

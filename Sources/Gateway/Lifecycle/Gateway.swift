@@ -27,6 +27,8 @@ package final class Gateway: Sendable {
     /// What the listeners serve; a reload swaps it.
     let handler: SwappableRoutes
     let live: Mutex<Live>
+    /// Repeats and the answer's deadline, kept across reloads.
+    let onceSetup: OnceSetup
     /// What the config's choices mean (`ConfigDiagnostics.notes`), for `check-config` to print.
     package let configNotes: [String]
     /// The tracing exporter, when `tracing:` is enabled: first in the group, so it flushes last.
@@ -66,9 +68,21 @@ package final class Gateway: Sendable {
         self.metrics = metrics
         let pushkins = Self.buildPushkins(
             config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, clock: clock, diagnostics: diagnostics)
+        let onceSetup: OnceSetup
+        do {
+            onceSetup = try OnceSetup(config.notify, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock)
+        } catch {
+            diagnostics.error("notify.repeat_store", "\(error)")
+            var memory = config.notify
+            memory.repeatStore = nil
+            onceSetup =
+                (try? OnceSetup(memory, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock))
+                ?? OnceSetup.none(clock: clock)
+        }
+        self.onceSetup = onceSetup
         let context = FrontEndContext(
             config: config, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: readOnly, hostSenders: hostSenders,
-            clock: clock)
+            clock: clock, once: onceSetup.once)
         let frontEnds = factories.flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         let claimed = Set(factories.flatMap(\.sections))
         for section in config.extraSections.keys where !claimed.contains(section) {
@@ -76,7 +90,7 @@ package final class Gateway: Sendable {
         }
         configNotes = diagnostics.notes
         live = Mutex(Live(pushkins: pushkins, dispatcher: context.dispatcher, frontEnds: frontEnds))
-        handler = SwappableRoutes(Self.routes(config, frontEnds, logger: logger))
+        handler = SwappableRoutes(Self.routes(config, frontEnds, health: onceSetup.health, logger: logger))
     }
 
     static func buildPushkins(
@@ -89,9 +103,11 @@ package final class Gateway: Sendable {
             apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
     }
 
-    static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], logger: Logger) -> RouteTable {
+    static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], logger: Logger)
+        -> RouteTable
+    {
         var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
-        let health = HealthReport(components: frontEnds.flatMap(\.health))
+        let health = HealthReport(components: frontEnds.flatMap(\.health) + extra)
         routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
         for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
         return routes
@@ -151,6 +167,8 @@ package final class Gateway: Sendable {
         // Dependency order: what is used comes before what uses it, and stops after it.
         var services: [any Service] = observability.withLock { $0.map { [$0] } ?? [] }
         services.append(PushkinsService { [self] in allPushkins })
+        // Calls that outlive their request finish before the pushkins close.
+        services += onceSetup.services
         for frontEnd in frontEnds { services += frontEnd.services }
         if let reloadPath { services.append(ReloadService(gateway: self, configPath: reloadPath)) }
         services += listeners.map { ListenerService(server: $0, ready: ready) }

@@ -57,7 +57,7 @@ extension Gateway {
             newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, clock: clock, diagnostics: diagnostics)
         let context = FrontEndContext(
             config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false, hostSenders: hostSenders,
-            clock: clock)
+            clock: clock, once: onceSetup.once)
         let reloaded = factories.filter(\.reloadable).flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         guard diagnostics.errors.isEmpty else {
             for line in diagnostics.errors { logger.error("Reload refused; the running config stays", metadata: ["problem": "\(line)"]) }
@@ -80,7 +80,7 @@ extension Gateway {
             state.frontEnds = fixed + reloaded
             return (previous, retired)
         }
-        handler.set(Self.routes(config, frontEnds, logger: logger))
+        handler.set(Self.routes(config, frontEnds, health: onceSetup.health, logger: logger))
         LogLevelControl.set(newConfig.log.level)
         logger.notice(
             "Config reloaded", metadata: ["apps": "\(pushkins.map(\.name).joined(separator: ", "))", "log_level": "\(newConfig.log.level)"])

@@ -38,6 +38,9 @@ package enum DeviceOutcome: Sendable, Equatable {
         case .apns(let status, let reason): return APNsErrorReason.tokenIsDead(status: status, reason: reason)
         // The HMS pushkin rejects only what it decided is dead (docs/compatibility/hms.md).
         case .fcm, .fcmLegacy, .pushService, .hms: return true
+        // The same delivery was rejected within the window: by the provider, or as invalid.
+        case .repeatOfRecorded: return true
+        case .heldElsewhere, .answerDeadline: return false
         case .unknownAppId, .ambiguousAppId, .invalidPushkey, .invalidDefaultPayload, .nothingToSend, .eventsOnly, .endpointRefused,
             .payloadTooLarge, .inflightLimit, .noPushkin, .localError, .network, .authorization:
             return false

@@ -30,6 +30,16 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     /// Herald could not build the request (signing, encryption): what failed.
     case localError(String)
 
+    // Decided by the delivery record (docs/operations.md, "Once").
+    /// A repeat of a delivery answered for good within `notify.repeat_window`: answered as then,
+    /// without a second upstream call.
+    case repeatOfRecorded
+    /// Another instance holds the same delivery and has not finished: the sender retries later.
+    case heldElsewhere
+    /// The upstream had not answered within `notify.answer_within`: the call goes on, and its
+    /// outcome is recorded for the sender's retry.
+    case answerDeadline
+
     // Answers from upstream.
     /// APNs answered `status` with `reason` (nil: no or an unknown reason in the body).
     case apns(status: Int, APNsErrorReason?)
@@ -61,6 +71,9 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .inflightLimit: return "inflight_limit"
         case .noPushkin: return "no_pushkin"
         case .localError: return "local_error"
+        case .repeatOfRecorded: return "repeat"
+        case .heldElsewhere: return "held_elsewhere"
+        case .answerDeadline: return "answer_deadline"
         case .apns(let status, let reason): return reason?.rawValue ?? "http_\(status)"
         case .fcm(let status, let code): return code?.rawValue ?? "http_\(status)"
         case .fcmLegacy(let error, let status): return error?.rawValue ?? "http_\(status)"
@@ -84,6 +97,9 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .inflightLimit: return "too many requests in flight"
         case .noPushkin(let why): return why
         case .localError(let why): return why
+        case .repeatOfRecorded: return "a repeat of a delivery already answered"
+        case .heldElsewhere: return "the same delivery is under way on another instance"
+        case .answerDeadline: return "the upstream has not answered yet; its answer is recorded for the retry"
         case .apns(let status, let reason): return "APNs \(status)" + (reason.map { " \($0.rawValue)" } ?? "")
         case .fcm(let status, let code): return "FCM \(status)" + (code.map { " \($0.rawValue)" } ?? "")
         case .fcmLegacy(let error?, _): return "FCM \(error.rawValue)"

@@ -13,11 +13,14 @@ package struct Dispatcher: Sendable {
     package let router: AppIdRouter
     private let limits: [String: InflightLimit]
     private let counters: CounterCache
+    /// Repeats and the answer's deadline (nil: every device is sent, in the request's own task).
+    package let once: Once?
 
     /// `inflightLimits`: `inflight_request_limit` per app key. The per-app series are made at 0,
     /// so that dashboards see them before the first event.
-    package init(pushkins: [any Pushkin], inflightLimits: [String: Int] = [:], counters: CounterCache) {
+    package init(pushkins: [any Pushkin], inflightLimits: [String: Int] = [:], counters: CounterCache, once: Once? = nil) {
         router = AppIdRouter(pushkins: pushkins)
+        self.once = once
         var limits: [String: InflightLimit] = [:]
         for pushkin in pushkins {
             if let limit = inflightLimits[pushkin.name] { limits[pushkin.name] = InflightLimit(limit: limit) }
@@ -38,6 +41,18 @@ package struct Dispatcher: Sendable {
     /// slots free when this request arrives are its own, and its devices beyond them wait for them
     /// (dispatched in waves). Only when other requests hold every slot is the app shed.
     package func dispatch(_ notification: PushNotification, logger: Logger) async -> [DeviceOutcome] {
+        await dispatchReporting(notification, logger: logger).outcomes
+    }
+
+    /// What `dispatchReporting` found: each device's outcome, and how many were repeats answered
+    /// without a second send (recorded, or joined to the same delivery under way).
+    package struct Dispatched: Sendable {
+        package var outcomes: [DeviceOutcome]
+        package var repeats: Int
+    }
+
+    /// `dispatch`, with the count of repeats (docs/operations.md, "Once").
+    package func dispatchReporting(_ notification: PushNotification, logger: Logger) async -> Dispatched {
         var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var groups: [Group] = []
         for (index, device) in notification.devices.enumerated() {
@@ -73,18 +88,27 @@ package struct Dispatcher: Sendable {
         }
 
         let context = DispatchContext(logger: logger)
-        let results = await fanOut(groups, notStarted: []) { group in
+        let results = await fanOut(groups, notStarted: GroupResult(outcomes: [], repeats: 0)) { group in
             await self.run(group, notification, context)
         }
-        for (group, groupOutcomes) in zip(groups, results) {
-            for (index, outcome) in zip(group.indices, groupOutcomes) { outcomes[index] = outcome }
+        var repeats = 0
+        for (group, result) in zip(groups, results) {
+            repeats += result.repeats
+            for (index, outcome) in zip(group.indices, result.outcomes) { outcomes[index] = outcome }
         }
-        return outcomes.enumerated().map { index, outcome in
+        let final = outcomes.enumerated().map { index, outcome in
             let device = notification.devices[index]
             let result = outcome ?? .failed(reason: .localError("not dispatched"))
             log(result, app: device.appId, token: device.pushkey, logger: logger)
             return result
         }
+        return Dispatched(outcomes: final, repeats: repeats)
+    }
+
+    /// A group's outcomes, in its order, and its repeats.
+    private struct GroupResult: Sendable {
+        var outcomes: [DeviceOutcome]
+        var repeats: Int
     }
 
     /// The devices of one request that route to one pushkin.
@@ -96,9 +120,55 @@ package struct Dispatcher: Sendable {
     }
 
     /// Dispatches one group, at most `slots` devices at a time (all at once without a limit), and
-    /// frees the slots.
-    private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> [DeviceOutcome] {
+    /// frees the slots. With `once`, a device whose delivery is recorded or under way is answered
+    /// without a second send (its key: the event, the app, the pushkey), and the request waits at
+    /// most `answer_within` for the rest: their calls go on, their outcomes are recorded.
+    private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> GroupResult {
         let devices = group.indices.map { notification.devices[$0] }
+        guard let once else { return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil), repeats: 0) }
+        var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
+        var sending: [(position: Int, device: Device, key: RepeatKey?)] = []
+        var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>)] = []
+        var repeats = 0
+        let event = notification.eventId ?? ""
+        for (position, device) in devices.enumerated() {
+            guard let guardian = once.guardian, !event.isEmpty else {
+                sending.append((position, device, nil))
+                continue
+            }
+            switch await guardian.claim(RepeatKey([event, device.appId, device.pushkey]), app: group.pushkin.name) {
+            case .send(let key): sending.append((position, device, key))
+            case .answered(let outcome):
+                outcomes[position] = outcome
+                if outcome.reason != .heldElsewhere { repeats += 1 }
+            case .join(let flight): joined.append((position, flight))
+            }
+        }
+        repeats += joined.count
+        if repeats > 0 {
+            context.logger.info(
+                "Repeat of a delivery already answered or under way: not sent again",
+                metadata: ["pushkin": "\(group.pushkin.name)", "repeats": "\(repeats)"])
+        }
+        if sending.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
+        if !sending.isEmpty {
+            let keys = sending.map(\.key)
+            let chosen = sending.map(\.device)
+            let sent =
+                await once.detached.value(within: once.answerWithin) {
+                    await self.send(chosen, group, notification, context, keys: keys)
+                } ?? chosen.map { _ in .failed(reason: .answerDeadline) }
+            for (entry, outcome) in zip(sending, sent) { outcomes[entry.position] = outcome }
+        }
+        for entry in joined { outcomes[entry.position] = await once.outcome(of: entry.flight) }
+        return GroupResult(outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats)
+    }
+
+    /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots, counts
+    /// the outcomes and settles their keys (with `once`).
+    private func send(
+        _ devices: [Device], _ group: Group, _ notification: PushNotification, _ context: DispatchContext, keys: [RepeatKey?]?
+    ) async -> [DeviceOutcome] {
         let wave = max(1, group.slots ?? devices.count)
         var outcomes: [DeviceOutcome] = []
         outcomes.reserveCapacity(devices.count)
@@ -108,6 +178,11 @@ package struct Dispatcher: Sendable {
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
+        if let keys, let guardian = once?.guardian {
+            for (key, outcome) in zip(keys, outcomes) {
+                if let key { await guardian.settle(key, outcome) }
+            }
+        }
         return outcomes
     }
 

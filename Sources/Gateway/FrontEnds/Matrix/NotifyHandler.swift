@@ -66,7 +66,8 @@ package struct NotifyHandler: Sendable {
         metrics.notificationsReceived.increment()
         metrics.devicesReceived.increment(by: Int64(notification.devices.count))
 
-        let outcomes = await dispatcher.dispatch(notification, logger: logger)
+        let dispatched = await dispatcher.dispatchReporting(notification, logger: logger)
+        let outcomes = dispatched.outcomes
         var rejected: [String] = []
         var failures: [OutcomeReason] = []
         for (device, outcome) in zip(notification.devices, outcomes) {
@@ -79,6 +80,9 @@ package struct NotifyHandler: Sendable {
         if let first = failures.first {
             throw .dispatchFailed(count: failures.count, first: first, rejected: rejected)
         }
-        return .json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
+        var response = ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
+        // The access log shows it (docs/operations.md, "Once").
+        if dispatched.repeats > 0 { response.headers.add(name: "Herald-Repeats", value: String(dispatched.repeats)) }
+        return response
     }
 }

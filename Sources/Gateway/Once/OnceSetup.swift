@@ -1,0 +1,67 @@
+import HeraldCore
+import Logging
+import Metrics
+import Pushkins
+import ServiceLifecycle
+
+/// The gateway's delivery record and answer deadline, made once from `notify:` and kept across
+/// reloads (docs/operations.md, "Once"): the `Once` every dispatcher uses, the services it needs
+/// (the runner of calls that outlive their request, the PostgreSQL pool) and its health.
+struct OnceSetup: Sendable {
+    let once: Once
+    let services: [any Service]
+    let health: [ComponentHealth]
+
+    init(_ notify: GatewayConfig.Notify, counters: CounterCache, metrics: any MetricsFactory, logger: Logger, clock: any HeraldClock)
+        throws
+    {
+        let detached = DetachedWork(clock: clock)
+        var services: [any Service] = []
+        var health: [ComponentHealth] = []
+        var guardian: RepeatGuard?
+        if notify.repeatWindow > .zero {
+            let memory = MemoryDeliveryRecords(
+                window: notify.repeatWindow, takeover: notify.repeatTakeover, maxEntries: notify.repeatMaxEntries,
+                maxBytes: notify.repeatMaxBytes)
+            var store: any DeliveryRecords = memory
+            if let url = notify.repeatStore {
+                let postgres = try PostgresDeliveryRecords(url: url, notify: notify, metrics: metrics)
+                services.append(postgres.service)
+                health.append(postgres.tracker)
+                store = postgres
+            }
+            guardian = RepeatGuard(store: store, fallback: memory, clock: clock, counters: counters, logger: logger)
+        }
+        services.append(DetachedWorkService(work: detached))
+        once = Once(guardian: guardian, detached: detached, answerWithin: notify.answerWithin)
+        self.services = services
+        self.health = health
+    }
+}
+
+extension OnceSetup {
+    /// No record, no services: every device sent in its request's task.
+    static func none(clock: any HeraldClock) -> OnceSetup {
+        OnceSetup(once: Once(guardian: nil, detached: DetachedWork(clock: clock), answerWithin: .seconds(20)), services: [], health: [])
+    }
+
+    private init(once: Once, services: [any Service], health: [ComponentHealth]) {
+        self.once = once
+        self.services = services
+        self.health = health
+    }
+}
+
+/// Runs `DetachedWork` in the service group: on graceful shutdown it takes no more work and
+/// returns once what is under way has finished (each call is bounded by its retry budget).
+struct DetachedWorkService: Service {
+    let work: DetachedWork
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await work.run()
+        } onGracefulShutdown: {
+            work.finish()
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import HeraldCore
+
+/// What is remembered of a delivery the upstream answered for good: a repeat within the window
+/// gets the same answer without a second upstream call. A failed delivery leaves no record.
+package enum RecordedOutcome: String, Sendable, Equatable {
+    /// Accepted by the upstream.
+    case delivered
+    /// The token is dead (the homeserver deletes the pusher).
+    case rejected
+    /// Refused for good for this message (too large, refused by policy).
+    case dropped
+
+    init?(_ outcome: DeviceOutcome) {
+        switch outcome {
+        case .delivered: self = .delivered
+        case .rejected: self = .rejected
+        case .dropped: self = .dropped
+        case .failed, .skipped: return nil
+        }
+    }
+
+    /// The outcome a repeat is answered with.
+    var outcome: DeviceOutcome {
+        switch self {
+        case .delivered: return .delivered
+        case .rejected: return .rejected(reason: .repeatOfRecorded)
+        case .dropped: return .dropped(reason: .repeatOfRecorded)
+        }
+    }
+}
+
+/// What a claim on a key found.
+package enum RecordClaim: Sendable, Equatable {
+    /// Nobody holds it: this instance sends, then records or releases it.
+    case claimed
+    /// Answered for good within the window.
+    case recorded(RecordedOutcome)
+    /// Another instance claimed it and has not finished (its claim is younger than the takeover
+    /// bound): its upstream call may be under way.
+    case heldElsewhere
+}
+
+/// Where deliveries are recorded (docs/configuration.md, `notify.repeat_store`): in memory on one
+/// instance, in PostgreSQL for a fleet. Every operation is bounded; a store that throws is
+/// replaced by the memory record for that call.
+package protocol DeliveryRecords: Sendable {
+    /// Claims `key` at `now`, for a delivery answered within `window`; a claim older than
+    /// `takeover` is an instance that died and is taken over.
+    func claim(_ key: RepeatKey, now: Date) async throws -> RecordClaim
+    /// Records the outcome of a claimed key (kept until `now + window`), or, with nil, releases
+    /// it (the delivery failed: the retry really retries).
+    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, now: Date) async throws
+    /// Its health, for `/health` and `herald_component_failing` (nil: it cannot fail).
+    var health: ComponentHealth? { get }
+}
