@@ -155,16 +155,26 @@ wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]] || [[ $1 == swiftnio* ]]; }
 # distributed time (mean CONNECTIONS/RATE) before each request, so requests arrive about as a
 # Poisson stream of RATE/s instead of as fast as Herald answers.
 declare -A rates=()
+runs=0
 run() {
   local name=$1 pid=$2 url=$3 body=$4 script=${5:-} rate=${6:-}
   wanted "$name" || return 0
   if [ -n "$script" ]; then
     cp "$script" "$work/post.lua"
   else
+    # Every request a new event (its own event_id), as a homeserver sends them: the same body
+    # again would be a repeat, answered from the delivery record without an upstream call.
+    runs=$((runs + 1))
     cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = io.open("$body"):read("*a")
+local body = io.open("$body"):read("*a")
+local head, tail = body:match('^(.-"event_id": ")[^"]*(".*)$')
+local threads = 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end
+local n = 0
+function request()
+  n = n + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, head .. "\$r$runs-" .. id .. "-" .. n .. tail)
+end
 LUA
   fi
   if [ -n "$rate" ]; then
@@ -173,8 +183,12 @@ local mean_ms = $CONNECTIONS * 1000 / $rate
 function delay() return -mean_ms * math.log(1 - math.random()) end
 LUA
   fi
-  # Warm up (not for scripted runs, whose requests must all be new, nor for paced ones).
-  [ -n "$script" ] || [ -n "$rate" ] || wrk -t1 -c8 -d2s -s "$work/post.lua" "$url" >/dev/null
+  # Warm up (not for scripted runs, whose requests must all be new, nor for paced ones); its events
+  # are its own ("w" in the id), so the measured run's are all new too.
+  if [ -z "$script" ] && [ -z "$rate" ]; then
+    sed 's/"\$r/"$w/' "$work/post.lua" > "$work/warm.lua"
+    wrk -t1 -c8 -d2s -s "$work/warm.lua" "$url" >/dev/null
+  fi
   local before after out
   before=$(cpu_ticks "$pid")
   local perf_pid=""
@@ -221,6 +235,32 @@ for row in webpush apns "fcm v1"; do
     run "herald $row half" "$HERALD_PID" "$NOTIFY" "$work/${row%% *}.json" "" "$(half "herald $row")"
   fi
 done
+# The delivery record's cost (docs/operations.md, "Once"): the same APNs notifies against a Herald
+# without it (repeat_window: 0) and one whose record is in PostgreSQL, beside the memory record above.
+if wanted "herald apns no record" || wanted "herald apns pg record"; then
+  NORECORD_PORT=$(free_port)
+  sed "s/^  port: $HERALD_PORT\$/  port: $NORECORD_PORT/" "$work/herald.yaml" > "$work/herald-norecord.yaml"
+  printf 'notify:\n  repeat_window: 0\n' >> "$work/herald-norecord.yaml"
+  "$HERALD" serve --config "$work/herald-norecord.yaml" 2>"$work/herald-norecord.log" &
+  NORECORD_PID=$!
+  pids+=($NORECORD_PID)
+  wait_http "http://127.0.0.1:$NORECORD_PORT/health"
+  run "herald apns no record" "$NORECORD_PID" "http://127.0.0.1:$NORECORD_PORT/_matrix/push/v1/notify" "$work/apns.json"
+  if [ "$(id -u)" -eq 0 ] && out=$(scripts/postgres.sh 2>/dev/null); then
+    pgdir=${out#* }
+    PG_PORT=$(free_port)
+    sed "s/^  port: $HERALD_PORT\$/  port: $PG_PORT/" "$work/herald.yaml" > "$work/herald-pg.yaml"
+    printf 'notify:\n  repeat_store: %s\n' "${out%% *}" >> "$work/herald-pg.yaml"
+    "$HERALD" serve --config "$work/herald-pg.yaml" 2>"$work/herald-pg.log" &
+    PG_PID=$!
+    pids+=($PG_PID)
+    wait_http "http://127.0.0.1:$PG_PORT/health"
+    run "herald apns pg record" "$PG_PID" "http://127.0.0.1:$PG_PORT/_matrix/push/v1/notify" "$work/apns.json"
+    kill "$PG_PID" 2>/dev/null || true
+    scripts/postgres.sh stop "$pgdir" >/dev/null 2>&1 || true
+  fi
+  kill "$NORECORD_PID" 2>/dev/null || true
+fi
 run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
 run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 
