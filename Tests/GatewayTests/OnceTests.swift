@@ -132,6 +132,33 @@ import Testing
         #expect(MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(10), maxEntries: 100, maxBytes: 4096).maxEntries == 25)
     }
 
+    /// A Mastodon server that retries after a timeout sends the same message (the same body and
+    /// salt to the same path): relayed once, and answered 201 both times.
+    @Test func theRelaySendsAMessageSentAgainOnce() async throws {
+        let setup = try await RelayEndToEndTests().start()
+        let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
+        let path = "/relay-to/production/\(RelayEndToEndTests.token)/acct-42"
+        let first = try await setup.send(path, headers: headers, body: body)
+        let again = try await setup.send(path, headers: headers, body: body)
+        await setup.stop()
+        #expect(first.status == 201 && again.status == 201)
+        #expect(setup.production.received.count == 1)
+    }
+
+    /// status-go sends a batch again when its answer was cut: each notification reaches each
+    /// token once. Another `notif_id` is another notification.
+    @Test func gorushSendsABatchSentAgainOnce() async throws {
+        let setup = try await StatusEndToEndTests().start(statusExtra: "  gorush:\n    sync: true")
+        let batch = #"{"notifications":[{"tokens":["0a0b0c","0d0e0f"],"platform":1,"message":"hi","data":{"chatId":"0x1"}}]}"#
+        let first = try await setup.post("/api/push", Array(batch.utf8))
+        let again = try await setup.post("/api/push", Array(batch.utf8))
+        let other = batch.replacingOccurrences(of: #""platform":1"#, with: #""platform":1,"notif_id":"2""#)
+        let third = try await setup.post("/api/push", Array(other.utf8))
+        await setup.stop()
+        #expect(first.status == 200 && again.status == 200 && third.status == 200)
+        #expect(setup.apns.received.map(\.token).sorted() == ["0a0b0c", "0a0b0c", "0d0e0f", "0d0e0f"])
+    }
+
     // MARK: a fleet on PostgreSQL
 
     /// Two gateways on one PostgreSQL record and one fake APNs.

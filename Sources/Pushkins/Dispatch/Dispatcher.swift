@@ -217,6 +217,29 @@ package struct Dispatcher: Sendable {
         }
     }
 
+    /// `deliver` for jobs a front end can key (the relay's messages, gorush's notifications), sent
+    /// once within the window (docs/operations.md, "Once"): a job whose key is recorded is
+    /// answered as then, one under way on this instance joins it, and a failure leaves no record.
+    /// Repeats are counted under `app`, not as new outcomes.
+    package func deliverOnce<Job: Sendable>(
+        _ jobs: [Job], app: String, keys: [RepeatKey?], limit: Int? = nil, logger: Logger,
+        _ send: @escaping @Sendable (Job) async -> Delivery
+    ) async -> [DeviceOutcome] {
+        guard let once, let guardian = once.guardian else { return await deliver(jobs, limit: limit, logger: logger, send) }
+        let keyed = Array(zip(jobs, keys + [RepeatKey?](repeating: nil, count: max(0, jobs.count - keys.count))))
+        return await deliver(keyed, limit: limit, logger: logger) { job, key in
+            guard let key else { return await send(job) }
+            switch await guardian.claim(key, app: app) {
+            case .send(let key):
+                let delivery = await send(job)
+                await guardian.settle(key, delivery.outcome)
+                return delivery
+            case .answered(let outcome): return Delivery(outcome, pushkin: nil, token: "")
+            case .join(let flight): return Delivery(await once.outcome(of: flight), pushkin: nil, token: "")
+            }
+        }
+    }
+
     // MARK: metrics and log
 
     /// `herald_device_outcomes_total{pushkin,outcome,reason}`, and the rejected and failed counters

@@ -145,8 +145,15 @@ package final class GorushAPI: Service {
         let context = DispatchContext(logger: logger)
         let delivery = self.delivery
         let notification = n
+        // A batch status-go sends again after a cut answer holds the same notifications: each is
+        // sent once per token (docs/operations.md, "Once"). A client that means to send the same
+        // notification twice varies `notif_id`.
+        let identity = JSONWriter.string(.object(object))
+        let keys = tokens.map { RepeatKey(["gorush", identity, $0]) }
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
-        let outcomes = await dispatcher.deliver(tokens, limit: 1, logger: logger) { token in
+        let outcomes = await dispatcher.deliverOnce(
+            tokens, app: delivery.pushkinName(platform) ?? platformName, keys: keys, limit: 1, logger: logger
+        ) { token in
             let outcome = await delivery.send(notification, platform: platform, token: token, context: context)
             return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: token)
         }

@@ -59,8 +59,15 @@ struct RelayFrontEnd: FrontEnd {
         let apnsMessage = APNsMessage(
             body: .raw(payload), deviceToken: message.deviceToken, topic: config.topic, priority: message.priority, pushType: "alert",
             expiration: message.expiration, collapseId: message.collapseId, id: id)
+        // A Mastodon server that retries after a timeout sends the same body with the same salt
+        // to the same path: the same message, sent once (docs/operations.md, "Once").
+        let key = RepeatKey([
+            "relay", "\(message.environment)", message.deviceToken, message.extra ?? "", message.salt.map { Base64URL.encode($0) } ?? "",
+            Base64URL.encode(message.body),
+        ])
         let outcome =
-            await dispatcher.deliver([apnsMessage], logger: requestLogger) { [requestLogger] message in
+            await dispatcher.deliverOnce([apnsMessage], app: sender.name, keys: [key], logger: requestLogger) {
+                [requestLogger] message in
                 let outcome = await sender.send(message, context: DispatchContext(logger: requestLogger))
                 return Dispatcher.Delivery(outcome, pushkin: sender.name, token: message.deviceToken)
             }[0]
