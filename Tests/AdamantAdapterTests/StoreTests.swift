@@ -23,7 +23,10 @@ import Testing
         var logger = Logger(label: "adamant-store-test")
         logger.logLevel = .critical
         _ = url
-        let store = try PostgresAdamantStore(url: try await TestPostgres.createDatabase(prefix: "adamant"), logger: logger)
+        // What is checked is the store's answers, not its timing: a loaded CI machine may take
+        // longer than the production timeout (5 s) to answer while the rest of the suite runs.
+        let store = try PostgresAdamantStore(
+            url: try await TestPostgres.createDatabase(prefix: "adamant"), logger: logger, timeout: .seconds(60))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for service in store.services { group.addTask { try await service.run() } }
             try await store.migrate()

@@ -262,6 +262,34 @@ import Testing
     /// answered, as on a frozen machine or across a partition). Either way the holder finds its
     /// lease unproven and stops polling, and neither the lease loop nor the shutdown waits for the
     /// database.
+    /// An instance whose migration waits on PostgreSQL (here for the migration lock, which
+    /// another session holds: a query under way on a live connection, as when the database hangs
+    /// mid-migration) gets SIGTERM: the migration ends on cancellation and the process exits 0. A
+    /// migration that waited for PostgreSQL's answer held the shutdown past ServiceLifecycle's
+    /// cancellation limit, an abort (the one stop 37's CI met).
+    @Test(.enabled(if: binary != nil && TestPostgres.url != nil && ThrowawayPostgres.available, "needs the herald executable and root"))
+    func anInstanceStartingWhileItsDatabaseHangsExitsZeroOnSIGTERM() async throws {
+        let binary = try #require(Self.binary)
+        let dir = temporaryDirectory()
+        let (apns, dev) = try await AdamantEndToEndTests.fakes(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        // Another session takes the migration's lock first and keeps it.
+        let holder = try ChildProcess.launch(
+            "/usr/bin/psql",
+            [postgres.url, "-c", "SELECT pg_advisory_lock(\(PostgresAdamantStore.migrationKey)), pg_sleep_for('10 minutes')"])
+        let herald = try Herald.launch(
+            binary, config: try config(dir, node: node, apns: apns, dev: dev, store: postgres.url), log: "\(dir)/a.log")
+        #expect(try await Self.serving(herald))
+        #expect(try await AdamantEndToEndTests.eventually { try postgres.waitingForAdvisoryLock() })
+        await herald.expectCleanStop(graceMayRunOut: true)
+        await holder.stop(SIGKILL)
+        await node.stop()
+        await apns.stop()
+        await dev.stop()
+    }
+
     @Test(
         .enabled(if: binary != nil && TestPostgres.url != nil && ThrowawayPostgres.available, "needs the herald executable and root"),
         arguments: ["crashes", "hangs"])

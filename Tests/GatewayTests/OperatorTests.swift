@@ -14,7 +14,8 @@ import Testing
 @testable import HeraldHTTPServer
 
 /// What operators reach for, in process: request ids, reload, the outbound proxy.
-@Suite struct OperatorTests {
+// Serialized: a reload sets the process's log level, which another test's reload would race.
+@Suite(.serialized) struct OperatorTests {
     static let probeApp = "  com.example.probe:\n    type: probe\n"
 
     @Test func everyResponseCarriesARequestIdEchoedWhenAcceptable() async throws {
@@ -128,18 +129,21 @@ import Testing
         let proxied = try await run("proxy: 'http://user:s3cret@127.0.0.1:\(proxy.port)'")
         let afterProxied = (proxy.connects, apns.received.count)
         let wrongPassword = try await run("proxy: 'http://user:wrong@127.0.0.1:\(proxy.port)'", connectTimeout: 1)
-        let afterWrong = (Array(proxy.connects.dropFirst()), apns.received.count)
+        let afterWrong = (Array(proxy.connects.dropFirst(afterProxied.0.count)), apns.received.count)
         let bypassed = try await run("proxy: 'http://user:s3cret@127.0.0.1:\(proxy.port)'\nno_proxy: ['.localhost', 'example.org']")
         await proxy.stop()
         await apns.stop()
 
         #expect(proxied == 200)
-        #expect(afterProxied.0 == [.init(target: "localhost:\(apns.port)", authorized: true)])
+        // One tunnel with the credentials (on a loaded machine the first attempt may time out and
+        // be retried through a second one).
+        #expect(!afterProxied.0.isEmpty && afterProxied.0.count <= 2, "\(afterProxied.0)")
+        #expect(afterProxied.0.allSatisfy { $0 == .init(target: "localhost:\(apns.port)", authorized: true) })
         #expect(afterProxied.1 == 1)
         #expect(wrongPassword == 502)
         #expect(!afterWrong.0.isEmpty && afterWrong.0.allSatisfy { !$0.authorized })  // refused by the proxy
         #expect(afterWrong.1 == 1)  // nothing more reached APNs
-        let connectsBeforeBypass = afterWrong.0.count + 1
+        let connectsBeforeBypass = afterWrong.0.count + afterProxied.0.count
         #expect(bypassed == 200)
         #expect(proxy.connects.count == connectsBeforeBypass)  // NO_PROXY: straight to APNs
         #expect(apns.received.count == 2)

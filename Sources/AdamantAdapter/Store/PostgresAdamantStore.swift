@@ -41,7 +41,7 @@ package final class PostgresAdamantStore: AdamantStore {
     package var health: ComponentHealth? { tracker }
     private let lease = Mutex(LeaseState.unfenced)
     static let leaseKey: Int64 = 4_242_002
-    static let migrationKey: Int64 = 4_242_003
+    package static let migrationKey: Int64 = 4_242_003
 
     /// Where this instance stands with the polling lease. `unfenced`: it never sought it (the store
     /// used on its own, as tools and tests do), so commits are not fenced.
@@ -80,26 +80,42 @@ package final class PostgresAdamantStore: AdamantStore {
         try await tracker.track({ try await PostgresDeadline.bounded(timeout, work) }, isAnswer: { $0 is LeaseLost })
     }
 
+    /// Creates the tables, one instance at a time (a transaction-scoped advisory lock). Waits for
+    /// a database that is down as long as it takes, but ends at once when cancelled, also while
+    /// PostgreSQL hangs (each statement through `PostgresDeadline.rows`): a query that never
+    /// answers must not hold a shutdown (it did, past ServiceLifecycle's cancellation limit).
     package func migrate() async throws {
-        _ = try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationKey))", logger: logger)
-            try await connection.query(
-                """
-                CREATE TABLE IF NOT EXISTS adamant_devices (
-                    address TEXT NOT NULL, token TEXT NOT NULL, provider TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
-                    PRIMARY KEY (address, token))
-                """, logger: logger)
-            try await connection.query("CREATE INDEX IF NOT EXISTS adamant_devices_token ON adamant_devices (token)", logger: logger)
-            try await connection.query(
-                "CREATE TABLE IF NOT EXISTS adamant_cursors (worker TEXT PRIMARY KEY, height BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)",
-                logger: logger)
-            try await connection.query("CREATE TABLE IF NOT EXISTS adamant_pushed (key TEXT PRIMARY KEY, seq BIGSERIAL)", logger: logger)
-            try await connection.query("CREATE INDEX IF NOT EXISTS adamant_pushed_seq ON adamant_pushed (seq)", logger: logger)
-            try await connection.query(
-                """
-                CREATE TABLE IF NOT EXISTS adamant_lease (
-                    id SMALLINT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL)
-                """, logger: logger)
+        try await client.withConnection { [logger] connection in
+            func exec(_ query: PostgresQuery) async throws {
+                _ = try await PostgresDeadline.rows(connection, query, within: nil, logger: logger)
+            }
+            try await exec("BEGIN")
+            do {
+                try await exec("SELECT pg_advisory_xact_lock(\(Self.migrationKey))")
+                try await exec(
+                    """
+                    CREATE TABLE IF NOT EXISTS adamant_devices (
+                        address TEXT NOT NULL, token TEXT NOT NULL, provider TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+                        PRIMARY KEY (address, token))
+                    """)
+                try await exec("CREATE INDEX IF NOT EXISTS adamant_devices_token ON adamant_devices (token)")
+                try await exec(
+                    "CREATE TABLE IF NOT EXISTS adamant_cursors (worker TEXT PRIMARY KEY, height BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)"
+                )
+                try await exec("CREATE TABLE IF NOT EXISTS adamant_pushed (key TEXT PRIMARY KEY, seq BIGSERIAL)")
+                try await exec("CREATE INDEX IF NOT EXISTS adamant_pushed_seq ON adamant_pushed (seq)")
+                try await exec(
+                    """
+                    CREATE TABLE IF NOT EXISTS adamant_lease (
+                        id SMALLINT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL)
+                    """)
+                try await exec("COMMIT")
+            } catch {
+                // A connection left inside the transaction (the rollback cut short too) is closed
+                // rather than given back to the pool.
+                if (try? await exec("ROLLBACK")) == nil { try? await connection.close() }
+                throw error
+            }
         }
     }
 

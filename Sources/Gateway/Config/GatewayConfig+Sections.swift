@@ -42,7 +42,7 @@ extension GatewayConfig.Notify {
         config.repeatTakeover = notify.seconds("repeat_takeover", default: 60, range: 1...3600)
         config.repeatStoreTimeout = notify.seconds("repeat_store_timeout", default: 1, range: 0.05...60)
         config.repeatStoreMaxConnections = notify.int("repeat_store_max_connections", default: 8, range: 1...1000)
-        config.answerWithin = notify.seconds("answer_within", default: 20, range: 0.1...300)
+        config.answerWithin = notify.seconds("answer_within", default: 20, range: 0...300)
         notify.warnUnknownKeys()
         return config
     }

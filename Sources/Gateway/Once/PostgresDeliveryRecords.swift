@@ -95,7 +95,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         do {
             try await client.withConnection { connection in
                 _ = try await connection.query("BEGIN", logger: Self.logger)
-                _ = try await connection.query("SELECT pg_advisory_xact_lock(4242003)", logger: Self.logger)
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(4242004)", logger: Self.logger)
                 _ = try await connection.query(
                     """
                     CREATE TABLE IF NOT EXISTS herald_deliveries (

@@ -85,6 +85,15 @@ package final class ThrowawayPostgres: Sendable {
     /// pipe open, so the output is read once the script has exited. Spawned and reaped directly
     /// (Foundation's `Process` waits on a run loop that an async test does not run).
     @discardableResult
+    /// Whether some session waits for an advisory lock another holds (a migration waiting for
+    /// its lock): what a test waits on before it acts.
+    package func waitingForAdvisoryLock() throws -> Bool {
+        let count = try Self.run([
+            "-c", "psql \"$1\" -tAc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\"", "bash", url,
+        ])
+        return (Int(count) ?? 0) > 0
+    }
+
     static func run(_ arguments: [String]) throws -> String {
         let output = ScratchDirectory.make("postgres-script") + "/out"
         var actions = posix_spawn_file_actions_t()

@@ -1,24 +1,37 @@
 import Crypto
-import Foundation
+import HeraldCore
 
 /// What identifies one delivery across retries and instances (docs/operations.md, "Once"): a
-/// digest of its parts, e.g. a Matrix notify's `(event_id, app_id, pushkey)`. Fixed-size, so a
-/// record costs the same whatever the ids' lengths, and the ids themselves are never stored.
+/// digest of its parts, e.g. a Matrix notify's `(event_id, app_id, pushkey)`. Fixed-size (two
+/// words, cheap to hash and compare), so a record costs the same whatever the ids' lengths, and
+/// the ids themselves are never stored.
 package struct RepeatKey: Hashable, Sendable, CustomStringConvertible {
-    /// The first 16 bytes of SHA-256 over the length-prefixed parts, as hex.
-    package let digest: String
+    /// The first 16 bytes of SHA-256 over the length-prefixed parts.
+    let high: UInt64
+    let low: UInt64
 
     package init(_ parts: [String]) {
         var hasher = SHA256()
         for part in parts {
-            let bytes = Array(part.utf8)
-            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { hasher.update(bufferPointer: $0) }
-            hasher.update(data: bytes)
+            var part = part
+            part.withUTF8 { bytes in
+                withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { hasher.update(bufferPointer: $0) }
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
+            }
         }
-        digest = hasher.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
+        (high, low) = hasher.finalize().withUnsafeBytes { raw in
+            (
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
+        }
     }
 
-    package init(digest: String) { self.digest = digest }
+    /// The digest as 32 hex digits (the PostgreSQL record's key).
+    package var digest: String {
+        let bytes = withUnsafeBytes(of: high.bigEndian, Array.init) + withUnsafeBytes(of: low.bigEndian, Array.init)
+        return Hex.encode(bytes)
+    }
 
     package var description: String { digest }
 }
