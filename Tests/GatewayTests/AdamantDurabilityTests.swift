@@ -279,10 +279,11 @@ import Testing
         let holder = try ChildProcess.launch(
             "/usr/bin/psql",
             [postgres.url, "-c", "SELECT pg_advisory_lock(\(PostgresAdamantStore.migrationKey)), pg_sleep_for('10 minutes')"])
+        #expect(try await AdamantEndToEndTests.eventually { try postgres.advisoryLock(granted: true) })
         let herald = try Herald.launch(
             binary, config: try config(dir, node: node, apns: apns, dev: dev, store: postgres.url), log: "\(dir)/a.log")
         #expect(try await Self.serving(herald))
-        #expect(try await AdamantEndToEndTests.eventually { try postgres.waitingForAdvisoryLock() })
+        #expect(try await AdamantEndToEndTests.eventually { try postgres.advisoryLock(granted: false) })
         await herald.expectCleanStop(graceMayRunOut: true)
         await holder.stop(SIGKILL)
         await node.stop()

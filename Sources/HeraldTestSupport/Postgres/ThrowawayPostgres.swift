@@ -85,11 +85,12 @@ package final class ThrowawayPostgres: Sendable {
     /// pipe open, so the output is read once the script has exited. Spawned and reaped directly
     /// (Foundation's `Process` waits on a run loop that an async test does not run).
     @discardableResult
-    /// Whether some session waits for an advisory lock another holds (a migration waiting for
-    /// its lock): what a test waits on before it acts.
-    package func waitingForAdvisoryLock() throws -> Bool {
+    /// Whether some session holds an advisory lock (`granted`), or waits for one another holds
+    /// (`granted: false`, a migration waiting for its lock): what a test waits on before it acts.
+    package func advisoryLock(granted: Bool) throws -> Bool {
         let count = try Self.run([
-            "-c", "psql \"$1\" -tAc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted\"", "bash", url,
+            "-c", "psql \"$1\" -tAc \"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = $2\"", "bash", url,
+            granted ? "true" : "false",
         ])
         return (Int(count) ?? 0) > 0
     }
