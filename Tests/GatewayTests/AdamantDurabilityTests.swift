@@ -256,12 +256,6 @@ import Testing
         return growing.count == 1 ? growing[0] : nil
     }
 
-    /// Every instance stopped by SIGTERM ends at once and exits 0, whatever the database's state:
-    /// one seeking the lease, the holder, and both once PostgreSQL is down (it crashed: every
-    /// connection reset) or hangs (every process stopped: connections stay open and nothing is
-    /// answered, as on a frozen machine or across a partition). Either way the holder finds its
-    /// lease unproven and stops polling, and neither the lease loop nor the shutdown waits for the
-    /// database.
     /// An instance whose migration waits on PostgreSQL (here for the migration lock, which
     /// another session holds: a query under way on a live connection, as when the database hangs
     /// mid-migration) gets SIGTERM: the migration ends on cancellation and the process exits 0. A
@@ -291,6 +285,12 @@ import Testing
         await dev.stop()
     }
 
+    /// Every instance stopped by SIGTERM ends at once and exits 0, whatever the database's state:
+    /// one seeking the lease, the holder, and both once PostgreSQL is down (it crashed: every
+    /// connection reset) or hangs (every process stopped: connections stay open and nothing is
+    /// answered, as on a frozen machine or across a partition). Either way the holder finds its
+    /// lease unproven and stops polling, and neither the lease loop nor the shutdown waits for the
+    /// database.
     @Test(
         .enabled(if: binary != nil && TestPostgres.url != nil && ThrowawayPostgres.available, "needs the herald executable and root"),
         arguments: ["crashes", "hangs"])
