@@ -9,6 +9,13 @@ scripts/deps.sh
 # Style: the repository's .swift-format, as `swift format --in-place --recursive Sources Tests Package.swift` writes it.
 swift format lint --strict --recursive Sources Tests Package.swift
 
+# Package.swift declares for each target exactly the modules its files import (and the check
+# catches a product added that nothing imports).
+swift package dump-package > "${TMPDIR:-/tmp}/herald-manifest.json"
+python3 scripts/check-imports.py --manifest "${TMPDIR:-/tmp}/herald-manifest.json" --self-test
+python3 scripts/check-imports.py --manifest "${TMPDIR:-/tmp}/herald-manifest.json"
+rm -f "${TMPDIR:-/tmp}/herald-manifest.json"
+
 # Herald's own targets build with warnings as errors (Package.swift reads HERALD_WERROR).
 export HERALD_WERROR=1
 swift build --build-tests
