@@ -6,6 +6,19 @@ import NIOHTTP1
 struct ReadRequest: Sendable {
     let head: HTTPRequestHead
     let body: ByteBuffer
+    /// Its route, resolved once from its head: the policy it was read under and what answers it.
+    let route: ResolvedRoute
+}
+
+/// What became of a handler's answer.
+enum Responded: Sendable {
+    /// Written; the connection stays open for the next request.
+    case open
+    /// Written; the connection closes after it.
+    case closing
+    /// Not written: the server had answered at the route's deadline (this answer), and the
+    /// connection closes.
+    case answeredAtDeadline(ServerResponse)
 }
 
 /// The last handler of a connection's pipeline (docs/architecture.md, "One thread per request").
@@ -27,6 +40,8 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var machine = ConnectionStateMachine()
     private var policy: RequestPolicy
+    /// The route of the request being read.
+    private var route: ResolvedRoute?
     private var version = HTTPVersion.http1_1
     /// Body bytes of the request in progress taken from the budget.
     private var held = 0
@@ -38,6 +53,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var turningAway = false
     private var waiter: CheckedContinuation<ReadRequest?, Never>?
     private var writabilityWaiter: CheckedContinuation<Void, Never>?
+    /// The answer deadline of the request being handled, while it runs.
+    private var deadlineTimer: Scheduled<Void>?
+    /// What the server answered at that deadline, once it did.
+    private var answeredAtDeadline: ServerResponse?
 
     init(router: any HTTPHandler, limits: InboundLimits, deadline: RequestReadDeadline) {
         self.router = router
@@ -79,7 +98,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
                 busy(dialect: router.connectionDialect)
                 return
             }
-            policy = router.policy(forPath: ServerRequest.path(of: head.uri))
+            let resolved = router.resolve(method: head.method, path: ServerRequest.path(of: head.uri))
+            route = resolved
+            policy = resolved.policy
             action = machine.head(head, limit: policy.maxBodyBytes)
         case .body(let chunk):
             if let bodyBudget, machine.isReceiving {
@@ -110,7 +131,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             let channel = context.channel
             context.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
         case .dispatch(let head, let body):
-            let request = ReadRequest(head: head, body: body)
+            let request = ReadRequest(
+                head: head, body: body, route: route ?? ResolvedRoute(policy: policy, name: nil, responder: .error(.notFound)))
+            route = nil
             if let waiter {
                 self.waiter = nil
                 waiter.resume(returning: request)
@@ -144,8 +167,41 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// Starts the deadline of the request last handed out: unless its handler answered first, the
+    /// server writes `deadline.response` then and the connection closes after it.
+    func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
+        guard let context, !finished else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadlineTimer = context.eventLoop.scheduleTask(in: .nanoseconds(deadline.within.nanoseconds)) {
+            var response = deadline.response
+            response.headers.replaceOrAdd(name: "X-Request-Id", value: requestId)
+            bound.value.answerAtDeadline(response, to: head)
+        }
+    }
+
+    private func answerAtDeadline(_ response: ServerResponse, to head: HTTPRequestHead) {
+        deadlineTimer = nil
+        guard machine.isResponding, answeredAtDeadline == nil, context != nil, !finished else { return }
+        answeredAtDeadline = response
+        var closing = head
+        closing.headers.replaceOrAdd(name: "Connection", value: "close")
+        _ = write(response, to: closing)
+    }
+
+    /// Writes the handler's answer to the request last handed out, unless the server answered it
+    /// at its deadline.
+    func respond(_ response: ServerResponse, to head: HTTPRequestHead) -> Responded {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        if let early = answeredAtDeadline {
+            answeredAtDeadline = nil
+            return .answeredAtDeadline(early)
+        }
+        return write(response, to: head) ? .open : .closing
+    }
+
     /// Writes the answer to the request last handed out; false when the connection closes after it.
-    func respond(_ response: ServerResponse, to head: HTTPRequestHead) -> Bool {
+    private func write(_ response: ServerResponse, to head: HTTPRequestHead) -> Bool {
         bodyBudget?.release(held)
         held = 0
         guard let context, !finished else { return false }

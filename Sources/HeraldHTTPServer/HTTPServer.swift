@@ -171,24 +171,41 @@ package final class HTTPServer: Sendable {
             var request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
             request.peer = peer
             let started = ContinuousClock.now
+            if let deadline = read.route.policy.answerDeadline {
+                connection.answer(by: deadline, to: read.head, requestId: request.requestId)
+            }
             var response = await RequestContext.$requestId.withValue(request.requestId) {
-                await self.traced(request)
+                await self.traced(request, read.route)
             }
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
-            let open = await connection.respond(response, to: read.head)
-            accessLog?.record(
-                request, status: response.status, responseBytes: response.body.readableBytes, duration: ContinuousClock.now - started,
-                repeats: response.headers.first(name: "Herald-Repeats"))
-            guard open else { break }
-            await connection.writable()
+            switch await connection.respond(response, to: read.head) {
+            case .open:
+                record(request, response, duration: ContinuousClock.now - started)
+                await connection.writable()
+            case .closing:
+                record(request, response, duration: ContinuousClock.now - started)
+                await connection.closed()
+                return
+            case .answeredAtDeadline(let early):
+                // What the sender saw, when it saw it.
+                record(request, early, duration: read.route.policy.answerDeadline?.within ?? ContinuousClock.now - started)
+                await connection.closed()
+                return
+            }
         }
         await connection.closed()
     }
 
+    private func record(_ request: ServerRequest, _ response: ServerResponse, duration: Duration) {
+        accessLog?.record(
+            request, status: response.status, responseBytes: response.body.readableBytes, duration: duration,
+            repeats: response.headers.first(name: "Herald-Repeats"))
+    }
+
     /// Handles `request` inside a server span when tracing is enabled.
-    private func traced(_ request: ServerRequest) async -> ServerResponse {
-        guard Spans.enabled else { return await handler.handle(request) }
-        let route = handler.routeName(forPath: request.path)
+    private func traced(_ request: ServerRequest, _ resolved: ResolvedRoute) async -> ServerResponse {
+        guard Spans.enabled else { return await resolved.respond(to: request) }
+        let route = resolved.name
         return await withSpan("\(request.method.rawValue) \(route ?? "(unmatched)")", ofKind: .server) { span in
             // Attributes only for a span that records: the no-op span would build and drop a dictionary for each.
             let recording = span.isRecording
@@ -197,7 +214,7 @@ package final class HTTPServer: Sendable {
                 if let route { span.attributes["http.route"] = route }
                 span.attributes["herald.request_id"] = request.requestId
             }
-            let response = await handler.handle(request)
+            let response = await resolved.respond(to: request)
             if recording { span.attributes["http.response.status_code"] = Int(response.status.code) }
             if response.status.code >= 500 { span.setStatus(.init(code: .error)) }
             return response

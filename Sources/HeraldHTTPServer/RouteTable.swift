@@ -14,6 +14,13 @@ package struct RouteTable: HTTPHandler {
         /// The path itself and everything below it (`/a` matches `/a`, `/a/`, `/a/b`).
         case subtree(String)
 
+        /// The route's own path (for spans and logs: never a request's path).
+        var name: String {
+            switch self {
+            case .exact(let p), .subtree(let p): return p
+            }
+        }
+
         func matches(_ path: String) -> Bool {
             switch self {
             case .exact(let p): return path == p
@@ -43,14 +50,20 @@ package struct RouteTable: HTTPHandler {
     package var connectionDialect: ErrorDialect { defaultPolicy.dialect }
 
     /// Adds `handler` for `methods` on `match`; a second call for the same match adds methods.
+    /// With `answerDeadline`, a request the handler has not answered in time is answered by the
+    /// server (`AnswerDeadline`).
     package mutating func add(
         _ match: PathMatch, _ methods: [HTTPMethod], maxBodyBytes: Int? = nil, dialect: ErrorDialect = .matrix,
-        _ handler: @escaping Handler
+        answerDeadline: AnswerDeadline? = nil, _ handler: @escaping Handler
     ) {
-        let policy = RequestPolicy(maxBodyBytes: maxBodyBytes ?? defaultPolicy.maxBodyBytes, dialect: dialect)
+        let policy = RequestPolicy(
+            maxBodyBytes: maxBodyBytes ?? defaultPolicy.maxBodyBytes, dialect: dialect, answerDeadline: answerDeadline)
         if let index = routes.firstIndex(where: { $0.match == match }) {
             for method in methods { routes[index].methods[method.rawValue] = handler }
-            routes[index].policy = policy
+            // A path has one policy; a deadline, once given, stays (it is the path's, whatever the method).
+            routes[index].policy = RequestPolicy(
+                maxBodyBytes: policy.maxBodyBytes, dialect: policy.dialect,
+                answerDeadline: answerDeadline ?? routes[index].policy.answerDeadline)
         } else {
             var table: [String: Handler] = [:]
             for method in methods { table[method.rawValue] = handler }
@@ -59,29 +72,23 @@ package struct RouteTable: HTTPHandler {
     }
 
     package func routeName(forPath path: String) -> String? {
-        switch routes.first(where: { $0.match.matches(path) })?.match {
-        case .exact(let route)?, .subtree(let route)?: return route
-        case nil: return nil
-        }
+        routes.first { $0.match.matches(path) }.map(\.match.name)
     }
 
     package func policy(forPath path: String) -> RequestPolicy {
         routes.first { $0.match.matches(path) }?.policy ?? defaultPolicy
     }
 
-    package func handle(_ request: ServerRequest) async -> ServerResponse {
-        let path = request.path
+    /// The request's route, found once: its policy, its name and its handler (or the 404 or 405
+    /// that answers it).
+    package func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {
         guard let route = routes.first(where: { $0.match.matches(path) }) else {
-            return ErrorResponder.response(for: GatewayError.notFound, dialect: defaultPolicy.dialect)
+            return ResolvedRoute(policy: defaultPolicy, name: nil, responder: .error(.notFound))
         }
-        guard let handler = route.methods[request.method.rawValue] else {
-            return ErrorResponder.response(
-                for: GatewayError.methodNotAllowed(allow: route.methods.keys.sorted()), dialect: route.policy.dialect)
+        guard let handler = route.methods[method.rawValue] else {
+            return ResolvedRoute(
+                policy: route.policy, name: route.match.name, responder: .error(.methodNotAllowed(allow: route.methods.keys.sorted())))
         }
-        do {
-            return try await handler(request)
-        } catch {
-            return ErrorResponder.response(for: error, dialect: route.policy.dialect, logger: logger)
-        }
+        return ResolvedRoute(policy: route.policy, name: route.match.name, responder: .handler(handler, logger: logger))
     }
 }

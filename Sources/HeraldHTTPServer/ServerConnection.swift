@@ -27,11 +27,17 @@ struct ServerConnection: Sendable {
         }
     }
 
-    /// Writes the answer to `head`'s request; false when the connection closes after it.
-    func respond(_ response: ServerResponse, to head: HTTPRequestHead) async -> Bool {
+    /// Writes the answer to `head`'s request, unless the server answered it at its deadline.
+    func respond(_ response: ServerResponse, to head: HTTPRequestHead) async -> Responded {
         let handler = self.handler
         if channel.eventLoop.inEventLoop { return handler.value.respond(response, to: head) }
-        return (try? await channel.eventLoop.submit { handler.value.respond(response, to: head) }.get()) ?? false
+        return (try? await channel.eventLoop.submit { handler.value.respond(response, to: head) }.get()) ?? .closing
+    }
+
+    /// Starts `deadline` for `head`'s request (`AnswerDeadline`).
+    func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
+        let handler = self.handler
+        onLoop { handler.value.answer(by: deadline, to: head, requestId: requestId) }
     }
 
     /// Returns when the connection can take more output, or has closed.

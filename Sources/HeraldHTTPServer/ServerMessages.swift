@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -59,19 +60,43 @@ package struct ServerResponse: Sendable {
     }
 }
 
-/// How the server treats a request before its handler sees it: the body limit and the dialect
-/// its errors (413 included) are written in.
+/// How the server treats a request before its handler sees it: the body limit, the dialect its
+/// errors (413 included) are written in, and the answer it writes itself when the handler takes
+/// too long.
 package struct RequestPolicy: Sendable {
     package var maxBodyBytes: Int
     package var dialect: ErrorDialect
+    package var answerDeadline: AnswerDeadline?
 
-    package init(maxBodyBytes: Int, dialect: ErrorDialect) {
+    package init(maxBodyBytes: Int, dialect: ErrorDialect, answerDeadline: AnswerDeadline? = nil) {
         self.maxBodyBytes = maxBodyBytes
         self.dialect = dialect
+        self.answerDeadline = answerDeadline
+    }
+}
+
+/// A route's promise to answer within `within` (docs/architecture.md, "Answer deadline"): when
+/// its handler has not answered by then, the server writes `response` on the connection itself,
+/// with `Connection: close`, and the handler goes on in the request's own task (no hop, no task
+/// of its own); its answer, when it comes, is dropped and the connection closed. The timer is one
+/// of the connection's event loop, as the server's read and idle timeouts are.
+package struct AnswerDeadline: Sendable {
+    package var within: Duration
+    package var response: ServerResponse
+
+    package init(within: Duration, response: ServerResponse) {
+        self.within = within
+        self.response = response
     }
 }
 
 /// Something that answers requests.
+///
+/// The server resolves each request once, from its head, into a `ResolvedRoute` (its policy, its
+/// name and what answers it), which travels with the request: one lookup per request, and one
+/// table across a reload (docs/operations.md, "Reload"). A handler that routes nothing itself
+/// implements `handle` (and `policy`, `routeName` if it wants them); `RouteTable` and the
+/// gateway's swappable routes implement `resolve`.
 package protocol HTTPHandler: Sendable {
     func handle(_ request: ServerRequest) async -> ServerResponse
     /// The policy for a path; by default 512 KiB and Matrix errors.
@@ -79,6 +104,8 @@ package protocol HTTPHandler: Sendable {
     /// The route a path falls under (`/relay-to`), for span names: never the path itself, which
     /// may hold a device token.
     func routeName(forPath path: String) -> String?
+    /// The route of a request with this method and path.
+    func resolve(method: HTTPMethod, path: String) -> ResolvedRoute
     /// The dialect of the errors a listener answers before any route is known: a request the
     /// parser cannot read (400), one not received in time (408), a server too busy (503).
     var connectionDialect: ErrorDialect { get }
@@ -88,4 +115,49 @@ extension HTTPHandler {
     package func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, dialect: .matrix) }
     package var connectionDialect: ErrorDialect { .matrix }
     package func routeName(forPath path: String) -> String? { nil }
+    package func handle(_ request: ServerRequest) async -> ServerResponse {
+        await resolve(method: request.method, path: request.path).respond(to: request)
+    }
+    package func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {
+        ResolvedRoute(policy: policy(forPath: path), name: routeName(forPath: path), responder: .whole(self))
+    }
+}
+
+/// What a request was resolved to at its head: what the server applies to it (`policy`), what
+/// its span is named (`name`) and what answers it.
+package struct ResolvedRoute: Sendable {
+    package enum Responder: Sendable {
+        /// A route's handler; what it throws is rendered in the route's dialect, and an error that is
+        /// no `HTTPResponseError` is logged to `logger`.
+        case handler(RouteTable.Handler, logger: Logger?)
+        /// No handler: this error is the answer (404, 405).
+        case error(GatewayError)
+        /// A handler that does not route (a fake, the metrics listener).
+        case whole(any HTTPHandler)
+    }
+
+    package var policy: RequestPolicy
+    package var name: String?
+    package var responder: Responder
+
+    package init(policy: RequestPolicy, name: String?, responder: Responder) {
+        self.policy = policy
+        self.name = name
+        self.responder = responder
+    }
+
+    package func respond(to request: ServerRequest) async -> ServerResponse {
+        switch responder {
+        case .handler(let handler, let logger):
+            do {
+                return try await handler(request)
+            } catch {
+                return ErrorResponder.response(for: error, dialect: policy.dialect, logger: logger)
+            }
+        case .error(let error):
+            return ErrorResponder.response(for: error, dialect: policy.dialect)
+        case .whole(let handler):
+            return await handler.handle(request)
+        }
+    }
 }

@@ -167,6 +167,20 @@ final class BlockingClient: Sendable {
         await offPool { self.read(upTo: .max) }
     }
 
+    /// Reads until the peer closes or 20 s pass; what arrived, as text.
+    func readAllOffPool() async -> String {
+        await offPool {
+            var data: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                data += buffer[0..<n]
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
     private func read(upTo bytes: Int) -> (bytes: Int, closed: Bool) {
         var total = 0
         var buffer = [UInt8](repeating: 0, count: 65536)

@@ -136,7 +136,7 @@ struct OnceTests {
         #expect(records.claim(keys[4], now: start) == .recorded(.delivered))
         // A claim whose instance died is taken over after the takeover bound.
         #expect(records.claim(keys[0], now: start + 5) == .heldElsewhere)
-        #expect(records.claim(keys[0], now: start + 11) == .claimed)
+        #expect(records.claim(keys[0], now: start + 11) == .takenOver)
         #expect(records.claim(keys[4], now: start + 61) == .claimed)  // the window passed
         #expect(MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(10), maxEntries: 100, maxBytes: 4096).maxEntries == 25)
     }
@@ -275,7 +275,7 @@ struct OnceTests {
             group.addTask { await records.client.run() }
             #expect(try await records.claim(key, now: start) == .claimed)
             #expect(try await records.claim(key, now: start + 5) == .heldElsewhere)
-            #expect(try await records.claim(key, now: start + 11) == .claimed)  // its instance died
+            #expect(try await records.claim(key, now: start + 11) == .takenOver)  // its instance died
             try await records.finish(key, .rejected, now: start + 12)
             #expect(try await records.claim(key, now: start + 13) == .recorded(.rejected))
             #expect(try await records.claim(key, now: start + 73) == .claimed)  // the window passed

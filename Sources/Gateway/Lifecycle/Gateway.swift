@@ -77,7 +77,7 @@ package final class Gateway: Sendable {
             memory.repeatStore = nil
             onceSetup =
                 (try? OnceSetup(memory, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock))
-                ?? OnceSetup.none(clock: clock)
+                ?? OnceSetup.none
         }
         self.onceSetup = onceSetup
         let context = FrontEndContext(

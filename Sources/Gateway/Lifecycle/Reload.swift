@@ -2,6 +2,7 @@ import HeraldCore
 import HeraldHTTPServer
 import HeraldUpstream
 import Logging
+import NIOHTTP1
 import Pushkins
 import ServiceLifecycle
 import Synchronization
@@ -17,9 +18,12 @@ final class SwappableRoutes: HTTPHandler {
     var current: RouteTable { routes.withLock { $0 } }
     func set(_ value: RouteTable) { routes.withLock { $0 = value } }
 
-    func handle(_ request: ServerRequest) async -> ServerResponse { await current.handle(request) }
-    func policy(forPath path: String) -> RequestPolicy { current.policy(forPath: path) }
-    func routeName(forPath path: String) -> String? { current.routeName(forPath: path) }
+    /// One lock per request: the route is taken from the table current at the request's head,
+    /// and its policy and handler come from that table, whatever a reload sets meanwhile.
+    func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {
+        routes.withLock { $0.resolve(method: method, path: path) }
+    }
+    var connectionDialect: ErrorDialect { current.connectionDialect }
 }
 
 /// Reloads the config on SIGHUP (docs/operations.md, "Signals").

@@ -6,7 +6,7 @@ import ServiceLifecycle
 
 /// The gateway's delivery record and answer deadline, made once from `notify:` and kept across
 /// reloads (docs/operations.md, "Once"): the `Once` every dispatcher uses, the services it needs
-/// (the runner of calls that outlive their request, the PostgreSQL pool) and its health.
+/// (the PostgreSQL pool) and its health.
 struct OnceSetup: Sendable {
     let once: Once
     let services: [any Service]
@@ -15,7 +15,6 @@ struct OnceSetup: Sendable {
     init(_ notify: GatewayConfig.Notify, counters: CounterCache, metrics: any MetricsFactory, logger: Logger, clock: any HeraldClock)
         throws
     {
-        let detached = DetachedWork(clock: clock)
         var services: [any Service] = []
         var health: [ComponentHealth] = []
         var guardian: RepeatGuard?
@@ -32,8 +31,7 @@ struct OnceSetup: Sendable {
             }
             guardian = RepeatGuard(store: store, fallback: memory, clock: clock, counters: counters, logger: logger)
         }
-        services.append(DetachedWorkService(work: detached))
-        once = Once(guardian: guardian, detached: detached, answerWithin: notify.answerWithin)
+        once = Once(guardian: guardian, answerWithin: notify.answerWithin)
         self.services = services
         self.health = health
     }
@@ -41,27 +39,13 @@ struct OnceSetup: Sendable {
 
 extension OnceSetup {
     /// No record, no services: every device sent in its request's task.
-    static func none(clock: any HeraldClock) -> OnceSetup {
-        OnceSetup(once: Once(guardian: nil, detached: DetachedWork(clock: clock), answerWithin: .seconds(20)), services: [], health: [])
+    static var none: OnceSetup {
+        OnceSetup(once: Once(guardian: nil, answerWithin: .seconds(20)), services: [], health: [])
     }
 
     private init(once: Once, services: [any Service], health: [ComponentHealth]) {
         self.once = once
         self.services = services
         self.health = health
-    }
-}
-
-/// Runs `DetachedWork` in the service group: on graceful shutdown it takes no more work and
-/// returns once what is under way has finished (each call is bounded by its retry budget).
-struct DetachedWorkService: Service {
-    let work: DetachedWork
-
-    func run() async throws {
-        await withGracefulShutdownHandler {
-            await work.run()
-        } onGracefulShutdown: {
-            work.finish()
-        }
     }
 }

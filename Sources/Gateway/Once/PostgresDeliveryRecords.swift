@@ -42,14 +42,17 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     func claim(_ key: RepeatKey, now: Date) async throws -> RecordClaim {
         try await bounded {
             let at = now.timeIntervalSince1970
+            // The row as it was (the statement's snapshot): none, a record that ran out, or a
+            // claim that ran out, which is a takeover.
             let claimed = try await self.client.query(
                 """
+                WITH before AS (SELECT state FROM herald_deliveries WHERE key = \(key.digest))
                 INSERT INTO herald_deliveries (key, state, expires_at) VALUES (\(key.digest), 'claimed', \(at + self.takeover))
                 ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at
                 WHERE herald_deliveries.expires_at <= \(at)
-                RETURNING state
+                RETURNING (SELECT state FROM before)
                 """, logger: Self.logger)
-            for try await _ in claimed { return .claimed }
+            for try await previous in claimed.decode(String?.self) { return previous == "claimed" ? .takenOver : .claimed }
             let rows = try await self.client.query(
                 "SELECT state FROM herald_deliveries WHERE key = \(key.digest)", logger: Self.logger)
             for try await state in rows.decode(String.self) {

@@ -121,8 +121,9 @@ package struct Dispatcher: Sendable {
 
     /// Dispatches one group, at most `slots` devices at a time (all at once without a limit), and
     /// frees the slots. With `once`, a device whose delivery is recorded or under way is answered
-    /// without a second send (its key: the event, the app, the pushkey), and the request waits at
-    /// most `answer_within` for the rest: their calls go on, their outcomes are recorded.
+    /// without a second send (its key: the event, the app, the pushkey). Everything runs in the
+    /// request's own task: when the sender's patience ends first, the server answers it at the
+    /// route's deadline and this goes on, recording the outcomes for the retry.
     private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> GroupResult {
         let devices = group.indices.map { notification.devices[$0] }
         guard let once else { return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil), repeats: 0) }
@@ -152,12 +153,7 @@ package struct Dispatcher: Sendable {
         }
         if sending.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         if !sending.isEmpty {
-            let keys = sending.map(\.key)
-            let chosen = sending.map(\.device)
-            let sent =
-                await once.detached.value(within: once.answerWithin) {
-                    await self.send(chosen, group, notification, context, keys: keys)
-                } ?? chosen.map { _ in .failed(reason: .answerDeadline) }
+            let sent = await send(sending.map(\.device), group, notification, context, keys: sending.map(\.key))
             for (entry, outcome) in zip(sending, sent) { outcomes[entry.position] = outcome }
         }
         for entry in joined { outcomes[entry.position] = await once.outcome(of: entry.flight) }

@@ -20,7 +20,7 @@ enum RawHTTP {
         let fd = connectLoopback(port: port)
         guard fd >= 0 else { return "" }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 15, tv_usec: 0)
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         if waitFirst {
@@ -41,7 +41,7 @@ enum RawHTTP {
     static func sendOffPool(fd: Int32, head: String) async -> String {
         await offPool {
             defer { close(fd) }
-            var timeout = timeval(tv_sec: 15, tv_usec: 0)
+            var timeout = timeval(tv_sec: 60, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             return readToEnd(fd)
@@ -81,7 +81,7 @@ enum RawHTTP {
             let fd = connectLoopback(port: port)
             guard fd >= 0 else { return ("", false) }
             defer { close(fd) }
-            var timeout = timeval(tv_sec: 15, tv_usec: 0)
+            var timeout = timeval(tv_sec: 60, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             _ = Array(head.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             return readUntilClosed(fd)

@@ -17,7 +17,7 @@ struct MatrixFrontEnd: FrontEnd {
     func addRoutes(to routes: inout RouteTable) {
         let notify = self.notify
         let unifiedPush = self.unifiedPush
-        routes.add(.subtree("/_matrix/push/v1/notify"), [.POST]) { try await notify.handle($0) }
+        routes.add(.subtree("/_matrix/push/v1/notify"), [.POST], answerDeadline: notify.answerDeadline) { try await notify.handle($0) }
         routes.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in
             guard unifiedPush else { throw GatewayError.notFound }
             return .json(.ok, ["unifiedpush": ["gateway": "matrix"]])

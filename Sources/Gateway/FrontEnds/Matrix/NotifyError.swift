@@ -32,6 +32,7 @@ enum NotifyError: HTTPResponseError {
     var message: String {
         switch self {
         case .notJSON(let message), .badJSON(let message): return message
+        case .dispatchFailed(0, let first, _): return "Failed to dispatch: \(first)"
         case .dispatchFailed(let count, let first, _): return "Failed to dispatch to \(count) device(s): \(first)"
         }
     }

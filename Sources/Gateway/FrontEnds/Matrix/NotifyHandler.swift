@@ -29,6 +29,17 @@ package struct NotifyHandler: Sendable {
         self.logger = logger
     }
 
+    /// `notify.answer_within` (docs/operations.md, "Once"): a notify not answered by then is
+    /// answered 502 by the server while its calls go on; their outcomes are recorded, so that the
+    /// homeserver's retry is answered from the record. Nil with `answer_within: 0`.
+    var answerDeadline: AnswerDeadline? {
+        guard let within = dispatcher.once?.answerWithin, within > .zero else { return nil }
+        return AnswerDeadline(
+            within: within,
+            response: ErrorResponder.response(
+                for: NotifyError.dispatchFailed(count: 0, first: .answerDeadline, rejected: []), dialect: .matrix))
+    }
+
     /// The `{"rejected": […]}` answer, or the `NotifyError` to answer instead.
     func handle(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let start = ContinuousClock.now

@@ -34,6 +34,9 @@ package enum RecordedOutcome: String, Sendable, Equatable {
 package enum RecordClaim: Sendable, Equatable {
     /// Nobody holds it: this instance sends, then records or releases it.
     case claimed
+    /// Claimed, from a claim older than the takeover bound: an instance that died during its call,
+    /// which the upstream may or may not have received. This instance sends it (again).
+    case takenOver
     /// Answered for good within the window.
     case recorded(RecordedOutcome)
     /// Another instance claimed it and has not finished (its claim is younger than the takeover

@@ -51,6 +51,9 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
                 return .recorded(outcome)
             case .claimed(let at)? where now.timeIntervalSince(at) < takeover:
                 return .heldElsewhere
+            case .claimed?:
+                write(&table, key, .claimed(at: now), now: now)
+                return .takenOver
             default:
                 write(&table, key, .claimed(at: now), now: now)
                 return .claimed

@@ -22,17 +22,21 @@ package final class RepeatGuard: Sendable {
     let store: any DeliveryRecords
     /// Stands in while `store` fails.
     let fallback: MemoryDeliveryRecords
+    /// Whether `store` is the memory record itself: then a claim is a plain call, not an await.
+    private let inMemory: Bool
     let clock: any HeraldClock
     let counters: CounterCache
     let logger: Logger
-    /// The deliveries under way on this instance, by key.
-    private let flights = Mutex<[RepeatKey: ReadinessGate<DeviceOutcome>]>([:])
+    /// The deliveries under way on this instance, by key; the gate of the repeats that joined one
+    /// is made only when the first of them arrives (a delivery nobody repeats costs no gate).
+    private let flights = Mutex<[RepeatKey: ReadinessGate<DeviceOutcome>?]>([:])
 
     package init(
         store: any DeliveryRecords, fallback: MemoryDeliveryRecords, clock: any HeraldClock, counters: CounterCache, logger: Logger
     ) {
         self.store = store
         self.fallback = fallback
+        inMemory = (store as? MemoryDeliveryRecords) === fallback
         self.clock = clock
         self.counters = counters
         self.logger = logger
@@ -41,35 +45,47 @@ package final class RepeatGuard: Sendable {
 
     /// Claims `key` for a delivery through `app`.
     package func claim(_ key: RepeatKey, app: String) async -> Decision {
-        let gate = ReadinessGate<DeviceOutcome>()
-        let existing = flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
-            if let existing = table[key] { return existing }
+        let joined = flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
+            guard let flight = table[key] else {
+                table[key] = .some(nil)
+                return nil
+            }
+            if let gate = flight { return gate }
+            let gate = ReadinessGate<DeviceOutcome>()
             table[key] = gate
-            return nil
+            return gate
         }
-        if let existing {
+        if let joined {
             suppressed(app)
-            return .join(existing)
+            return .join(joined)
         }
         let found: RecordClaim
-        do {
-            found = try await store.claim(key, now: clock.date)
-        } catch {
-            storeFailed(error)
+        if inMemory {
             found = fallback.claim(key, now: clock.date)
+        } else {
+            do {
+                found = try await store.claim(key, now: clock.date)
+            } catch {
+                storeFailed(error)
+                found = fallback.claim(key, now: clock.date)
+            }
         }
         switch found {
         case .claimed:
             return .send(key)
+        case .takenOver:
+            counters.increment("herald_notify_repeat_takeovers_total", [("app", app)])
+            logger.warning(
+                "Took over the claim of a delivery whose instance did not finish it: sending it; it may have been sent already",
+                metadata: ["app": "\(app)", "key": "\(key.digest)"])
+            return .send(key)
         case .recorded(let outcome):
-            flights.withLock { _ = $0.removeValue(forKey: key) }
-            gate.open(outcome.outcome)
+            land(key, outcome.outcome)
             suppressed(app)
             return .answered(outcome.outcome)
         case .heldElsewhere:
-            flights.withLock { _ = $0.removeValue(forKey: key) }
             let outcome = DeviceOutcome.failed(reason: .heldElsewhere)
-            gate.open(outcome)
+            land(key, outcome)
             return .answered(outcome)
         }
     }
@@ -78,13 +94,23 @@ package final class RepeatGuard: Sendable {
     /// answers the repeats that joined it.
     package func settle(_ key: RepeatKey, _ outcome: DeviceOutcome) async {
         let recorded = RecordedOutcome(outcome)
-        do {
-            try await store.finish(key, recorded, now: clock.date)
-        } catch {
-            storeFailed(error)
+        if inMemory {
             fallback.finish(key, recorded, now: clock.date)
+        } else {
+            do {
+                try await store.finish(key, recorded, now: clock.date)
+            } catch {
+                storeFailed(error)
+                fallback.finish(key, recorded, now: clock.date)
+            }
         }
-        flights.withLock { $0.removeValue(forKey: key) }?.open(outcome)
+        land(key, outcome)
+    }
+
+    /// The delivery of `key` is over on this instance: the repeats that joined it get `outcome`.
+    private func land(_ key: RepeatKey, _ outcome: DeviceOutcome) {
+        let joined = flights.withLock { $0.removeValue(forKey: key) }
+        if case .some(.some(let gate)) = joined { gate.open(outcome) }
     }
 
     private func suppressed(_ app: String) {
