@@ -10,10 +10,12 @@ scripts/deps.sh
 swift format lint --strict --recursive Sources Tests Package.swift
 
 # Package.swift declares for each target exactly the modules its files import (and the check
-# catches a product added that nothing imports).
+# catches a product added that nothing imports, and an import the target does not declare).
 swift package dump-package > "${TMPDIR:-/tmp}/herald-manifest.json"
 python3 scripts/check-imports.py --manifest "${TMPDIR:-/tmp}/herald-manifest.json" --self-test
 python3 scripts/check-imports.py --manifest "${TMPDIR:-/tmp}/herald-manifest.json"
+# docs/architecture.md's module graph is Package.swift's.
+python3 scripts/module-graph.py --check < "${TMPDIR:-/tmp}/herald-manifest.json"
 rm -f "${TMPDIR:-/tmp}/herald-manifest.json"
 
 # Herald's own targets build with warnings as errors (Package.swift reads HERALD_WERROR).

@@ -95,7 +95,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let head):
             version = head.version
             guard !turningAway else {
-                busy(dialect: router.connectionDialect)
+                busy(errors: router.connectionErrors)
                 return
             }
             let resolved = router.resolve(method: head.method, path: ServerRequest.path(of: head.uri))
@@ -105,7 +105,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .body(let chunk):
             if let bodyBudget, machine.isReceiving {
                 guard bodyBudget.take(chunk.readableBytes) else {
-                    busy(dialect: policy.dialect)
+                    busy(errors: policy.errors)
                     return
                 }
                 held += chunk.readableBytes
@@ -126,7 +126,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
             // Answer 413, half-close, and give the client five seconds (as nginx lingers) to stop
             // sending before closing; the state machine reads and discards its body meanwhile.
             finish(closing: nil)
-            let tooLarge = ErrorResponder.response(for: GatewayError.tooLarge(limit: limit), dialect: policy.dialect)
+            let tooLarge = policy.errors.render(ServerError.tooLarge(limit: limit))
             write(tooLarge, version: version, keepAlive: false, context: context, thenClose: .output)
             let channel = context.channel
             context.eventLoop.scheduleTask(in: .seconds(5)) { channel.close(promise: nil) }
@@ -150,7 +150,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         if case .idle = machine.state, ready == nil {
             turningAway = true
         } else {
-            busy(dialect: router.connectionDialect)
+            busy(errors: router.connectionErrors)
         }
     }
 
@@ -230,13 +230,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// 503 with `Retry-After`, then close: past the body budget, or past `max_connections`.
-    private func busy(dialect: ErrorDialect) {
+    private func busy(errors: any ErrorRenderer) {
         guard let context else { return }
-        var headers = HTTPHeaders()
-        headers.add(name: "Retry-After", value: "1")
-        let busy = ErrorResponder.response(
-            for: GatewayError(.serviceUnavailable, "M_LIMIT_EXCEEDED", "The server is busy; retry shortly", headers: headers),
-            dialect: dialect)
+        let busy = errors.render(ServerError.busy)
         finish(closing: nil)
         write(busy, version: version, keepAlive: false, context: context, thenClose: .all)
     }

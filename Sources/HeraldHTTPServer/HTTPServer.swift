@@ -34,6 +34,9 @@ package final class HTTPServer: Sendable {
         let readTimeout = limits.requestReadTimeout
         let firstRequestWait = limits.shutdownFirstRequestWait
         let router = handler
+        // The listener's own answers, rendered once.
+        let timeoutAnswer = ResponseWriter.encoded(handler.connectionErrors.render(ServerError.requestTimeout))
+        let malformedAnswer = handler.connectionErrors.render(ServerError.malformed)
         let group = MultiThreadedEventLoopGroup.singleton
         let quiesce = ServerQuiescingHelper(group: group)
         let pending = PendingConnections()
@@ -63,13 +66,13 @@ package final class HTTPServer: Sendable {
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
-                    let deadline = RequestReadDeadline(timeout: readTimeout, dialect: router.connectionDialect)
+                    let deadline = RequestReadDeadline(timeout: readTimeout, answer: timeoutAnswer)
                     try child.pipeline.syncOperations.addHandler(deadline)
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
                     let pipelineHandler = try child.pipeline.syncOperations.handler(type: HTTPServerPipelineHandler.self)
                     try child.pipeline.syncOperations.addHandler(
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))
-                    try child.pipeline.syncOperations.addHandler(MalformedRequestResponder(dialect: router.connectionDialect))
+                    try child.pipeline.syncOperations.addHandler(MalformedRequestResponder(answer: malformedAnswer))
                     let handler = ConnectionHandler(router: router, limits: limits, deadline: deadline)
                     try child.pipeline.syncOperations.addHandler(handler)
                     let connection = pending.make(for: child) { ServerConnection(channel: child, handler: handler) }
@@ -236,7 +239,7 @@ private final class IdleCloser: ChannelInboundHandler, Sendable {
     }
 }
 
-/// Answers a request the HTTP parser cannot read with a 400 in the listener's dialect (instead of
+/// Answers a request the HTTP parser cannot read with the listener's 400 (instead of
 /// an empty body), then closes; when a response is already being written, it only closes.
 private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -245,9 +248,9 @@ private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableCh
     typealias OutboundOut = HTTPServerResponsePart
 
     private var responding = false
-    private let dialect: ErrorDialect
+    private let answer: ServerResponse
 
-    init(dialect: ErrorDialect) { self.dialect = dialect }
+    init(answer: ServerResponse) { self.answer = answer }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard error is HTTPParserError else {
@@ -258,12 +261,10 @@ private final class MalformedRequestResponder: ChannelDuplexHandler, RemovableCh
             context.close(promise: nil)
             return
         }
-        let response = ErrorResponder.response(
-            for: GatewayError(.badRequest, "M_UNRECOGNIZED", "Malformed HTTP request"), dialect: dialect)
         let channel = context.channel
         let written = context.eventLoop.makePromise(of: Void.self)
         written.futureResult.whenComplete { _ in channel.close(promise: nil) }
-        ResponseWriter.write(response, version: .http1_1, keepAlive: false, context: context, promise: written, wrap: wrapOutboundOut)
+        ResponseWriter.write(answer, version: .http1_1, keepAlive: false, context: context, promise: written, wrap: wrapOutboundOut)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {

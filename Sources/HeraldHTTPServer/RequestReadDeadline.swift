@@ -37,22 +37,12 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     /// pipeline handler's from then on.
     private var pipelining = false
 
-    /// The 408 answer in the listener's dialect.
+    /// The listener's 408, as the bytes HTTP/1.1 sends (rendered once per listener).
     private let timeoutResponse: ByteBuffer
 
-    init(timeout: TimeAmount, dialect: ErrorDialect = .matrix) {
+    init(timeout: TimeAmount, answer: ByteBuffer) {
         self.timeout = timeout
-        timeoutResponse = Self.timeoutResponses[dialect] ?? Self.timeoutResponse(.matrix)
-    }
-
-    /// The 408 answer, written from here, below the HTTP encoder, as raw bytes; made once per dialect.
-    private static let timeoutResponses: [ErrorDialect: ByteBuffer] = Dictionary(
-        uniqueKeysWithValues: [ErrorDialect.matrix, .gorush, .plainText].map { ($0, timeoutResponse($0)) })
-
-    private static func timeoutResponse(_ dialect: ErrorDialect) -> ByteBuffer {
-        ResponseWriter.encoded(
-            ErrorResponder.response(
-                for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: dialect))
+        timeoutResponse = answer
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

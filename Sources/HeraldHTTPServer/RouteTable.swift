@@ -3,9 +3,9 @@ import Logging
 import NIOHTTP1
 
 /// The HTTP routes of a listener: by path, then by method, each with its body limit and error
-/// dialect. Unknown paths get 404 and wrong methods 405 (`M_UNRECOGNIZED`, as the Matrix spec
-/// asks, where Sygnal sends HTML pages). Handlers throw `HTTPResponseError`s; `ErrorResponder`
-/// renders them.
+/// renderer. Unknown paths get 404 and wrong methods 405 (`ServerError`s, which each front end's
+/// renderer names in its own words). Handlers throw `HTTPResponseError`s; the route's renderer
+/// writes them.
 package struct RouteTable: HTTPHandler {
     package typealias Handler = @Sendable (ServerRequest) async throws -> ServerResponse
 
@@ -41,28 +41,30 @@ package struct RouteTable: HTTPHandler {
     /// Where a handler's unexpected (non-HTTP) error is logged.
     let logger: Logger?
 
-    /// `dialect`: of unknown paths, and of the listener's own errors (`connectionDialect`).
-    package init(defaultMaxBodyBytes: Int = 512 * 1024, dialect: ErrorDialect = .matrix, logger: Logger? = nil) {
-        defaultPolicy = RequestPolicy(maxBodyBytes: defaultMaxBodyBytes, dialect: dialect)
+    /// `errors`: of unknown paths, of routes that name none, and of the listener's own errors
+    /// (`connectionErrors`).
+    package init(defaultMaxBodyBytes: Int = 512 * 1024, errors: any ErrorRenderer = PlainTextErrors(), logger: Logger? = nil) {
+        defaultPolicy = RequestPolicy(maxBodyBytes: defaultMaxBodyBytes, errors: errors)
         self.logger = logger
     }
 
-    package var connectionDialect: ErrorDialect { defaultPolicy.dialect }
+    package var connectionErrors: any ErrorRenderer { defaultPolicy.errors }
 
     /// Adds `handler` for `methods` on `match`; a second call for the same match adds methods.
     /// With `answerDeadline`, a request the handler has not answered in time is answered by the
     /// server (`AnswerDeadline`).
     package mutating func add(
-        _ match: PathMatch, _ methods: [HTTPMethod], maxBodyBytes: Int? = nil, dialect: ErrorDialect = .matrix,
+        _ match: PathMatch, _ methods: [HTTPMethod], maxBodyBytes: Int? = nil, errors: (any ErrorRenderer)? = nil,
         answerDeadline: AnswerDeadline? = nil, _ handler: @escaping Handler
     ) {
         let policy = RequestPolicy(
-            maxBodyBytes: maxBodyBytes ?? defaultPolicy.maxBodyBytes, dialect: dialect, answerDeadline: answerDeadline)
+            maxBodyBytes: maxBodyBytes ?? defaultPolicy.maxBodyBytes, errors: errors ?? defaultPolicy.errors, answerDeadline: answerDeadline
+        )
         if let index = routes.firstIndex(where: { $0.match == match }) {
             for method in methods { routes[index].methods[method.rawValue] = handler }
             // A path has one policy; a deadline, once given, stays (it is the path's, whatever the method).
             routes[index].policy = RequestPolicy(
-                maxBodyBytes: policy.maxBodyBytes, dialect: policy.dialect,
+                maxBodyBytes: policy.maxBodyBytes, errors: policy.errors,
                 answerDeadline: answerDeadline ?? routes[index].policy.answerDeadline)
         } else {
             var table: [String: Handler] = [:]

@@ -60,17 +60,17 @@ package struct ServerResponse: Sendable {
     }
 }
 
-/// How the server treats a request before its handler sees it: the body limit, the dialect its
-/// errors (413 included) are written in, and the answer it writes itself when the handler takes
+/// How the server treats a request before its handler sees it: the body limit, the renderer its
+/// errors (413 included) are written with, and the answer it writes itself when the handler takes
 /// too long.
 package struct RequestPolicy: Sendable {
     package var maxBodyBytes: Int
-    package var dialect: ErrorDialect
+    package var errors: any ErrorRenderer
     package var answerDeadline: AnswerDeadline?
 
-    package init(maxBodyBytes: Int, dialect: ErrorDialect, answerDeadline: AnswerDeadline? = nil) {
+    package init(maxBodyBytes: Int, errors: any ErrorRenderer, answerDeadline: AnswerDeadline? = nil) {
         self.maxBodyBytes = maxBodyBytes
-        self.dialect = dialect
+        self.errors = errors
         self.answerDeadline = answerDeadline
     }
 }
@@ -94,26 +94,26 @@ package struct AnswerDeadline: Sendable {
 ///
 /// The server resolves each request once, from its head, into a `ResolvedRoute` (its policy, its
 /// name and what answers it), which travels with the request: one lookup per request, and one
-/// table across a reload (docs/operations.md, "Reload"). A handler that routes nothing itself
+/// table across a reload (docs/operations.md, "Signals"). A handler that routes nothing itself
 /// implements `handle` (and `policy`, `routeName` if it wants them); `RouteTable` and the
 /// gateway's swappable routes implement `resolve`.
 package protocol HTTPHandler: Sendable {
     func handle(_ request: ServerRequest) async -> ServerResponse
-    /// The policy for a path; by default 512 KiB and Matrix errors.
+    /// The policy for a path; by default 512 KiB and plain-text errors.
     func policy(forPath path: String) -> RequestPolicy
-    /// The route a path falls under (`/relay-to`), for span names: never the path itself, which
-    /// may hold a device token.
+    /// The route a path falls under (the route's own path), for span names: never the request's
+    /// path itself, which may hold a device token.
     func routeName(forPath path: String) -> String?
     /// The route of a request with this method and path.
     func resolve(method: HTTPMethod, path: String) -> ResolvedRoute
-    /// The dialect of the errors a listener answers before any route is known: a request the
+    /// The renderer of the errors a listener answers before any route is known: a request the
     /// parser cannot read (400), one not received in time (408), a server too busy (503).
-    var connectionDialect: ErrorDialect { get }
+    var connectionErrors: any ErrorRenderer { get }
 }
 
 extension HTTPHandler {
-    package func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, dialect: .matrix) }
-    package var connectionDialect: ErrorDialect { .matrix }
+    package func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, errors: PlainTextErrors()) }
+    package var connectionErrors: any ErrorRenderer { PlainTextErrors() }
     package func routeName(forPath path: String) -> String? { nil }
     package func handle(_ request: ServerRequest) async -> ServerResponse {
         await resolve(method: request.method, path: request.path).respond(to: request)
@@ -127,11 +127,11 @@ extension HTTPHandler {
 /// its span is named (`name`) and what answers it.
 package struct ResolvedRoute: Sendable {
     package enum Responder: Sendable {
-        /// A route's handler; what it throws is rendered in the route's dialect, and an error that is
+        /// A route's handler; what it throws is rendered by the route's renderer, and an error that is
         /// no `HTTPResponseError` is logged to `logger`.
         case handler(RouteTable.Handler, logger: Logger?)
         /// No handler: this error is the answer (404, 405).
-        case error(GatewayError)
+        case error(ServerError)
         /// A handler that does not route (a fake, the metrics listener).
         case whole(any HTTPHandler)
     }
@@ -152,10 +152,10 @@ package struct ResolvedRoute: Sendable {
             do {
                 return try await handler(request)
             } catch {
-                return ErrorResponder.response(for: error, dialect: policy.dialect, logger: logger)
+                return ErrorResponder.response(for: error, errors: policy.errors, logger: logger)
             }
         case .error(let error):
-            return ErrorResponder.response(for: error, dialect: policy.dialect)
+            return policy.errors.render(error)
         case .whole(let handler):
             return await handler.handle(request)
         }

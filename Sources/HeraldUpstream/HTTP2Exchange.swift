@@ -84,23 +84,23 @@ final class HTTP2Exchange: @unchecked Sendable {
         headers.add(name: ":method", value: request.method.rawValue)
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: authority)
+        // Values that differ from one request to the next are sent literally instead of entering
+        // HPACK's dynamic table (RFC 7541 §6.2.2): each would push out an entry that does repeat,
+        // such as the provider token in `authorization`, which would then be sent (and
+        // Huffman-encoded) in full again. `:path` holds the device token; the request names its
+        // own (`UpstreamRequest.changingHeaders`), and `content-length` changes with every body.
         headers.add(name: ":path", value: path, indexing: .nonIndexable)
         var hasUserAgent = false
         for (name, value) in request.headers {
             let lower = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
             if Self.connectionSpecific.contains(lower) { continue }
             if lower == "user-agent" { hasUserAgent = true }
-            headers.add(name: lower, value: value, indexing: Self.changesPerRequest.contains(lower) ? .nonIndexable : .indexable)
+            let changing = lower == "content-length" || request.changingHeaders.contains(lower)
+            headers.add(name: lower, value: value, indexing: changing ? .nonIndexable : .indexable)
         }
         if !hasUserAgent { headers.add(name: "user-agent", value: HeraldVersion.userAgent) }
         return headers
     }
-
-    /// Headers whose values differ from one request to the next are sent literally instead of
-    /// entering HPACK's dynamic table (RFC 7541 §6.2.2): each would push out an entry that does
-    /// repeat, such as the provider token in `authorization`, and that entry would then be sent
-    /// (and Huffman-encoded) in full again. `:path` holds the device token.
-    private static let changesPerRequest: Set<String> = ["apns-id", "apns-expiration", "apns-collapse-id", "content-length"]
 
     /// Headers HTTP/2 forbids (RFC 9113 §8.2.2); `Host` becomes `:authority`.
     private static let connectionSpecific: Set<String> = [

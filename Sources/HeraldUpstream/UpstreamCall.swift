@@ -11,12 +11,17 @@ package struct UpstreamRequest: Sendable {
     package var url: String
     package var headers: HTTPHeaders
     package var body: ByteBuffer?
+    /// The (lower-case) names of headers whose values change from one request to the next (a
+    /// message id, an expiry): over HTTP/2 they are sent literally, never entering HPACK's
+    /// dynamic table, where each would push out an entry that does repeat (RFC 7541 §6.2.2).
+    package var changingHeaders: Set<String>
 
-    package init(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?) {
+    package init(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?, changingHeaders: Set<String> = []) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.changingHeaders = changingHeaders
     }
 }
 

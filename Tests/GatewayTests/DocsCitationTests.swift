@@ -55,4 +55,28 @@ import Testing
         #expect(checked > 50)
         #expect(broken.isEmpty, "\(broken.joined(separator: "\n"))")
     }
+
+    /// docs/architecture.md is the map: every source path it names (`Pushkins/Dispatch/Dispatcher.swift`,
+    /// a module's folder) exists, relative to Sources/ or to the repository.
+    @Test func everyPathTheArchitectureNamesExists() throws {
+        let text = try #require(Self.read("docs/architecture.md"))
+        let modules = Set((try? FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Sources").path)) ?? [])
+        let path = #/[A-Za-z][A-Za-z0-9_-]*(?:/[A-Za-z0-9_.+-]+)+/#
+        var checked = 0
+        var missing: [String] = []
+        for match in text.matches(of: path) {
+            let token = String(match.0).trimmingCharacters(in: CharacterSet(charactersIn: "./"))
+            let first = String(token.prefix { $0 != "/" })
+            guard token.hasSuffix(".swift") || modules.contains(first) || ["docs", "scripts", "bench", "Tests"].contains(first) else {
+                continue
+            }
+            checked += 1
+            let candidates = [token, "Sources/\(token)"]
+            if !candidates.contains(where: { FileManager.default.fileExists(atPath: Self.root.appendingPathComponent($0).path) }) {
+                missing.append(token)
+            }
+        }
+        #expect(checked > 20)
+        #expect(missing.isEmpty, "docs/architecture.md names paths that do not exist: \(missing)")
+    }
 }

@@ -13,13 +13,14 @@ import Testing
 @testable import HeraldHTTPServer
 @testable import StatusAdapter
 
-/// Every request error becomes its response in one place, in the dialect of its route.
+/// Every request error becomes its response through its route's renderer; the server's own errors
+/// get each front end's codes.
 @Suite struct ErrorResponderTests {
     func json(_ response: ServerResponse) throws -> JSONValue { try JSONParser.parse(Array(response.body.readableBytesView)) }
 
     @Test func matrixErrorsCarryErrcodeErrorAndExtraFields() throws {
         let error = NotifyError.dispatchFailed(count: 2, first: .apns(status: 503, .serviceUnavailable), rejected: ["k1"])
-        let response = ErrorResponder.response(for: error, dialect: .matrix)
+        let response = ErrorResponder.response(for: error, errors: MatrixErrors())
         #expect(response.status == .badGateway)
         #expect(response.headers.first(name: "Content-Type") == "application/json")
         #expect(
@@ -28,32 +29,44 @@ import Testing
     }
 
     @Test func gorushErrorsCarryCodeAndMessage() throws {
-        let response = ErrorResponder.response(for: GatewayError.tooLarge(limit: 1024), dialect: .gorush)
+        let response = ErrorResponder.response(for: ServerError.tooLarge(limit: 1024), errors: GorushErrors())
         #expect(response.status == .payloadTooLarge)
         #expect(try json(response) == ["code": 413, "message": "Request body exceeds 1024 bytes"])
     }
 
     @Test func headersOfTheErrorAreSent() {
-        let response = ErrorResponder.response(for: GatewayError.methodNotAllowed(allow: ["GET", "HEAD"]), dialect: .matrix)
+        let response = ErrorResponder.response(for: ServerError.methodNotAllowed(allow: ["GET", "HEAD"]), errors: MatrixErrors())
         #expect(response.status == .methodNotAllowed)
         #expect(response.headers.first(name: "Allow") == "GET, HEAD")
     }
 
     @Test func anErrorThatIsNotAnHTTPErrorIs500WithoutDetails() throws {
         struct Leaky: Error { let secret = "s3cret" }
-        let response = ErrorResponder.response(for: Leaky(), dialect: .matrix)
+        let response = ErrorResponder.response(for: Leaky(), errors: MatrixErrors())
         #expect(response.status == .internalServerError)
         #expect(try json(response) == ["errcode": "M_UNKNOWN", "error": "Internal server error"])
     }
 
+    /// The server names its own errors by kind; the Matrix renderer gives each the code the Matrix
+    /// spec (or Sygnal) uses, and every kind has one.
+    @Test(arguments: ServerError.Kind.allCases)
+    func everyServerErrorHasItsMatrixCode(kind: ServerError.Kind) throws {
+        let expected: [ServerError.Kind: String] = [
+            .notFound: "M_UNRECOGNIZED", .methodNotAllowed: "M_UNRECOGNIZED", .malformed: "M_UNRECOGNIZED", .tooLarge: "M_TOO_LARGE",
+            .busy: "M_LIMIT_EXCEEDED", .unavailable: "M_UNAVAILABLE", .requestTimeout: "M_UNKNOWN", .internalError: "M_UNKNOWN",
+        ]
+        let response = MatrixErrors().render(ServerError(kind, .badRequest, "x"))
+        #expect(try json(response)["errcode"] == .string(try #require(expected[kind])))
+    }
+
     @Test func routesCarryTheirOwnLimitAndDialect() async throws {
-        var routes = RouteTable(defaultMaxBodyBytes: 100)
-        routes.add(.exact("/g"), [.POST], maxBodyBytes: 7, dialect: .gorush) { _ in throw GatewayError.unavailable("down") }
+        var routes = RouteTable(defaultMaxBodyBytes: 100, errors: MatrixErrors())
+        routes.add(.exact("/g"), [.POST], maxBodyBytes: 7, errors: GorushErrors()) { _ in throw ServerError.unavailable("down") }
         routes.add(.subtree("/m"), [.GET]) { _ in .empty(.ok) }
         #expect(routes.policy(forPath: "/g").maxBodyBytes == 7)
-        #expect(routes.policy(forPath: "/g").dialect == .gorush)
+        #expect(routes.policy(forPath: "/g").errors is GorushErrors)
         #expect(routes.policy(forPath: "/m/deeper").maxBodyBytes == 100)
-        #expect(routes.policy(forPath: "/elsewhere").dialect == .matrix)
+        #expect(routes.policy(forPath: "/elsewhere").errors is MatrixErrors)
         let thrown = await routes.handle(ServerRequest(method: .POST, uri: "/g"))
         #expect(thrown.status == .serviceUnavailable)
         #expect(try json(thrown) == ["code": 503, "message": "down"])
@@ -84,7 +97,7 @@ extension ErrorResponderTests {
         let body = Array(#"{"notifications":[{"tokens":["0a"],"platform":1,"message":"hi"}]}"#.utf8)
         let error = await #expect(throws: GorushError.self) { try await api.handle(body: body) }
         #expect(error == .queueUnavailable)
-        let response = ErrorResponder.response(for: try #require(error), dialect: .gorush)
+        let response = ErrorResponder.response(for: try #require(error), errors: GorushErrors())
         #expect(response.status == .serviceUnavailable)
         #expect(response.headers.first(name: "Retry-After") == "5")
         #expect(try json(response) == ["code": 503, "message": "Queue is unavailable, try again later."])

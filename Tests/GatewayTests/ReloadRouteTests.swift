@@ -9,7 +9,7 @@ import Testing
 
 @testable import Gateway
 
-/// A request is served by the route table it started with (docs/operations.md, "Reload"): the
+/// A request is served by the route table it started with (docs/operations.md, "Signals"): the
 /// table is chosen once, at the request's head, and its body limit and its handler both come from
 /// it, whatever a reload sets while the body is still arriving.
 @Suite struct ReloadRouteTests {

@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 
+@testable import Gateway
 @testable import HeraldHTTPServer
 
 /// `ResponseWriter`, the one place responses are framed: the bytes the read deadline writes below
@@ -20,10 +21,9 @@ import Testing
         return all
     }
 
-    @Test(arguments: [ErrorDialect.matrix, .gorush, .plainText])
-    func theRaw408IsWhatTheEncoderWouldWrite(dialect: ErrorDialect) throws {
-        let response = ErrorResponder.response(
-            for: GatewayError(.requestTimeout, "M_UNKNOWN", "The request was not received in time"), dialect: dialect)
+    @Test(arguments: [MatrixErrors() as any ErrorRenderer, GorushErrors(), PlainTextErrors()])
+    func theRaw408IsWhatTheEncoderWouldWrite(errors: any ErrorRenderer) throws {
+        let response = errors.render(ServerError.requestTimeout)
         let raw = ResponseWriter.encoded(response)
         #expect(raw == (try Self.throughTheEncoder(response)))
         let text = String(buffer: raw)

@@ -12,7 +12,7 @@ package protocol FrontEnd: Sendable {
     /// A short name for logs (`matrix`, `status`, `gorush`).
     var name: String { get }
 
-    /// Its HTTP routes, each with its body limit and error dialect.
+    /// Its HTTP routes, each with its body limit and error renderer.
     func addRoutes(to routes: inout RouteTable)
 
     /// Its long-running parts, in dependency order (a store's pool before what uses it). They run
@@ -38,9 +38,9 @@ package protocol FrontEnd: Sendable {
     /// The dependencies it keeps serving without (its PostgreSQL store), which `/health` reports.
     var health: [ComponentHealth] { get }
 
-    /// The dialect its own listeners answer in before a route is known (a malformed request, a
-    /// request not received in time, a server too busy) and for unknown paths.
-    var ownListenerDialect: ErrorDialect { get }
+    /// How its own listeners write the errors answered before a route is known (a malformed
+    /// request, a request not received in time, a server too busy) and for unknown paths.
+    var ownListenerErrors: any ErrorRenderer { get }
 }
 
 extension FrontEnd {
@@ -50,7 +50,7 @@ extension FrontEnd {
     package var appsInUse: Set<String> { [] }
     package func drained() async {}
     package var health: [ComponentHealth] { [] }
-    package var ownListenerDialect: ErrorDialect { .matrix }
+    package var ownListenerErrors: any ErrorRenderer { MatrixErrors() }
 }
 
 /// Where a listener binds: each host on one port.

@@ -106,7 +106,7 @@ package final class Gateway: Sendable {
     static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], logger: Logger)
         -> RouteTable
     {
-        var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, logger: logger)
+        var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: MatrixErrors(), logger: logger)
         let health = HealthReport(components: frontEnds.flatMap(\.health) + extra)
         routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
         for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
@@ -140,7 +140,7 @@ package final class Gateway: Sendable {
         for frontEnd in frontEnds {
             for address in frontEnd.ownListeners {
                 var routes = RouteTable(
-                    defaultMaxBodyBytes: config.http.maxRequestBodyBytes, dialect: frontEnd.ownListenerDialect, logger: logger)
+                    defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: frontEnd.ownListenerErrors, logger: logger)
                 let health = HealthReport(components: frontEnds.flatMap(\.health))
                 routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
                 frontEnd.addRoutes(to: &routes)
@@ -212,6 +212,7 @@ package final class Gateway: Sendable {
 /// Serves the Prometheus exposition on any path, as Sygnal's metrics listener does.
 struct MetricsEndpoint: HTTPHandler {
     let metrics: GatewayMetrics
+    var connectionErrors: any ErrorRenderer { MatrixErrors() }
 
     func handle(_ request: ServerRequest) async -> ServerResponse {
         var response = ServerResponse(status: .ok, body: ByteBuffer(bytes: metrics.exposition()))

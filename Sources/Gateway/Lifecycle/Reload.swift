@@ -23,7 +23,7 @@ final class SwappableRoutes: HTTPHandler {
     func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {
         routes.withLock { $0.resolve(method: method, path: path) }
     }
-    var connectionDialect: ErrorDialect { current.connectionDialect }
+    var connectionErrors: any ErrorRenderer { current.connectionErrors }
 }
 
 /// Reloads the config on SIGHUP (docs/operations.md, "Signals").

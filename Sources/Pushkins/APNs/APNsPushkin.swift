@@ -19,6 +19,8 @@ package final class APNsPushkin: APNsSending {
     /// Devices of notifies in dispatch at once: as many as the connections have streams.
     private let admission: AsyncLimiter
     let environment: PushkinEnvironment
+    /// Apple's headers that change with every push (`UpstreamRequest.changingHeaders`).
+    static let changingHeaders: Set<String> = ["apns-id", "apns-expiration", "apns-collapse-id"]
 
     package init(name: String, config: APNsConfig, environment: PushkinEnvironment) throws {
         self.name = name
@@ -128,7 +130,7 @@ package final class APNsPushkin: APNsSending {
             _, token throws(UpstreamPreparationError) in
             var attemptHeaders = headers
             if let token { attemptHeaders.add(name: "authorization", value: "bearer \(token)") }
-            return UpstreamRequest(url: url, headers: attemptHeaders, body: buffer)
+            return UpstreamRequest(url: url, headers: attemptHeaders, body: buffer, changingHeaders: Self.changingHeaders)
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
             let reason = reasonText.flatMap(APNsErrorReason.init(rawValue:))

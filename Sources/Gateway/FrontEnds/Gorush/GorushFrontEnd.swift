@@ -20,12 +20,12 @@ struct GorushFrontEnd: FrontEnd {
     func addRoutes(to routes: inout RouteTable) {
         let api = self.api
         let access = self.access
-        routes.add(.exact("/api/push"), [.POST], maxBodyBytes: maxBodyBytes, dialect: .gorush) { request in
+        routes.add(.exact("/api/push"), [.POST], maxBodyBytes: maxBodyBytes, errors: GorushErrors()) { request in
             try access.admit(request)
             return .json(.ok, try await api.handle(body: Array(request.body.readableBytesView)))
         }
-        routes.add(.exact("/healthz"), [.GET, .HEAD], dialect: .gorush) { _ in .empty(.ok) }
-        routes.add(.exact("/api/stat/app"), [.GET], dialect: .gorush) { request in
+        routes.add(.exact("/healthz"), [.GET, .HEAD], errors: GorushErrors()) { _ in .empty(.ok) }
+        routes.add(.exact("/api/stat/app"), [.GET], errors: GorushErrors()) { request in
             try access.admit(request)
             return .json(.ok, api.appStats())
         }

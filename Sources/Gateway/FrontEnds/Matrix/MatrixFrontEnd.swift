@@ -19,7 +19,7 @@ struct MatrixFrontEnd: FrontEnd {
         let unifiedPush = self.unifiedPush
         routes.add(.subtree("/_matrix/push/v1/notify"), [.POST], answerDeadline: notify.answerDeadline) { try await notify.handle($0) }
         routes.add(.subtree("/_matrix/push/v1/notify"), [.GET]) { _ in
-            guard unifiedPush else { throw GatewayError.notFound }
+            guard unifiedPush else { throw ServerError.notFound }
             return .json(.ok, ["unifiedpush": ["gateway": "matrix"]])
         }
     }

@@ -36,8 +36,7 @@ package struct NotifyHandler: Sendable {
         guard let within = dispatcher.once?.answerWithin, within > .zero else { return nil }
         return AnswerDeadline(
             within: within,
-            response: ErrorResponder.response(
-                for: NotifyError.dispatchFailed(count: 0, first: .answerDeadline, rejected: []), dialect: .matrix))
+            response: MatrixErrors().render(NotifyError.dispatchFailed(count: 0, first: .answerDeadline, rejected: [])))
     }
 
     /// The `{"rejected": […]}` answer, or the `NotifyError` to answer instead.

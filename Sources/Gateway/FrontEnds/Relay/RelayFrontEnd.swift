@@ -27,8 +27,8 @@ struct RelayFrontEnd: FrontEnd {
 
     func addRoutes(to routes: inout RouteTable) {
         let relay = self
-        routes.add(.exact("/relay-to/_health"), [.GET, .HEAD], dialect: .plainText) { _ in .empty(.ok) }
-        routes.add(.subtree("/relay-to"), [.POST], maxBodyBytes: config.maxBodyBytes, dialect: .plainText) { request in
+        routes.add(.exact("/relay-to/_health"), [.GET, .HEAD], errors: PlainTextErrors()) { _ in .empty(.ok) }
+        routes.add(.subtree("/relay-to"), [.POST], maxBodyBytes: config.maxBodyBytes, errors: PlainTextErrors()) { request in
             do throws(RelayError) {
                 let response = try await relay.relay(request)
                 relay.metrics.counter("herald_relay_requests_total", [("result", "accepted")]).increment()
@@ -44,7 +44,7 @@ struct RelayFrontEnd: FrontEnd {
 
     var ownListeners: [ListenerAddress] { listeners }
     /// Its own port speaks as toot-relay does, its connection-level errors included: plain text.
-    var ownListenerDialect: ErrorDialect { .plainText }
+    var ownListenerErrors: any ErrorRenderer { PlainTextErrors() }
 
     /// Parses, checks and sends one message; 201 with `Location` once APNs accepted it.
     func relay(_ request: ServerRequest) async throws(RelayError) -> ServerResponse {

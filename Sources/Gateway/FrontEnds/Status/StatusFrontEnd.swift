@@ -39,7 +39,7 @@ struct StatusFrontEnd: FrontEnd {
 
     func waitUntilReady() async throws { try await service.waitUntilReady() }
 
-    static func server(_ service: StatusService) throws(GatewayError) -> StatusServer {
+    static func server(_ service: StatusService) throws(ServerError) -> StatusServer {
         guard let server = service.server else { throw .unavailable("The Status server is not running") }
         return server
     }
