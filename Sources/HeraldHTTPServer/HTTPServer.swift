@@ -23,12 +23,15 @@ package final class HTTPServer: Sendable {
     private let pending: PendingConnections
     /// With `SO_REUSEPORT`: how long to keep accepting after steering new connections away.
     private let handover: Duration?
+    /// What the access log's durations are measured on (docs/architecture.md, "Time"); the
+    /// connections' own timeouts are timers of their event loops.
+    private let clock: any HeraldClock
 
     /// With `reusePort` (the handover period) the port may be shared with the next Herald of a
     /// rolling restart (`ReusePortHandover`).
     package static func bind(
         host: String, port: Int, handler: any HTTPHandler, limits: InboundLimits = InboundLimits(), logger: Logger,
-        accessLog: AccessLog? = nil, reusePort: Duration? = nil
+        accessLog: AccessLog? = nil, reusePort: Duration? = nil, clock: any HeraldClock
     ) async throws -> HTTPServer {
         let idleTimeout = limits.idleTimeout
         let readTimeout = limits.requestReadTimeout
@@ -83,14 +86,15 @@ package final class HTTPServer: Sendable {
         guard let address = channel.channel.localAddress else { throw ChannelError.unknownLocalAddress }
         return HTTPServer(
             localAddress: address, channel: channel, quiesce: quiesce, pending: pending, handler: handler, logger: logger,
-            accessLog: accessLog, limits: limits, handover: reusePort)
+            accessLog: accessLog, limits: limits, handover: reusePort, clock: clock)
     }
 
     private init(
         localAddress: SocketAddress, channel: NIOAsyncChannel<ServerConnection, Never>, quiesce: ServerQuiescingHelper,
         pending: PendingConnections, handler: any HTTPHandler, logger: Logger, accessLog: AccessLog?, limits: InboundLimits,
-        handover: Duration?
+        handover: Duration?, clock: any HeraldClock
     ) {
+        self.clock = clock
         self.pending = pending
         self.handover = handover
         self.accessLog = accessLog
@@ -173,7 +177,7 @@ package final class HTTPServer: Sendable {
         while let read = await connection.nextRequest() {
             var request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
             request.peer = peer
-            let started = ContinuousClock.now
+            let started = clock.now
             if let deadline = read.route.policy.answerDeadline {
                 connection.answer(by: deadline, to: read.head, requestId: request.requestId)
             }
@@ -183,15 +187,15 @@ package final class HTTPServer: Sendable {
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
             switch await connection.respond(response, to: read.head) {
             case .open:
-                record(request, response, duration: ContinuousClock.now - started)
+                record(request, response, duration: clock.now - started)
                 await connection.writable()
             case .closing:
-                record(request, response, duration: ContinuousClock.now - started)
+                record(request, response, duration: clock.now - started)
                 await connection.closed()
                 return
             case .answeredAtDeadline(let early):
                 // What the sender saw, when it saw it.
-                record(request, early, duration: read.route.policy.answerDeadline?.within ?? ContinuousClock.now - started)
+                record(request, early, duration: read.route.policy.answerDeadline?.within ?? clock.now - started)
                 await connection.closed()
                 return
             }

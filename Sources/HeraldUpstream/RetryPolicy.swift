@@ -41,7 +41,7 @@ package struct RetryPolicy: Sendable, Equatable {
 
 /// Parses `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
 package enum RetryAfter {
-    package static func parse(_ value: String?, now: Date = Date()) -> Duration? {
+    package static func parse(_ value: String?, now: Date) -> Duration? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         if let seconds = Int(value), seconds >= 0 { return .seconds(seconds) }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
@@ -70,7 +70,7 @@ package enum Retrying {
     /// budget. Returns the result, or the last temporary failure's reason.
     package static func run<Result: Sendable, Reason: Sendable>(
         policy: RetryPolicy,
-        clock: any HeraldClock = SystemClock(),
+        clock: any HeraldClock,
         attempt: (Int) async -> Step<Result, Reason>
     ) async -> Swift.Result<Result, RetryExhausted<Reason>> {
         let start = clock.now

@@ -63,7 +63,7 @@ package struct UpstreamCall: Sendable {
     /// What the pauses between attempts and `Retry-After` dates are measured on.
     package let clock: any HeraldClock
 
-    package init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics, clock: any HeraldClock = SystemClock()) {
+    package init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics, clock: any HeraldClock) {
         self.transport = transport
         self.policy = policy
         self.metrics = metrics

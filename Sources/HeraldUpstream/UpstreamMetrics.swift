@@ -23,9 +23,12 @@ package struct UpstreamMetrics: Sendable {
     let credentialsRefused: Counter
     let credentialsRefusedAfterRenewal: Counter
     private let activeCount = AtomicCounter()
+    /// What request times are measured on (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     private let statusCounters = StatusCounters()
 
-    package init(type: PushkinType, pushkin: String, factory: any MetricsFactory) {
+    package init(type: PushkinType, pushkin: String, factory: any MetricsFactory, clock: any HeraldClock) {
+        self.clock = clock
         self.type = type
         self.pushkin = pushkin
         self.factory = factory
@@ -48,9 +51,9 @@ package struct UpstreamMetrics: Sendable {
     /// Times one upstream request and counts its status (or `error` when none came back).
     func measure(_ body: () async throws -> UpstreamResponse) async throws -> UpstreamResponse {
         active.record(activeCount.add(1))
-        let start = ContinuousClock.now
+        let start = clock.now
         defer {
-            requestTime.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+            requestTime.recordNanoseconds((clock.now - start).nanoseconds)
             active.record(activeCount.add(-1))
         }
         do {

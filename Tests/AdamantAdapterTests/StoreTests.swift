@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldSQLite
 import HeraldTestSupport
 import Logging
@@ -13,7 +14,7 @@ import Testing
 
     func withStore(_ backend: String, _ body: (any AdamantStore) async throws -> Void) async throws {
         if backend == "sqlite" {
-            let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite")
+            let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite", clock: SystemClock())
             try await store.migrate()
             try await body(store)
             await store.close()
@@ -26,7 +27,7 @@ import Testing
         // What is checked is the store's answers, not its timing: a loaded CI machine may take
         // longer than the production timeout (5 s) to answer while the rest of the suite runs.
         let store = try PostgresAdamantStore(
-            url: try await TestPostgres.createDatabase(prefix: "adamant"), logger: logger, timeout: .seconds(60))
+            url: try await TestPostgres.createDatabase(prefix: "adamant"), logger: logger, timeout: .seconds(60), clock: SystemClock())
         try await withThrowingTaskGroup(of: Void.self) { group in
             for service in store.services { group.addTask { try await service.run() } }
             try await store.migrate()
@@ -36,7 +37,7 @@ import Testing
     }
 
     @Test func theSQLiteStoreSyncsEveryCommit() async throws {
-        let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite")
+        let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite", clock: SystemClock())
         try await store.migrate()
         // FULL, although GRDB's pool sets NORMAL when it turns WAL on.
         #expect(try await DurableSQLite.synchronousSetting(of: store.pool) == 2)
@@ -44,7 +45,7 @@ import Testing
     }
 
     @Test func theSQLiteStoreKeepsTheConfiguredPageCache() async throws {
-        let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite", cacheKiB: 32)
+        let store = try SQLiteAdamantStore(path: ScratchDirectory.make("adamant") + "/a.sqlite", cacheKiB: 32, clock: SystemClock())
         try await store.migrate()
         #expect(try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") } == -32)
         #expect(try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") } == -32)
@@ -101,8 +102,8 @@ struct AdamantLeaseTests {
         var logger = Logger(label: "adamant-lease-test")
         logger.logLevel = .critical
         let url = try await TestPostgres.createDatabase(prefix: "adamant_lease")
-        let a = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: leaseCheck)
-        let b = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: leaseCheck)
+        let a = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: leaseCheck, clock: SystemClock())
+        let b = try PostgresAdamantStore(url: url, logger: logger, leaseCheck: leaseCheck, clock: SystemClock())
         try await withThrowingTaskGroup(of: Void.self) { group in
             for service in a.services + b.services { group.addTask { try await service.run() } }
             try await a.migrate()

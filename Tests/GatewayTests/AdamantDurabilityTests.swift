@@ -83,7 +83,7 @@ import Testing
 
     /// Waits until the PostgreSQL store holds the pushed key (the push is committed).
     func committed(store url: String, key: String) async throws -> Bool {
-        let store = try PostgresAdamantStore(url: url, logger: Logger(label: "test"))
+        let store = try PostgresAdamantStore(url: url, logger: Logger(label: "test"), clock: SystemClock())
         return try await withThrowingTaskGroup(of: Bool.self) { group in
             for service in store.services {
                 group.addTask {
@@ -114,7 +114,7 @@ import Testing
         let one = try node.addChat(from: sender, to: user)
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 1 })
         // Between polls: the push is committed (read from the store itself).
-        let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite")
+        let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite", clock: SystemClock())
         #expect(try await AdamantEndToEndTests.eventually { try await !store.pushed(among: ["\(one.id):apns:\(token)"]).isEmpty })
         await store.close()
         await first.kill(SIGKILL)
@@ -159,7 +159,7 @@ import Testing
                 return AdamantEndToEndTests.metric(text, #"herald_adamant_signals_total{result="add"}"#) == 2
             })
         let chat = try node.addChat(from: sender, to: user)
-        let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite")
+        let store = try SQLiteAdamantStore(path: "\(dir)/adamant.sqlite", clock: SystemClock())
         #expect(try await AdamantEndToEndTests.eventually { try await !store.pushed(among: ["\(chat.id):apns:\(answered)"]).isEmpty })
         #expect(try await store.pushed(among: ["\(chat.id):apns:\(waiting)"]).isEmpty)
         await store.close()

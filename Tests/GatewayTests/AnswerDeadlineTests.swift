@@ -29,7 +29,7 @@ import Testing
             held.finished.add(1, ordering: .relaxed)
             return ServerResponse(status: .ok, body: ByteBuffer(string: "slow"))
         }
-        return try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: routes, logger: Logger(label: "test"))
+        return try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: routes, logger: Logger(label: "test"), clock: SystemClock())
     }
 
     @Test func aHandlerPastItsDeadlineIsAnsweredByTheServerAndFinishesInItsOwnTask() async throws {

@@ -68,7 +68,7 @@ import Testing
         let (config, diagnostics) = try ConfigLoading.parse(yaml)
         var logger = Logger(label: "reference")
         logger.logLevel = .critical
-        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, readOnly: true)
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, readOnly: true, clock: SystemClock())
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
         let types = ["w": "webpush", "a": "apns", "c": "apns", "g": "gcm", "l": "gcm", "u": "unifiedpush", "h": "hms", "o": "hms"]
         var paths: Set<String> = []

@@ -17,7 +17,7 @@ import Testing
             let (config, diagnostics) = try ConfigLoading.parse(yaml)
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger)
+            let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, clock: SystemClock())
             for pushkin in gateway.pushkins { await pushkin.shutdown() }
             return (diagnostics.errors, diagnostics.warnings)
         } catch {
@@ -212,7 +212,7 @@ import Testing
             """)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger)
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, clock: SystemClock())
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
         #expect(diagnostics.errors.isEmpty)
         let note = try #require(gateway.configNotes.first { $0.hasPrefix("apps.h.event_id_only_push_type: event_id_only pushes") })
@@ -278,7 +278,7 @@ import Testing
 
     func makePushkin(_ yaml: String) async throws -> WebPushPushkin? {
         let (config, diagnostics) = try ConfigLoading.parse(yaml)
-        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: Logger(label: "t"))
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: Logger(label: "t"), clock: SystemClock())
         for pushkin in gateway.pushkins { await pushkin.shutdown() }
         return gateway.pushkins.first as? WebPushPushkin
     }

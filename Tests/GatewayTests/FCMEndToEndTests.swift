@@ -278,7 +278,7 @@ import Testing
         let fcm = try await FakeFCM.start(directory: dir)
         let (config, diagnostics) = try ConfigLoading.parse(
             gatewayYAML(apps: "  a:\n    type: gcm\n    project_id: p\n    service_account_file: \(fcm.serviceAccountFile)\n"))
-        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"))
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"), clock: SystemClock())
         #expect(diagnostics.errors == [])
         #expect((gateway.pushkins.first as? FCMPushkin)?.config.version == .v1)
         for p in gateway.pushkins { await p.shutdown() }
@@ -286,7 +286,7 @@ import Testing
         let (_, bad) = try ConfigLoading.parse(gatewayYAML(apps: "  a:\n    type: gcm\n    api_version: v1\n"))
         let failed = Gateway(
             config: try ConfigLoading.parse(gatewayYAML(apps: "  a:\n    type: gcm\n    api_version: v1\n")).0, diagnostics: bad,
-            logger: .init(label: "t"))
+            logger: .init(label: "t"), clock: SystemClock())
         #expect(bad.errors.contains("apps.a.project_id: required key is missing"))
         #expect(bad.errors.contains("apps.a.service_account_file: required key is missing"))
         #expect(failed.pushkins.isEmpty)

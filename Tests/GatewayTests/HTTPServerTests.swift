@@ -39,7 +39,7 @@ import Testing
     }
 
     static func bind(_ handler: Echo) async throws -> HTTPServer {
-        try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"))
+        try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"), clock: SystemClock())
     }
 
     @Test func pipelinedRequestsAreAnsweredInOrderAndConnectionCloseEndsTheConnection() async throws {

@@ -167,7 +167,8 @@ extension HardeningTests {
             let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
             let metrics = try await herald.metricsText()
             await herald.stop()
-            let validated = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"), readOnly: true)
+            let validated = Gateway(
+                config: config, diagnostics: diagnostics, logger: .init(label: "t"), readOnly: true, clock: SystemClock())
             for pushkin in validated.pushkins { await pushkin.shutdown() }
             return (response, metrics, diagnostics.warnings)
         }

@@ -10,7 +10,7 @@ import Testing
 
 @Suite struct LoggingTests {
     @Test func jsonLinesParseAndCarryMetadata() throws {
-        var handler = HeraldLogHandler(label: "herald", format: .json, level: .info)
+        var handler = HeraldLogHandler(label: "herald", format: .json, level: .info, clock: SystemClock())
         handler[metadataKey: "request_id"] = "r-1"
         let line = handler.format(
             level: .warning, message: "Device \"dispatch\" failed\n", metadata: ["pushkey": "\(Redaction.pushkey("abcdefghijkl"))"],
@@ -25,19 +25,19 @@ import Testing
     }
 
     @Test func plainLinesPutTheRequestIdFirst() {
-        var handler = HeraldLogHandler(label: "herald", format: .plain, level: .info)
+        var handler = HeraldLogHandler(label: "herald", format: .plain, level: .info, clock: SystemClock())
         handler[metadataKey: "request_id"] = "r-2"
         let line = handler.format(level: .info, message: "hello", metadata: ["b": "2", "a": "1"], timestamp: "T")
         #expect(line == "T INFO herald [r-2] hello a=1 b=2\n")
     }
 
     @Test func aNewlineInARequestValueCannotForgeALogLine() throws {
-        let handler = HeraldLogHandler(label: "herald", format: .plain, level: .info)
+        let handler = HeraldLogHandler(label: "herald", format: .plain, level: .info, clock: SystemClock())
         let line = handler.format(
             level: .info, message: "Unknown app ID", metadata: ["app_id": "x\n2026-01-01 ERROR herald forged"], timestamp: "T")
         #expect(line.filter { $0 == "\n" }.count == 1)  // only the line's own end
         #expect(line == "T INFO herald Unknown app ID app_id=\"x\\n2026-01-01 ERROR herald forged\"\n")
-        let json = HeraldLogHandler(label: "herald", format: .json, level: .info)
+        let json = HeraldLogHandler(label: "herald", format: .json, level: .info, clock: SystemClock())
             .format(level: .info, message: "m\r\n", metadata: ["v": "\u{1B}[31m"], timestamp: "T")
         #expect(json.filter { $0 == "\n" }.count == 1)
         #expect(try JSONParser.parse(String(json.dropLast()))["v"] == "\u{1B}[31m")

@@ -268,7 +268,8 @@ struct OnceTests {
         notify.repeatTakeover = .seconds(10)
         notify.repeatStoreTimeout = .seconds(30)
         let records = try PostgresDeliveryRecords(
-            url: try await TestPostgres.createDatabase(prefix: "herald_once"), notify: notify, metrics: GatewayMetrics().factory)
+            url: try await TestPostgres.createDatabase(prefix: "herald_once"), notify: notify, metrics: GatewayMetrics().factory,
+            clock: SystemClock())
         let start = Date(timeIntervalSince1970: 2_000_000_000)
         let key = RepeatKey(["$e", "app", "pushkey"])
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldPostgres
 import HeraldTestSupport
 import Logging
@@ -20,9 +21,9 @@ import Testing
         defer { postgres.stop() }
         var logger = Logger(label: "hung-database-test")
         logger.logLevel = .critical
-        let quick = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(1))
+        let quick = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(1), clock: SystemClock())
         // Only a cancellation can end this one's operations within the test's time limit.
-        let patient = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(600))
+        let patient = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(600), clock: SystemClock())
         try await withThrowingTaskGroup(of: Void.self) { services in
             for service in quick.services + patient.services { services.addTask { try await service.run() } }
             try await quick.migrate()
@@ -91,8 +92,9 @@ import Testing
         logger.logLevel = .critical
         let url = try await TestPostgres.createDatabase(prefix: "pool")
         let database = try #require(URLComponents(string: url)?.path.dropFirst()).description
-        let store = try PostgresStatusStore(url: url, logger: logger, timeout: .seconds(60), maxConnections: 2)
-        let observer = try PostgresStatusStore(url: try #require(TestPostgres.url), logger: logger, timeout: .seconds(60))
+        let store = try PostgresStatusStore(url: url, logger: logger, timeout: .seconds(60), maxConnections: 2, clock: SystemClock())
+        let observer = try PostgresStatusStore(
+            url: try #require(TestPostgres.url), logger: logger, timeout: .seconds(60), clock: SystemClock())
         try await withThrowingTaskGroup(of: Void.self) { services in
             for service in store.services + observer.services { services.addTask { try await service.run() } }
             try await store.migrate()

@@ -50,12 +50,12 @@ import Testing
         let vectors = try Self.vectors()
         let token = try #require(vectors["token"]?.stringValue)
         let vector = try #require(vectors[encoding])
-        let message = try RelayRequest.parse(try Self.request(vector, path: "/relay-to/production/\(token)/acct-42"))
+        let message = try RelayRequest.parse(try Self.request(vector, path: "/relay-to/production/\(token)/acct-42"), now: Date())
         let payload = RelayPayload.encode(body: message.body, senderKey: message.senderKey, salt: message.salt, extra: message.extra)
         #expect(String(decoding: payload, as: UTF8.self) == vector["apns_body"]?.stringValue)
 
         if encoding == "aesgcm" {
-            let bare = try RelayRequest.parse(try Self.request(vector, path: "/relay-to/production/\(token)"))
+            let bare = try RelayRequest.parse(try Self.request(vector, path: "/relay-to/production/\(token)"), now: Date())
             let withoutExtra = RelayPayload.encode(body: bare.body, senderKey: bare.senderKey, salt: bare.salt, extra: bare.extra)
             #expect(String(decoding: withoutExtra, as: UTF8.self) == vectors["aesgcm_no_extra_apns_body"]?.stringValue)
         }
@@ -132,7 +132,7 @@ import Testing
     }
 
     @Test func aDeviceTokenIsRateLimitedByItsBucketOnly() {
-        let limiter = TokenRateLimiter(perMinute: 60, burst: 2)
+        let limiter = TokenRateLimiter(perMinute: 60, burst: 2, clock: SystemClock())
         let start = ContinuousClock.now
         #expect(limiter.allow("a", now: start))
         #expect(limiter.allow("a", now: start))

@@ -37,7 +37,8 @@ import Testing
     @Test func aRequestAcrossASwapIsServedWhollyByTheTableItStartedWith() async throws {
         let routes = SwappableRoutes(Self.table("old", maxBodyBytes: 1000))
         let watched = Watched(routes)
-        let server = try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: watched, logger: Logger(label: "test"))
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: 0, handler: watched, logger: Logger(label: "test"), clock: SystemClock())
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await server.serve() }
             let client = BlockingClient(port: server.port, receiveBuffer: nil)

@@ -1,3 +1,4 @@
+import HeraldCore
 import Testing
 
 @testable import HeraldCore
@@ -8,7 +9,7 @@ import Testing
     struct Answered: Error {}
 
     @Test func theLatestOutcomeDecidesAndAnAnswerOrACancellationIsNoFailure() async {
-        let health = ComponentHealth(name: "store")
+        let health = ComponentHealth(name: "store", clock: SystemClock())
         #expect(health.problem == nil)
         _ = try? await health.track { () async throws -> Int in throw Down() }
         #expect(health.problem?.error == "Down()")

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldTestSupport
 import Logging
 import Metrics
@@ -43,7 +44,8 @@ import Testing
         UpstreamCall(
             transport: transport,
             policy: RetryPolicy(maxAttempts: maxAttempts, initialBackoff: backoff, maxBackoff: backoff * 2, budget: budget),
-            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance), clock: clock)
+            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance, clock: SystemClock()),
+            clock: clock)
     }
 
     func classify(_ response: UpstreamResponse) -> UpstreamVerdict<DeviceOutcome> {
@@ -356,7 +358,7 @@ import Testing
 
 @Suite struct LogThrottleTests {
     @Test func aFloodOfOneKindOfLineIsCutAndTheNextLineSaysHowMuchWasLeftOut() {
-        let throttle = LogThrottle(perInterval: 3, interval: .seconds(1))
+        let throttle = LogThrottle(perInterval: 3, interval: .seconds(1), clock: SystemClock())
         let start = ContinuousClock.now
         let admitted = (0..<100).map { _ in throttle.admit("push failed", now: start) }
         #expect(admitted.prefix(3).allSatisfy { $0 == 0 })

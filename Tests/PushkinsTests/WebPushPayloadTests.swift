@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCore
 import Testing
 
 @testable import HeraldCore
@@ -71,9 +72,10 @@ import Testing
     @Test func vapidTokenVerifiesAndIsCachedPerOrigin() throws {
         let key = P256.Signing.PrivateKey()
         let signer = VAPIDSigner(key: key, contactEmail: "ops@example.org")
-        let header = try signer.authorization(origin: "https://push.example.net")
-        #expect(try signer.authorization(origin: "https://push.example.net") == header)
-        #expect(try signer.authorization(origin: "https://other.example.net") != header)
+        let now = Date()
+        let header = try signer.authorization(origin: "https://push.example.net", now: now)
+        #expect(try signer.authorization(origin: "https://push.example.net", now: now) == header)
+        #expect(try signer.authorization(origin: "https://other.example.net", now: now) != header)
         let token = String(try #require(header.split(separator: ",").first).dropFirst("vapid t=".count))
         let (_, claims) = try #require(JWT.verifyES256(token, publicKey: key.publicKey))
         #expect(claims["aud"] == "https://push.example.net")
@@ -100,8 +102,8 @@ import Testing
     }
 
     @Test func retryAfterSecondsAndHTTPDate() {
-        #expect(RetryAfter.parse("120") == .seconds(120))
-        #expect(RetryAfter.parse("garbage") == nil)
+        #expect(RetryAfter.parse("120", now: Date()) == .seconds(120))
+        #expect(RetryAfter.parse("garbage", now: Date()) == nil)
         let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
         #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:50:37 GMT", now: now) == .seconds(60))
     }
@@ -121,14 +123,14 @@ import Testing
     @Test func retryingStopsAtMaxAttemptsAndWithinBudget() async {
         let policy = RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2), budget: .seconds(50))
         var calls = 0
-        let result: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy) { _ in
+        let result: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy, clock: SystemClock()) { _ in
             calls += 1
             return .retry(reason: "503", after: nil)
         }
         #expect(calls == 3)
         #expect(result == .failure(RetryExhausted(reason: "503", attempts: 3, budgetSpent: false)))
         calls = 0
-        let budgeted: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy) { _ in
+        let budgeted: Result<Int, RetryExhausted<String>> = await Retrying.run(policy: policy, clock: SystemClock()) { _ in
             calls += 1
             return .retry(reason: "429", after: .seconds(60))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import HeraldTestSupport
 import Logging
 import Metrics
@@ -25,11 +26,11 @@ import Testing
         logger.logLevel = .critical
         return GorushAPI(
             config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { queue }, logger: logger,
-            metrics: NOOPMetricsHandler.instance)
+            metrics: NOOPMetricsHandler.instance, clock: SystemClock())
     }
 
     @Test(.timeLimit(.minutes(1))) func aDoorbellWaitEndsWhenItsTaskIsCancelled() async {
-        let bell = Doorbell()
+        let bell = Doorbell(clock: SystemClock())
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await bell.wait(upTo: .seconds(3600)) }
             group.cancelAll()

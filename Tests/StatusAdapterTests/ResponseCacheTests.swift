@@ -32,7 +32,7 @@ import Testing
         init(shared: Bool = false, idsFail: Bool = false) async throws {
             self.shared = shared
             self.idsFail = idsFail
-            inner = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+            inner = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
             try await inner.migrate()
         }
 
@@ -71,7 +71,7 @@ import Testing
     static func cache(_ store: RecordingStore, maxPending: Int = 1000) -> ResponseCache {
         var logger = Logger(label: "response-cache-test")
         logger.logLevel = .critical
-        return ResponseCache(store: store, limit: 1000, maxPending: maxPending, logger: logger)
+        return ResponseCache(store: store, limit: 1000, maxPending: maxPending, logger: logger, clock: SystemClock())
     }
 
     static let later = Date().addingTimeInterval(600)

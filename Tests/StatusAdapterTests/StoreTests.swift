@@ -22,7 +22,7 @@ import Testing
         var logger = Logger(label: "store-test")
         logger.logLevel = .critical
         if backend == "sqlite" {
-            return try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+            return try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         }
         guard let base = postgresURL, var components = URLComponents(string: base) else { throw StoreTestError.noPostgres }
         let name = "herald_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
@@ -177,7 +177,7 @@ import Testing
     /// Over its limit, the SQLite cache is cut to nine tenths of it, keeping the answers that expire
     /// last, and is not walked again until the limit is reached again.
     @Test func theSQLiteCacheIsCutToNineTenthsOfItsLimit() async throws {
-        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         try await store.migrate()
         let now = Date()
         let entries: [CachedResponse] = (1...300).map { (n: Int) -> CachedResponse in
@@ -202,7 +202,7 @@ import Testing
     /// The span of the cache's rowids, read every 256 answers cached, is found at the two ends of the
     /// table: no scan of the cache. The count must still be right with a gap in the rowids.
     @Test func theCachesRowidSpanIsReadWithoutAScan() async throws {
-        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         try await store.migrate()
         let later = Date().addingTimeInterval(1000)
         try await store.cacheResponses((1...5).map { CachedResponse(messageId: [UInt8($0)], response: [1], expires: later) }, limit: 100)
@@ -222,7 +222,7 @@ import Testing
     /// The lookups every push request makes run on read connections of their own: each sees every
     /// commit made before it, under concurrent lookups and writes.
     @Test func sqliteLookupsSeeEachCommitWhileOthersLookUpAndWrite() async throws {
-        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         try await store.migrate()
         #expect(try await store.write(row(1, [1])))
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -268,7 +268,7 @@ import Testing
     /// `sqlite_cache_kib` bounds every connection's page cache: the pool's writer and readers and
     /// the point-read connections.
     @Test func everyConnectionKeepsTheConfiguredPageCache() async throws {
-        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), cacheKiB: 64)
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), cacheKiB: 64, clock: SystemClock())
         try await store.migrate()
         let pragma = "PRAGMA cache_size"
         #expect(try await store.pool.write { db in try Int.fetchOne(db, sql: pragma) } == -64)
@@ -276,14 +276,14 @@ import Testing
         #expect(try store.lookups.first(pragma, []) { $0.integer(0) } == -64)
         await store.close()
 
-        let defaults = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        let defaults = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         #expect(try await defaults.pool.read { db in try Int.fetchOne(db, sql: pragma) } == -DurableSQLite.defaultCacheKiB)
         #expect(try defaults.lookups.first(pragma, []) { $0.integer(0) } == Int64(-DurableSQLite.defaultCacheKiB))
         await defaults.close()
     }
 
     @Test func theResponseCacheIsNotSyncedButRegistrationsStillAre() async throws {
-        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+        let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         try await store.migrate()
         // FULL, although GRDB's pool sets NORMAL when it turns WAL on.
         #expect(try await DurableSQLite.synchronousSetting(of: store.pool) == 2)
@@ -351,7 +351,7 @@ import Testing
         let otherCA = try TestPKI(directory: temporaryPath("pki").replacingOccurrences(of: "/pki", with: "")).caFile
         // The pool keeps retrying a connection whose certificate fails; five seconds without one is a failure too.
         let refused = with("sslmode=verify-full&sslrootcert=\(otherCA)")
-        await #expect(throws: (any Error).self) { _ = try await Deadline.run(within: .seconds(5)) { try await self.usesTLS(refused) } }
+        await #expect(throws: (any Error).self) { _ = try await withinDeadline(.seconds(5)) { try await self.usesTLS(refused) } }
     }
 
     @Test func aBadSslmodeOrCAFileIsAConfigError() {

@@ -51,12 +51,14 @@ func makeServer(
 )
     async throws -> (StatusServer, any StatusStore)
 {
-    let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"))
+    let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
     try await store.migrate()
     var logger = Logger(label: "status-test")
     logger.logLevel = .critical
     return (
-        StatusServer(identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: TestMetrics.factory),
+        StatusServer(
+            identity: identity, config: config, store: store, delivery: sender, logger: logger, metrics: TestMetrics.factory,
+            clock: SystemClock()),
         store
     )
 }
@@ -68,7 +70,7 @@ final class TestPostgresStore: StatusStore {
     private let pool: Task<Void, Never>
 
     init(url: String, logger: Logger) throws {
-        inner = try PostgresStatusStore(url: url, logger: logger)
+        inner = try PostgresStatusStore(url: url, logger: logger, clock: SystemClock())
         let services = inner.services
         pool = Task {
             await withTaskGroup(of: Void.self) { group in

@@ -29,7 +29,7 @@ package final class AdamantService: Service {
 
     package init(
         config: AdamantConfig, keys: AdamantKeys, nodes: AdamantNodeClient, store: any AdamantStore, pusher: AdamantPusher,
-        dispatcher: Dispatcher, logger: Logger, metrics: any MetricsFactory, clock: any HeraldClock = SystemClock()
+        dispatcher: Dispatcher, logger: Logger, metrics: any MetricsFactory, clock: any HeraldClock
     ) {
         self.clock = clock
         self.dispatcher = dispatcher

@@ -38,6 +38,8 @@ package final class PostgresAdamantStore: AdamantStore {
     let timeout: Duration
     /// The outcome of its latest operation, for `/health`.
     let tracker: ComponentHealth
+    /// The rows' times and the lease's waits (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     package var health: ComponentHealth? { tracker }
     private let lease = Mutex(LeaseState.unfenced)
     static let leaseKey: Int64 = 4_242_002
@@ -57,10 +59,11 @@ package final class PostgresAdamantStore: AdamantStore {
 
     package init(
         url: String, logger: Logger, leaseCheck: Duration = .seconds(1), timeout: Duration = .seconds(5), maxConnections: Int = 8,
-        metrics: (any MetricsFactory)? = nil
+        metrics: (any MetricsFactory)? = nil, clock: any HeraldClock
     ) throws {
         self.url = url
-        tracker = ComponentHealth(name: "adamant_store", metrics: metrics)
+        self.clock = clock
+        tracker = ComponentHealth(name: "adamant_store", metrics: metrics, clock: clock)
         self.logger = logger
         self.leaseCheck = leaseCheck
         self.timeout = timeout
@@ -127,16 +130,19 @@ package final class PostgresAdamantStore: AdamantStore {
         }
     }
 
-    private static func setCursor(_ connection: PostgresConnection, _ worker: String, _ cursor: Int64, logger: Logger) async throws {
+    private static func setCursor(
+        _ connection: PostgresConnection, _ worker: String, _ cursor: Int64, at now: Date, logger: Logger
+    ) async throws {
         try await connection.query(
             """
-            INSERT INTO adamant_cursors (worker, height, updated_at) VALUES (\(worker), \(cursor), \(Date().timeIntervalSince1970))
+            INSERT INTO adamant_cursors (worker, height, updated_at) VALUES (\(worker), \(cursor), \(now.timeIntervalSince1970))
             ON CONFLICT (worker) DO UPDATE SET height = EXCLUDED.height, updated_at = EXCLUDED.updated_at
             """, logger: logger)
     }
 
     package func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
         let logger = self.logger
+        let now = clock.date
         try await fencedTransaction { connection in
             for change in changes {
                 switch change.action {
@@ -144,7 +150,7 @@ package final class PostgresAdamantStore: AdamantStore {
                     try await connection.query(
                         """
                         INSERT INTO adamant_devices (address, token, provider, updated_at)
-                        VALUES (\(change.address), \(change.token), \(provider.rawValue), \(Date().timeIntervalSince1970))
+                        VALUES (\(change.address), \(change.token), \(provider.rawValue), \(now.timeIntervalSince1970))
                         ON CONFLICT (address, token) DO UPDATE SET provider = EXCLUDED.provider, updated_at = EXCLUDED.updated_at
                         """, logger: logger)
                 case .remove:
@@ -152,7 +158,7 @@ package final class PostgresAdamantStore: AdamantStore {
                         "DELETE FROM adamant_devices WHERE address = \(change.address) AND token = \(change.token)", logger: logger)
                 }
             }
-            try await Self.setCursor(connection, worker, cursor, logger: logger)
+            try await Self.setCursor(connection, worker, cursor, at: now, logger: logger)
         }
     }
 
@@ -203,6 +209,7 @@ package final class PostgresAdamantStore: AdamantStore {
 
     package func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
         let logger = self.logger
+        let now = clock.date
         try await fencedTransaction { connection in
             if !keys.isEmpty {
                 try await connection.query(
@@ -211,7 +218,7 @@ package final class PostgresAdamantStore: AdamantStore {
                     "DELETE FROM adamant_pushed WHERE seq <= (SELECT COALESCE(MAX(seq), 0) FROM adamant_pushed) - \(Int64(keep))",
                     logger: logger)
             }
-            try await Self.setCursor(connection, worker, cursor, logger: logger)
+            try await Self.setCursor(connection, worker, cursor, at: now, logger: logger)
         }
     }
 
@@ -280,7 +287,7 @@ package final class PostgresAdamantStore: AdamantStore {
                 tracker.failed(error)
                 logger.warning("ADAMANT polling lease not taken", metadata: ["error": "\(String(reflecting: error))"])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: retry) }
+            try? await cancelWhenGracefulShutdown { try await self.clock.wait(retry) }
         }
     }
 
@@ -298,7 +305,7 @@ package final class PostgresAdamantStore: AdamantStore {
                 let bumped = try await PostgresDeadline.rows(
                     connection,
                     """
-                    INSERT INTO adamant_lease (id, epoch, holder, taken_at) VALUES (1, 1, \(holder), \(Date().timeIntervalSince1970))
+                    INSERT INTO adamant_lease (id, epoch, holder, taken_at) VALUES (1, 1, \(holder), \(clock.date.timeIntervalSince1970))
                     ON CONFLICT (id) DO UPDATE SET epoch = adamant_lease.epoch + 1, holder = EXCLUDED.holder, taken_at = EXCLUDED.taken_at
                     RETURNING epoch
                     """, within: timeout, logger: logger)
@@ -311,7 +318,7 @@ package final class PostgresAdamantStore: AdamantStore {
                 }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await body() }
-                    group.addTask { try await Self.watch(connection, every: check, logger: logger) }
+                    group.addTask { try await Self.watch(connection, every: check, clock: self.clock, logger: logger) }
                     // The first to end decides: the pollers (done), or the watch (the lease is lost).
                     defer { group.cancelAll() }
                     try await group.next()
@@ -329,9 +336,11 @@ package final class PostgresAdamantStore: AdamantStore {
 
     /// Returns never; throws `LeaseLost` when the lock's connection closed, fails a check, or
     /// answers later than five times `interval`.
-    private static func watch(_ connection: PostgresConnection, every interval: Duration, logger: Logger) async throws {
+    private static func watch(
+        _ connection: PostgresConnection, every interval: Duration, clock: any HeraldClock, logger: Logger
+    ) async throws {
         while true {
-            try await Task.sleep(for: interval)
+            try await clock.wait(interval)
             do {
                 _ = try await PostgresDeadline.rows(connection, "SELECT 1", within: interval * 5, logger: logger)
             } catch is CancellationError {

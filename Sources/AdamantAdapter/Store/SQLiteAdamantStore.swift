@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HeraldCore
 import HeraldSQLite
 
 /// The default ADAMANT store: one SQLite file (WAL, `synchronous=FULL`), for one instance.
@@ -7,7 +8,11 @@ package final class SQLiteAdamantStore: AdamantStore {
     let pool: DatabasePool
 
     /// `cacheKiB`: each connection's page cache (`sqlite_cache_kib`).
-    package init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
+    /// The rows' times (docs/architecture.md, "Time").
+    let clock: any HeraldClock
+
+    package init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB, clock: any HeraldClock) throws {
+        self.clock = clock
         pool = try DurableSQLite.open(path: path, cacheKiB: cacheKiB)
     }
 
@@ -33,15 +38,16 @@ package final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    private static func setCursor(_ db: Database, _ worker: String, _ cursor: Int64) throws {
+    private static func setCursor(_ db: Database, _ worker: String, _ cursor: Int64, at now: Date) throws {
         try db.execute(
             sql: """
                 INSERT INTO adamant_cursors (worker, height, updated_at) VALUES (?, ?, ?)
                 ON CONFLICT (worker) DO UPDATE SET height = excluded.height, updated_at = excluded.updated_at
-                """, arguments: [worker, cursor, Date().timeIntervalSince1970])
+                """, arguments: [worker, cursor, now.timeIntervalSince1970])
     }
 
     package func apply(_ changes: [DeviceChange], worker: String, cursor: Int64) async throws {
+        let now = clock.date
         try await pool.write { db in
             for change in changes {
                 switch change.action {
@@ -50,13 +56,13 @@ package final class SQLiteAdamantStore: AdamantStore {
                         sql: """
                             INSERT INTO adamant_devices (address, token, provider, updated_at) VALUES (?, ?, ?, ?)
                             ON CONFLICT (address, token) DO UPDATE SET provider = excluded.provider, updated_at = excluded.updated_at
-                            """, arguments: [change.address, change.token, provider.rawValue, Date().timeIntervalSince1970])
+                            """, arguments: [change.address, change.token, provider.rawValue, now.timeIntervalSince1970])
                 case .remove:
                     try db.execute(
                         sql: "DELETE FROM adamant_devices WHERE address = ? AND token = ?", arguments: [change.address, change.token])
                 }
             }
-            try Self.setCursor(db, worker, cursor)
+            try Self.setCursor(db, worker, cursor, at: now)
         }
     }
 
@@ -113,6 +119,7 @@ package final class SQLiteAdamantStore: AdamantStore {
     }
 
     package func commit(pushed keys: [String], worker: String, cursor: Int64, keep: Int) async throws {
+        let now = clock.date
         try await pool.write { db in
             var seq = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM adamant_pushed") ?? 0
             for key in keys {
@@ -120,7 +127,7 @@ package final class SQLiteAdamantStore: AdamantStore {
                 try db.execute(sql: "INSERT OR IGNORE INTO adamant_pushed (key, seq) VALUES (?, ?)", arguments: [key, seq])
             }
             if !keys.isEmpty { try db.execute(sql: "DELETE FROM adamant_pushed WHERE seq <= ?", arguments: [seq - Int64(keep)]) }
-            try Self.setCursor(db, worker, cursor)
+            try Self.setCursor(db, worker, cursor, at: now)
         }
     }
 

@@ -81,7 +81,7 @@ package struct FrontEndContext: Sendable {
 
     package init(
         config: GatewayConfig, pushkins: [any Pushkin], metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
-        hostSenders: HostSenders, clock: any HeraldClock = SystemClock(), once: Once? = nil
+        hostSenders: HostSenders, clock: any HeraldClock, once: Once? = nil
     ) {
         self.clock = clock
         self.config = config

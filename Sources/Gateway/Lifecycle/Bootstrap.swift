@@ -35,7 +35,8 @@ package enum Bootstrap {
                 diagnostics.error("tracing", "cannot start the exporter: \(error)")
             }
         }
-        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger, readOnly: readOnly)
+        let gateway = Gateway(
+            config: config, diagnostics: diagnostics, registry: registry, logger: logger, readOnly: readOnly, clock: SystemClock())
         gateway.observability.withLock { $0 = observability }
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
         if !diagnostics.errors.isEmpty {
@@ -53,7 +54,9 @@ package enum Bootstrap {
         LogLevelControl.set(log.level)
         LoggingSystem.bootstrap(
             { label, provider in
-                HeraldLogHandler(label: label, format: log.format == .json ? .json : .plain, level: log.level, metadataProvider: provider)
+                HeraldLogHandler(
+                    label: label, format: log.format == .json ? .json : .plain, level: log.level, metadataProvider: provider,
+                    clock: SystemClock())
             }, metadataProvider: RequestContext.metadataProvider)
     }
 

@@ -57,7 +57,7 @@ package final class Gateway: Sendable {
     package init(
         config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
         frontEnds factories: [any FrontEndFactory] = FrontEnds.standard, logger: Logger, readOnly: Bool = false,
-        clock: any HeraldClock = SystemClock()
+        clock: any HeraldClock
     ) {
         self.clock = clock
         self.config = config
@@ -133,7 +133,7 @@ package final class Gateway: Sendable {
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(
                 host: address, port: config.http.port, handler: handler,
-                limits: inboundLimits, logger: logger, accessLog: accessLog, reusePort: reusePort)
+                limits: inboundLimits, logger: logger, accessLog: accessLog, reusePort: reusePort, clock: clock)
             logger.notice("Listening for notifications", metadata: ["address": "\(server.localAddress)"])
             listeners.append(server)
         }
@@ -147,7 +147,7 @@ package final class Gateway: Sendable {
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(
                         host: host, port: address.port, handler: routes,
-                        limits: inboundLimits, logger: logger, accessLog: accessLog, reusePort: reusePort)
+                        limits: inboundLimits, logger: logger, accessLog: accessLog, reusePort: reusePort, clock: clock)
                     logger.notice("Listening", metadata: ["front_end": "\(frontEnd.name)", "address": "\(server.localAddress)"])
                     listeners.append(server)
                 }
@@ -156,7 +156,8 @@ package final class Gateway: Sendable {
         var metricsServer: HTTPServer?
         if config.prometheus.enabled {
             let server = try await HTTPServer.bind(
-                host: config.prometheus.address, port: config.prometheus.port, handler: MetricsEndpoint(metrics: metrics), logger: logger)
+                host: config.prometheus.address, port: config.prometheus.port, handler: MetricsEndpoint(metrics: metrics), logger: logger,
+                clock: clock)
             logger.notice("Serving Prometheus metrics", metadata: ["address": "\(server.localAddress)"])
             metricsServer = server
         }

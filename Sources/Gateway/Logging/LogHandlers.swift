@@ -19,8 +19,13 @@ package struct HeraldLogHandler: LogHandler {
     package var metadataProvider: Logger.MetadataProvider?
     let label: String
     let format: Format
+    /// The lines' time (docs/architecture.md, "Time").
+    let clock: any HeraldClock
 
-    package init(label: String, format: Format, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
+    package init(
+        label: String, format: Format, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil, clock: any HeraldClock
+    ) {
+        self.clock = clock
         self.label = label
         self.format = format
         self.level = level
@@ -35,7 +40,7 @@ package struct HeraldLogHandler: LogHandler {
     package func log(event: LogEvent) {
         var extra = metadataProvider?.get() ?? [:]
         if let metadata = event.metadata { extra.merge(metadata) { $1 } }
-        let line = format(level: event.level, message: "\(event.message)", metadata: extra, timestamp: Self.timestamp())
+        let line = format(level: event.level, message: "\(event.message)", metadata: extra, timestamp: UTCTimestamp.string(for: clock.date))
         Self.output.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
         }
@@ -75,10 +80,6 @@ package struct HeraldLogHandler: LogHandler {
     }
 
     private static let output = Mutex(())
-
-    private static func timestamp() -> String {
-        UTCTimestamp.string()
-    }
 
     private static func needsQuoting(_ s: String, allowSpaces: Bool) -> Bool {
         s.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\"" || (!allowSpaces && $0 == " ") }

@@ -9,7 +9,7 @@ import HeraldUpstream
 /// Gregorian calendar whose time-zone lookup loads ICU's time-zone data, about 3 MiB that then stay
 /// resident for the life of the process, for a format that needs no calendar at all.
 enum UTCTimestamp {
-    static func string(for date: Date = Date()) -> String {
+    static func string(for date: Date) -> String {
         let millisecondsSinceEpoch = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let (days, millisecondOfDay) = millisecondsSinceEpoch.quotientAndRemainderFlooring(dividingBy: 86_400_000)
         let (year, month, day) = civil(daysSinceEpoch: days)

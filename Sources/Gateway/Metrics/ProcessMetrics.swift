@@ -6,7 +6,21 @@ import HeraldUpstream
 /// `process_*` metrics as prometheus_client exports them (Sygnal's Grafana dashboard uses them),
 /// read from /proc at scrape time.
 enum ProcessMetrics {
-    static let startTime = Date().timeIntervalSince1970
+    /// When the process started, as prometheus_client reads it: the boot time (`btime` of
+    /// /proc/stat) plus the process's start in clock ticks since boot (field 22 of /proc/self/stat).
+    /// It is the kernel's record, not a clock this process reads.
+    static let startTime: Double? = {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
+            let system = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let boot = system.split(separator: "\n").first(where: { $0.hasPrefix("btime ") })?.split(separator: " ").last.flatMap({
+                Double($0)
+            })
+        else { return nil }
+        // After the command: state is field 3, so starttime (field 22) is the 20th after it.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let ticks = Double(fields[19]) else { return nil }
+        return boot + ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }()
 
     static func emit(into buffer: inout [UInt8]) {
         var lines: [String] = []
@@ -37,8 +51,10 @@ enum ProcessMetrics {
             lines.append("# TYPE process_max_fds gauge")
             lines.append("process_max_fds \(limit.rlim_cur)")
         }
-        lines.append("# TYPE process_start_time_seconds gauge")
-        lines.append("process_start_time_seconds \(startTime)")
+        if let startTime {
+            lines.append("# TYPE process_start_time_seconds gauge")
+            lines.append("process_start_time_seconds \(startTime)")
+        }
         buffer.append(contentsOf: (lines.joined(separator: "\n") + "\n").utf8)
     }
 }

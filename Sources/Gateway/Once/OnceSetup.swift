@@ -24,7 +24,7 @@ struct OnceSetup: Sendable {
                 maxBytes: notify.repeatMaxBytes)
             var store: any DeliveryRecords = memory
             if let url = notify.repeatStore {
-                let postgres = try PostgresDeliveryRecords(url: url, notify: notify, metrics: metrics)
+                let postgres = try PostgresDeliveryRecords(url: url, notify: notify, metrics: metrics, clock: clock)
                 services.append(postgres.service)
                 health.append(postgres.tracker)
                 store = postgres

@@ -24,14 +24,14 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     private let finishes = AtomicCounter()
     static let logger = Logger(label: "herald.notify.repeats")
 
-    init(url: String, notify: GatewayConfig.Notify, metrics: any MetricsFactory) throws {
+    init(url: String, notify: GatewayConfig.Notify, metrics: any MetricsFactory, clock: any HeraldClock) throws {
         client = PostgresClient(
             configuration: try PostgresURL.configuration(url, maxConnections: notify.repeatStoreMaxConnections),
             backgroundLogger: Self.logger)
         window = notify.repeatWindow.seconds
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
-        tracker = ComponentHealth(name: "repeat_store", metrics: metrics)
+        tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
     }
 
     var health: ComponentHealth? { tracker }

@@ -13,14 +13,17 @@ package final class ComponentHealth: Sendable {
     private let state = Mutex(State())
     /// `herald_component_failing{component}`: 1 while it fails, else 0.
     private let gauge: Gauge?
+    /// When a failure began (docs/architecture.md, "Time").
+    let clock: any HeraldClock
 
     struct State {
         var failingSince: Date?
         var lastError = ""
     }
 
-    package init(name: String, metrics: (any MetricsFactory)? = nil) {
+    package init(name: String, metrics: (any MetricsFactory)? = nil, clock: any HeraldClock) {
         self.name = name
+        self.clock = clock
         gauge = metrics.map { Gauge(label: "herald_component_failing", dimensions: [("component", name)], factory: $0) }
         gauge?.record(0)
     }
@@ -35,7 +38,10 @@ package final class ComponentHealth: Sendable {
     }
 
     /// Its latest use failed with `error` (a timeout, a lost connection).
-    package func failed(_ error: any Error, at now: Date = Date()) {
+    package func failed(_ error: any Error) { failed(error, at: clock.date) }
+
+    /// `failed` at `now`.
+    package func failed(_ error: any Error, at now: Date) {
         let text = String(String(describing: error).prefix(200))
         state.withLock {
             if $0.failingSince == nil { $0.failingSince = now }

@@ -10,6 +10,9 @@ package protocol HeraldClock: Clock, Sendable where Instant == ContinuousClock.I
     var date: Date { get }
 }
 
+/// An instant of a `HeraldClock`: monotonic time, as the system's continuous clock counts it.
+package typealias HeraldInstant = ContinuousClock.Instant
+
 extension HeraldClock {
     /// Waits `duration` of this clock's time; throws `CancellationError` if cancelled first.
     package func wait(_ duration: Swift.Duration) async throws {

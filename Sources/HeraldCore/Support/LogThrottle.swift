@@ -7,15 +7,17 @@ import Synchronization
 package final class LogThrottle: Sendable {
     package let perInterval: Int
     package let interval: Duration
-    private let windows = Mutex<[String: (start: ContinuousClock.Instant, count: Int, suppressed: Int)]>([:])
+    private let windows = Mutex<[String: (start: HeraldInstant, count: Int, suppressed: Int)]>([:])
 
-    /// The process-wide throttle for per-device lines: 20 of each kind a second.
-    package static let perDevice = LogThrottle(perInterval: 20, interval: .seconds(1))
+    /// The process-wide throttle for per-device lines: 20 of each kind a second. It is the one
+    /// piece of the process on the system's clock whoever runs it (docs/architecture.md, "Time"):
+    /// a line left out is all a clock could change, and the throttle's windows are tested apart.
+    package static let perDevice = LogThrottle(perInterval: 20, interval: .seconds(1), clock: SystemClock())
 
     /// What the windows are measured on (docs/architecture.md, "Time").
     package let clock: any HeraldClock
 
-    package init(perInterval: Int, interval: Duration, clock: any HeraldClock = SystemClock()) {
+    package init(perInterval: Int, interval: Duration, clock: any HeraldClock) {
         self.clock = clock
         self.perInterval = perInterval
         self.interval = interval
@@ -26,7 +28,7 @@ package final class LogThrottle: Sendable {
     package func admit(_ kind: String) -> Int? { admit(kind, now: clock.now) }
 
     /// `admit` at `now`.
-    package func admit(_ kind: String, now: ContinuousClock.Instant) -> Int? {
+    package func admit(_ kind: String, now: HeraldInstant) -> Int? {
         windows.withLock { table in
             var window = table[kind] ?? (now, 0, 0)
             if now - window.start >= interval { window = (now, 0, window.suppressed) }

@@ -48,7 +48,8 @@ package final class FakeAdamantNode: HTTPHandler, Sendable {
 
     package static func start() async throws -> FakeAdamantNode {
         let box = HandlerBox<FakeAdamantNode>()
-        let server = try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: box, logger: Logger(label: "fake-adamant"))
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: 0, handler: box, logger: Logger(label: "fake-adamant"), clock: SystemClock())
         let node = FakeAdamantNode(server: server)
         box.set(node)
         node.serveTask.withLock { $0 = Task { await server.serve() } }

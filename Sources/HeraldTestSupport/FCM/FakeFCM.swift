@@ -70,7 +70,8 @@ package final class FakeFCM: HTTPHandler, Sendable {
         directory: String, projectId: String = "herald-test", tokenLifetime: Int = 3600, port: Int = 0, recordRequests: Bool = true
     ) async throws -> FakeFCM {
         let box = HandlerBox<FakeFCM>()
-        let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-fcm"))
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-fcm"), clock: SystemClock())
         let key = try accountKey.get()
         let file = "\(directory)/service-account-\(UUID().uuidString.prefix(8)).json"
         let fake = FakeFCM(

@@ -69,7 +69,8 @@ package final class FakeHMS: HTTPHandler, Sendable {
     /// `directory`.
     package static func start(directory: String, port: Int = 0, recordRequests: Bool = true) async throws -> FakeHMS {
         let box = HandlerBox<FakeHMS>()
-        let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-hms"))
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-hms"), clock: SystemClock())
         let key = try accountKey.get()
         let tag = UUID().uuidString.prefix(8)
         let fake = FakeHMS(

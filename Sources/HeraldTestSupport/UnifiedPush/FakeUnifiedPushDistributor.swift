@@ -26,7 +26,8 @@ package final class FakeUnifiedPushDistributor: HTTPHandler, Sendable {
 
     package static func start() async throws -> FakeUnifiedPushDistributor {
         let box = HandlerBox<FakeUnifiedPushDistributor>()
-        let server = try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: box, logger: Logger(label: "fake-unifiedpush"))
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: 0, handler: box, logger: Logger(label: "fake-unifiedpush"), clock: SystemClock())
         let distributor = FakeUnifiedPushDistributor(server: server)
         box.set(distributor)
         distributor.serveTask.withLock { $0 = Task { await server.serve() } }

@@ -64,7 +64,8 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
     /// Starts listening on 127.0.0.1 (port 0 picks a free one).
     package static func start(port: Int = 0, recordRequests: Bool = true) async throws -> FakeWebPushService {
         let box = HandlerBox<FakeWebPushService>()
-        let server = try await HTTPServer.bind(host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-webpush"))
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: port, handler: box, logger: Logger(label: "fake-webpush"), clock: SystemClock())
         let service = FakeWebPushService(server: server, box: box, recordRequests: recordRequests)
         box.set(service)
         service.serveTask.withLock { $0 = Task { await server.serve() } }

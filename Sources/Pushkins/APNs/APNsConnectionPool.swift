@@ -19,9 +19,12 @@ final class APNsConnectionPool: UpstreamTransport {
     private let queueTime: Metrics.Timer
     private let pending: Gauge
     private let pendingCount = AtomicCounter()
+    /// What the queue time is measured on (docs/architecture.md, "Time").
+    private let clock: any HeraldClock
 
     /// The members share one TLS context, of `contexts`.
-    init(config: APNsConfig, metrics: any MetricsFactory, contexts: TLSContexts) throws {
+    init(config: APNsConfig, metrics: any MetricsFactory, contexts: TLSContexts, clock: any HeraldClock) throws {
+        self.clock = clock
         queueTime = Metrics.Timer(label: "sygnal_apns_queue_time", dimensions: [], factory: metrics)
         pending = Gauge(label: "sygnal_pending_apns_requests", dimensions: [], factory: metrics)
         var members: [HTTP2Upstream] = []
@@ -51,7 +54,7 @@ final class APNsConnectionPool: UpstreamTransport {
         {
             index = local
         }
-        let start = ContinuousClock.now
+        let start = clock.now
         pending.record(pendingCount.add(1))
         do {
             try await load[index].acquire()
@@ -60,7 +63,7 @@ final class APNsConnectionPool: UpstreamTransport {
             throw error
         }
         pending.record(pendingCount.add(-1))
-        queueTime.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+        queueTime.recordNanoseconds((clock.now - start).nanoseconds)
         defer { load[index].release() }
         return try await members[index].send(request)
     }

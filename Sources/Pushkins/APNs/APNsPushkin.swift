@@ -26,11 +26,13 @@ package final class APNsPushkin: APNsSending {
         self.name = name
         self.config = config
         self.environment = environment
-        let pool = try APNsConnectionPool(config: config, metrics: environment.metrics, contexts: environment.tlsContexts)
+        let pool = try APNsConnectionPool(
+            config: config, metrics: environment.metrics, contexts: environment.tlsContexts, clock: environment.clock)
         self.pool = pool
         admission = AsyncLimiter(limit: config.connections * config.maxConcurrentStreams)
         self.upstream = UpstreamCall(
-            transport: pool, policy: config.retry, metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics),
+            transport: pool, policy: config.retry,
+            metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics, clock: environment.clock),
             clock: environment.clock)
         switch config.auth {
         case .token(let key, let keyId, let teamId):
@@ -77,7 +79,7 @@ package final class APNsPushkin: APNsSending {
         case .nothingToSend: return .skipped(reason: .nothingToSend)
         case .send(let built): payload = built
         }
-        let expiration = config.expiration == 0 ? 0 : Int(Date().timeIntervalSince1970) + config.expiration
+        let expiration = config.expiration == 0 ? 0 : Int(environment.clock.date.timeIntervalSince1970) + config.expiration
         let message = APNsMessage(
             payload: payload, deviceToken: token, priority: notification.isLowPriority ? 5 : 10, expiration: expiration,
             collapseId: notification.eventId.flatMap { $0.isEmpty ? nil : Self.collapseId($0) })

@@ -27,6 +27,7 @@ package final class FCMPushkin: FCMSending {
         self.provider = provider
         switch config.credentials {
         case .v1(let project, let account):
+            let clock = environment.clock
             // The JWT bearer grant (RFC 7523) with the service account's assertion.
             tokens = OAuthAccessTokens(
                 tokenURL: account.tokenURI, client: provider.client, clock: environment.clock,
@@ -34,7 +35,7 @@ package final class FCMPushkin: FCMSending {
                     "service_account_file: that the service account (\(account.clientEmail)) has the Firebase Cloud Messaging API enabled in project \(project), that its key was not deleted, and the clock of this host"
             ) {
                 "grant_type=" + "urn:ietf:params:oauth:grant-type:jwt-bearer".formEncoded + "&assertion="
-                    + (try account.assertion()).formEncoded
+                    + (try account.assertion(now: clock.date)).formEncoded
             }
             legacy = nil
             v1URL = "\(config.baseURL)/v1/projects/\(project)/messages:send"

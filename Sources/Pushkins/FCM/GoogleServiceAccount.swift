@@ -33,7 +33,7 @@ package struct GoogleServiceAccount: Sendable {
     }
 
     /// The signed assertion for the messaging scope, valid one hour.
-    package func assertion(now: Date = Date()) throws -> String {
+    package func assertion(now: Date) throws -> String {
         var header: JSONObject = ["alg": "RS256", "typ": "JWT"]
         if let privateKeyId { header["kid"] = .string(privateKeyId) }
         let iat = Int64(now.timeIntervalSince1970)

@@ -18,7 +18,8 @@ struct HTTP1Provider: Sendable {
         client = try UpstreamHTTPClient(settings: settings)
         transport = try HTTP1Upstream(origin: baseURL, settings: settings, contexts: environment.tlsContexts)
         upstream = UpstreamCall(
-            transport: transport, policy: retry, metrics: UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics),
+            transport: transport, policy: retry,
+            metrics: UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics, clock: environment.clock),
             clock: environment.clock)
     }
 

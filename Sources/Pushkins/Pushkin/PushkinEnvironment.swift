@@ -19,7 +19,7 @@ package struct PushkinEnvironment: Sendable {
 
     package init(
         logger: Logger, metrics: any MetricsFactory, proxy: ProxySettings? = nil, readOnly: Bool = false,
-        hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts(), clock: any HeraldClock = SystemClock()
+        hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts(), clock: any HeraldClock
     ) {
         self.clock = clock
         self.tlsContexts = tlsContexts

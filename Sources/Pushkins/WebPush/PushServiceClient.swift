@@ -28,7 +28,7 @@ final class PushServiceClient: Sendable {
             allowedEndpoints: allowedEndpoints, allowInsecure: allowInsecure, allowPrivate: allowPrivate, proxy: upstream.proxy,
             resolver: environment.hostResolver)
         self.policy = policy
-        let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics)
+        let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics, clock: environment.clock)
         let checked = OriginPools(
             settings: upstream, addressGuard: environment.hostResolver, contexts: environment.tlsContexts)
         let unchecked = OriginPools(settings: upstream, addressGuard: nil, contexts: environment.tlsContexts)

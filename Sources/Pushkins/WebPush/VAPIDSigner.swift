@@ -22,7 +22,7 @@ package final class VAPIDSigner: Sendable {
     }
 
     /// The header for `origin` (`scheme://host[:port]` of the endpoint).
-    package func authorization(origin: String, now: Date = Date()) throws -> String {
+    package func authorization(origin: String, now: Date) throws -> String {
         if let cached = cache.withLock({ $0[origin] }), cached.expires.timeIntervalSince(now) > lifetime / 4 {
             return cached.header
         }

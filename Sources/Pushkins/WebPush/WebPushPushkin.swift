@@ -16,11 +16,14 @@ package final class WebPushPushkin: Pushkin {
 
     private let vapid: VAPIDSigner
     private let pushService: PushServiceClient
+    /// The VAPID signature's time (docs/architecture.md, "Time").
+    private let clock: any HeraldClock
 
     package init(name: String, config: WebPushConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
         self.vapid = VAPIDSigner(key: config.vapidKey, contactEmail: config.contactEmail)
+        clock = environment.clock
         self.pushService = try PushServiceClient(
             pushkin: name, type: .webPush, allowedEndpoints: config.allowedEndpoints, allowInsecure: config.allowInsecureEndpoints,
             allowPrivate: config.allowPrivateEndpoints, upstream: config.upstream, retry: config.retry, environment: environment)
@@ -59,7 +62,7 @@ package final class WebPushPushkin: Pushkin {
         let authorization: String
         do {
             body = try WebPushEncryption.encrypt(plaintext, p256dh: p256dh, authSecret: authSecret)
-            authorization = try vapid.authorization(origin: endpoint.origin)
+            authorization = try vapid.authorization(origin: endpoint.origin, now: clock.date)
         } catch {
             return .rejected(reason: .invalidPushkey("cannot encrypt for this subscription"))
         }

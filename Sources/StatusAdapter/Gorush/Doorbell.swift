@@ -1,3 +1,4 @@
+import HeraldCore
 import Synchronization
 
 /// Wakes one waiting task: `ring()` ends the current `wait(upTo:)` at once, or the next one if
@@ -9,6 +10,10 @@ final class Doorbell: Sendable {
     }
 
     private let state = Mutex(State())
+    /// What a wait's timeout is measured on (docs/architecture.md, "Time").
+    let clock: any HeraldClock
+
+    init(clock: any HeraldClock) { self.clock = clock }
 
     func ring() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -35,7 +40,7 @@ final class Doorbell: Sendable {
     private func waitForRingOrTimeout(_ timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                do { try await Task.sleep(for: timeout) } catch { return }
+                do { try await self.clock.wait(timeout) } catch { return }
                 self.ring()
             }
             await withCheckedContinuation { continuation in

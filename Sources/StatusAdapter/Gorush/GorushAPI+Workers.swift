@@ -29,7 +29,7 @@ extension GorushAPI {
             logger.error("gorush queue claims could not be freed", metadata: ["error": "\(error)"])
         }
         let held = AtomicCounter()
-        var depth = QueueDepthGauges(factory: metrics)
+        var depth = QueueDepthGauges(factory: metrics, clock: clock)
         let (jobs, handOut) = AsyncStream.makeStream(of: QueuedGorushJob.self)
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<config.workers {
@@ -64,7 +64,7 @@ extension GorushAPI {
     }
 
     private func claim(_ limit: Int, from store: any GorushQueueStore) async -> [QueuedGorushJob]? {
-        let now = Date()
+        let now = clock.date
         do {
             return try await store.claimGorush(limit: limit, now: now, until: now + config.claimTimeout.seconds)
         } catch {
@@ -107,16 +107,19 @@ extension GorushAPI {
 struct QueueDepthGauges {
     let jobs: Gauge
     let bytes: Gauge
-    private var next = ContinuousClock.now
+    let clock: any HeraldClock
+    private var next: HeraldInstant
 
-    init(factory: any MetricsFactory) {
+    init(factory: any MetricsFactory, clock: any HeraldClock) {
+        self.clock = clock
+        next = clock.now
         jobs = Gauge(label: "herald_gorush_queue_jobs", factory: factory)
         bytes = Gauge(label: "herald_gorush_queue_bytes", factory: factory)
     }
 
     mutating func refresh(from store: any GorushQueueStore) async {
-        guard ContinuousClock.now >= next, let depth = try? await store.gorushQueueDepth() else { return }
-        next = ContinuousClock.now + .seconds(1)
+        guard clock.now >= next, let depth = try? await store.gorushQueueDepth() else { return }
+        next = clock.now + .seconds(1)
         jobs.record(depth.jobs)
         bytes.record(depth.bytes)
     }

@@ -28,7 +28,9 @@ package final class GorushAPI: Service {
     /// The store holding the queue, once the Status server has opened it.
     let queueStore: @Sendable () async throws -> any GorushQueueStore
     /// Wakes the dispatcher when a job is queued or a worker is free.
-    let bell = Doorbell()
+    let bell: Doorbell
+    /// The queue's claims and the depth gauges' pace (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     let stats = Mutex(Stats())
     let feedbackClient: UpstreamHTTPClient?
 
@@ -48,8 +50,10 @@ package final class GorushAPI: Service {
 
     package init(
         config: StatusConfig.Gorush, delivery: any StatusSender, queue: @escaping @Sendable () async throws -> any GorushQueueStore,
-        logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil
+        logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil, clock: any HeraldClock
     ) {
+        self.clock = clock
+        bell = Doorbell(clock: clock)
         self.config = config
         self.delivery = delivery
         self.queueStore = queue

@@ -59,7 +59,7 @@ final class ResponseCache: Sendable {
     /// How long the writer gathers answers before it writes them.
     static let batchWindow = Duration.milliseconds(5)
 
-    init(store: any StatusStore, limit: Int, maxPending: Int, logger: Logger, clock: any HeraldClock = SystemClock()) {
+    init(store: any StatusStore, limit: Int, maxPending: Int, logger: Logger, clock: any HeraldClock) {
         self.clock = clock
         self.store = store
         self.limit = limit

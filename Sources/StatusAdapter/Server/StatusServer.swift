@@ -31,7 +31,7 @@ package final class StatusServer: Sendable {
 
     package init(
         identity: Secp256k1.PrivateKey, config: StatusConfig, store: any StatusStore, delivery: any StatusSender, logger: Logger,
-        metrics: any MetricsFactory, dispatcher: Dispatcher? = nil, clock: any HeraldClock = SystemClock()
+        metrics: any MetricsFactory, dispatcher: Dispatcher? = nil, clock: any HeraldClock
     ) {
         self.clock = clock
         self.identity = identity

@@ -25,7 +25,7 @@ package final class StatusService: Service {
 
     package init(
         config: StatusConfig, sender: any StatusSender, logger: Logger, metrics: any MetricsFactory, dispatcher: Dispatcher? = nil,
-        clock: any HeraldClock = SystemClock()
+        clock: any HeraldClock
     ) throws {
         self.dispatcher = dispatcher
         self.clock = clock
@@ -33,7 +33,8 @@ package final class StatusService: Service {
         case .sqlite: postgres = nil
         case .postgres(let url):
             postgres = try PostgresStatusStore(
-                url: url, logger: logger, timeout: config.storeTimeout, maxConnections: config.storeMaxConnections, metrics: metrics)
+                url: url, logger: logger, timeout: config.storeTimeout, maxConnections: config.storeMaxConnections, metrics: metrics,
+                clock: clock)
         }
         self.config = config
         self.sender = sender
@@ -59,7 +60,7 @@ package final class StatusService: Service {
     package func run() async throws {
         let store: any StatusStore
         do {
-            store = try postgres ?? SQLiteStatusStore(path: config.sqlitePath ?? "", cacheKiB: config.sqliteCacheKiB)
+            store = try postgres ?? SQLiteStatusStore(path: config.sqlitePath ?? "", cacheKiB: config.sqliteCacheKiB, clock: clock)
         } catch {
             ready.fail(error)
             throw error

@@ -1,3 +1,4 @@
+import HeraldCore
 import Synchronization
 
 /// The gorush queue's depth as last read from the store, and what this instance queued since, so
@@ -13,7 +14,7 @@ final class GorushQueueDepth: Sendable {
     private struct State {
         var jobs = 0
         var bytes = 0
-        var readAt: ContinuousClock.Instant?
+        var readAt: HeraldInstant?
         var addedJobs = 0
         var addedBytes = 0
     }
@@ -29,13 +30,13 @@ final class GorushQueueDepth: Sendable {
     }
 
     /// The store's count at this moment.
-    func read(jobs: Int, bytes: Int, at now: ContinuousClock.Instant = .now) {
+    func read(jobs: Int, bytes: Int, at now: HeraldInstant) {
         state.withLock { $0 = State(jobs: jobs, bytes: bytes, readAt: now) }
     }
 
     /// Whether `jobs` of `bytes` may be inserted without a count; a `roomy` admission is added to
     /// the depth (other instances' inserts show at the next read).
-    func admit(jobs: Int, bytes: Int, maxJobs: Int, maxBytes: Int, now: ContinuousClock.Instant = .now) -> Admission {
+    func admit(jobs: Int, bytes: Int, maxJobs: Int, maxBytes: Int, now: HeraldInstant) -> Admission {
         state.withLock { state in
             guard let readAt = state.readAt, now - readAt <= Self.freshFor else { return .count }
             if state.jobs >= maxJobs || state.bytes >= maxBytes { return .full }

@@ -30,7 +30,7 @@ extension PostgresStatusStore {
     private func insertGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         let blobs = bodies.map { ByteBuffer(bytes: $0) }
         let bytes = Int64(bodies.reduce(0) { $0 + $1.count })
-        switch queueDepth.admit(jobs: bodies.count, bytes: Int(bytes), maxJobs: maxJobs, maxBytes: maxBytes) {
+        switch queueDepth.admit(jobs: bodies.count, bytes: Int(bytes), maxJobs: maxJobs, maxBytes: maxBytes, now: clock.now) {
         case .full:
             return false
         case .roomy:
@@ -92,7 +92,7 @@ extension PostgresStatusStore {
         try await bounded { [self] in
             let rows = try await client.query("SELECT count(*), COALESCE(sum(size), 0)::bigint FROM gorush_queue", logger: Self.logger)
             for try await (jobs, bytes) in rows.decode((Int64, Int64).self) {
-                queueDepth.read(jobs: Int(jobs), bytes: Int(bytes))
+                queueDepth.read(jobs: Int(jobs), bytes: Int(bytes), at: clock.now)
                 return (Int(jobs), Int(bytes))
             }
             return (0, 0)

@@ -30,6 +30,8 @@ package final class PostgresStatusStore: StatusStore {
     let tracker: ComponentHealth
     /// The gorush queue's depth as last read, which spares most inserts a count of the queue.
     let queueDepth = GorushQueueDepth()
+    /// The rows' times and the queue's claims (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     package var health: ComponentHealth? { tracker }
 
     package struct URLError: Error, CustomStringConvertible {
@@ -37,11 +39,13 @@ package final class PostgresStatusStore: StatusStore {
     }
 
     package init(
-        url: String, logger: Logger, timeout: Duration = .seconds(5), maxConnections: Int = 16, metrics: (any MetricsFactory)? = nil
+        url: String, logger: Logger, timeout: Duration = .seconds(5), maxConnections: Int = 16, metrics: (any MetricsFactory)? = nil,
+        clock: any HeraldClock
     ) throws {
         self.url = url
+        self.clock = clock
         self.timeout = timeout
-        tracker = ComponentHealth(name: "status_store", metrics: metrics)
+        tracker = ComponentHealth(name: "status_store", metrics: metrics, clock: clock)
         do {
             client = PostgresClient(
                 configuration: try PostgresURL.configuration(url, maxConnections: maxConnections), backgroundLogger: logger)
@@ -160,7 +164,7 @@ package final class PostgresStatusStore: StatusStore {
             let rows = try await client.query(
                 """
                 INSERT INTO status_registrations (public_key, installation_id, version, registration, updated_at)
-                VALUES (\(ByteBuffer(bytes: row.publicKey)), \(row.installationId), \(Int64(clamping: row.version)), \(blob), \(Date().timeIntervalSince1970))
+                VALUES (\(ByteBuffer(bytes: row.publicKey)), \(row.installationId), \(Int64(clamping: row.version)), \(blob), \(clock.date.timeIntervalSince1970))
                 ON CONFLICT (public_key, installation_id) DO UPDATE
                 SET version = EXCLUDED.version, registration = EXCLUDED.registration, updated_at = EXCLUDED.updated_at
                 WHERE status_registrations.version < EXCLUDED.version
@@ -175,7 +179,7 @@ package final class PostgresStatusStore: StatusStore {
         try await bounded { [self] in
             try await exec(
                 """
-                UPDATE status_registrations SET registration = NULL, updated_at = \(Date().timeIntervalSince1970)
+                UPDATE status_registrations SET registration = NULL, updated_at = \(clock.date.timeIntervalSince1970)
                 WHERE public_key = \(ByteBuffer(bytes: publicKey)) AND installation_id = \(installationId) AND version = \(Int64(clamping: version))
                 """)
         }
@@ -210,7 +214,7 @@ package final class PostgresStatusStore: StatusStore {
                 ON CONFLICT (message_id) DO UPDATE SET response = EXCLUDED.response, expires_at = EXCLUDED.expires_at
                 """)
             guard StatusStoreMaintenance.countInserts(entries.count, on: inserts) else { return }
-            try await exec("DELETE FROM status_responses WHERE expires_at <= \(Date().timeIntervalSince1970)")
+            try await exec("DELETE FROM status_responses WHERE expires_at <= \(clock.date.timeIntervalSince1970)")
             try await exec(
                 """
                 DELETE FROM status_responses WHERE message_id IN (

@@ -20,7 +20,11 @@ package final class SQLiteStatusStore: StatusStore {
     private let inserts = AtomicCounter()
 
     /// `cacheKiB`: each connection's page cache (`sqlite_cache_kib`).
-    package init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB) throws {
+    /// The rows' times (docs/architecture.md, "Time").
+    let clock: any HeraldClock
+
+    package init(path: String, cacheKiB: Int = DurableSQLite.defaultCacheKiB, clock: any HeraldClock) throws {
+        self.clock = clock
         pool = try DurableSQLite.open(path: path, cacheKiB: cacheKiB)
         lookups = SQLitePointReads(path: path, cacheKiB: cacheKiB)
     }
@@ -106,7 +110,7 @@ package final class SQLiteStatusStore: StatusStore {
                     """,
                 arguments: [
                     Data(row.publicKey), row.installationId, Int64(clamping: row.version), row.registration.map { Data($0) },
-                    Date().timeIntervalSince1970,
+                    clock.date.timeIntervalSince1970,
                 ])
             return db.changesCount > 0
         }
@@ -119,7 +123,7 @@ package final class SQLiteStatusStore: StatusStore {
                     UPDATE status_registrations SET registration = NULL, updated_at = ?
                     WHERE public_key = ? AND installation_id = ? AND version = ?
                     """,
-                arguments: [Date().timeIntervalSince1970, Data(publicKey), installationId, Int64(clamping: version)])
+                arguments: [clock.date.timeIntervalSince1970, Data(publicKey), installationId, Int64(clamping: version)])
         }
     }
 
@@ -165,7 +169,7 @@ package final class SQLiteStatusStore: StatusStore {
                     try insert.execute(arguments: [Data(entry.messageId), Data(entry.response), entry.expires.timeIntervalSince1970])
                 }
                 guard prune else { return .commit }
-                try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [Date().timeIntervalSince1970])
+                try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [clock.date.timeIntervalSince1970])
                 // Each insert takes the next rowid, so there are at most as many rows as their rowids
                 // span: only over the limit is the expiry index walked (`limit` entries deep), and the
                 // table is then cut to nine tenths of it, so that walk comes once per tenth of the

@@ -52,12 +52,12 @@ struct AdamantFrontEndFactory: FrontEndFactory {
         do {
             let store: any AdamantStore
             switch config.store {
-            case .sqlite(let path): store = try SQLiteAdamantStore(path: path, cacheKiB: config.sqliteCacheKiB)
+            case .sqlite(let path): store = try SQLiteAdamantStore(path: path, cacheKiB: config.sqliteCacheKiB, clock: context.clock)
             case .postgres(let url):
                 store = try PostgresAdamantStore(
                     url: url, logger: logger, leaseCheck: config.leaseCheck, timeout: config.storeTimeout,
                     maxConnections: config.storeMaxConnections,
-                    metrics: context.metrics.factory)
+                    metrics: context.metrics.factory, clock: context.clock)
             }
             let nodes = try AdamantNodeClient(nodes: config.nodes, settings: config.node, metrics: context.metrics.factory)
             let pusher = AdamantPusher(

@@ -30,7 +30,7 @@ struct MatrixFrontEndFactory: FrontEndFactory {
     let reloadable = true
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
-        let notify = NotifyHandler(dispatcher: context.dispatcher, metrics: context.metrics, logger: context.logger)
+        let notify = NotifyHandler(dispatcher: context.dispatcher, metrics: context.metrics, logger: context.logger, clock: context.clock)
         return [MatrixFrontEnd(notify: notify, unifiedPush: context.pushkins.contains { $0.type == .unifiedPush })]
     }
 }

@@ -20,10 +20,13 @@ package struct NotifyHandler: Sendable {
     let dispatcher: Dispatcher
     let metrics: GatewayMetrics
     let logger: Logger
+    /// What the notify's duration is measured on (docs/architecture.md, "Time").
+    let clock: any HeraldClock
     /// Requests in progress on this handler (a reload waits for them before closing old pushkins).
     let inFlight = InFlight()
 
-    init(dispatcher: Dispatcher, metrics: GatewayMetrics, logger: Logger) {
+    init(dispatcher: Dispatcher, metrics: GatewayMetrics, logger: Logger, clock: any HeraldClock) {
+        self.clock = clock
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.logger = logger
@@ -41,7 +44,7 @@ package struct NotifyHandler: Sendable {
 
     /// The `{"rejected": […]}` answer, or the `NotifyError` to answer instead.
     func handle(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
-        let start = ContinuousClock.now
+        let start = clock.now
         inFlight.enter()
         metrics.requestsInFlight.record(metrics.inFlightCount.add(1))
         defer {
@@ -50,10 +53,10 @@ package struct NotifyHandler: Sendable {
         }
         do {
             let response = try await process(request)
-            metrics.notifyFinished(code: Int(response.status.code), duration: ContinuousClock.now - start)
+            metrics.notifyFinished(code: Int(response.status.code), duration: clock.now - start)
             return response
         } catch {
-            metrics.notifyFinished(code: Int(error.status.code), duration: ContinuousClock.now - start)
+            metrics.notifyFinished(code: Int(error.status.code), duration: clock.now - start)
             throw error
         }
     }

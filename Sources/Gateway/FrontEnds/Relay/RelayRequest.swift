@@ -30,7 +30,7 @@ struct RelayRequest: Equatable {
     static let prefix = "/relay-to/"
 
     /// Reads `POST /relay-to/{environment}/{token}[/{extra…}]` and its headers.
-    static func parse(_ request: ServerRequest, now: Date = Date()) throws(RelayError) -> RelayRequest {
+    static func parse(_ request: ServerRequest, now: Date) throws(RelayError) -> RelayRequest {
         let path = request.path
         let parts = path.dropFirst(prefix.count).split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
         guard path.hasPrefix(prefix), parts.count >= 2 else { throw .unknownEnvironment(parts.first ?? "") }

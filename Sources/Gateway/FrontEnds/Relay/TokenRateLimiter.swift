@@ -12,9 +12,9 @@ final class TokenRateLimiter: Sendable {
     let maxTracked: Int
     /// What the buckets refill on (docs/architecture.md, "Time").
     let clock: any HeraldClock
-    private let buckets = Mutex<[String: (tokens: Double, updated: ContinuousClock.Instant)]>([:])
+    private let buckets = Mutex<[String: (tokens: Double, updated: HeraldInstant)]>([:])
 
-    init(perMinute: Int, burst: Int, maxTracked: Int = 100_000, clock: any HeraldClock = SystemClock()) {
+    init(perMinute: Int, burst: Int, maxTracked: Int = 100_000, clock: any HeraldClock) {
         self.clock = clock
         self.perMinute = perMinute
         self.burst = max(1, burst)
@@ -25,7 +25,7 @@ final class TokenRateLimiter: Sendable {
     func allow(_ key: String) -> Bool { allow(key, now: clock.now) }
 
     /// Takes one message's worth for `key` at `now`.
-    func allow(_ key: String, now: ContinuousClock.Instant) -> Bool {
+    func allow(_ key: String, now: HeraldInstant) -> Bool {
         guard perMinute > 0 else { return true }
         let rate = Double(perMinute) / 60
         return buckets.withLock { table in

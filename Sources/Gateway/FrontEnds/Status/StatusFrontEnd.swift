@@ -89,7 +89,7 @@ struct StatusFrontEndFactory: FrontEndFactory {
         if config.gorush.enabled {
             let api = GorushAPI(
                 config: config.gorush, delivery: sender, queue: { try await service.store() }, logger: logger,
-                metrics: context.metrics.factory, dispatcher: context.dispatcher)
+                metrics: context.metrics.factory, dispatcher: context.dispatcher, clock: context.clock)
             frontEnds.append(
                 GorushFrontEnd(
                     api: api, maxBodyBytes: config.maxMessageBytes,
