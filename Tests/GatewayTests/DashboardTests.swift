@@ -68,6 +68,8 @@ import Testing
                 app_secret_file: \(hms.appSecretFile)
                 token_url: \(hms.tokenURL)
                 base_url: \(hms.baseURL)
+              com.example.unifiedpush:
+                type: unifiedpush
             \(webpushApp("com.example.webpush", directory: dir))
             """
         // With PostgreSQL stores (a database of its own) where the suite has one:
