@@ -172,7 +172,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         guard let context, !finished else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        deadlineTimer = context.eventLoop.scheduleTask(in: .nanoseconds(deadline.within.nanoseconds)) {
+        deadlineTimer = context.eventLoop.scheduleTask(in: TimeAmount(deadline.within)) {
             var response = deadline.response
             response.headers.replaceOrAdd(name: "X-Request-Id", value: requestId)
             bound.value.answerAtDeadline(response, to: head)

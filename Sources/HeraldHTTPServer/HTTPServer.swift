@@ -168,7 +168,7 @@ package final class HTTPServer: Sendable {
             if case .failure(let error) = result {
                 self.logger.warning("Could not hand the port over; closing the listener", metadata: ["error": "\(error)"])
             }
-            server.eventLoop.scheduleTask(in: .nanoseconds(handover.nanoseconds)) { quiesce.initiateShutdown(promise: promise) }
+            server.eventLoop.scheduleTask(in: TimeAmount(handover)) { quiesce.initiateShutdown(promise: promise) }
         }
     }
 

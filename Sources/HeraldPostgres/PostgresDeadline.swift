@@ -20,7 +20,7 @@ package enum PostgresDeadline {
         let loop = MultiThreadedEventLoopGroup.singleton.any()
         let promise = loop.makePromise(of: T.self)
         let task = promise.completeWithTask(work)
-        let timer = loop.scheduleTask(in: .nanoseconds(timeout.nanosecondsClamped)) {
+        let timer = loop.scheduleTask(in: TimeAmount(timeout)) {
             promise.fail(Unavailable())
             task.cancel()
         }
@@ -44,7 +44,7 @@ package enum PostgresDeadline {
         if connection.isClosed { throw Unavailable() }
         let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
         if let limit {
-            let timer = connection.eventLoop.scheduleTask(in: .nanoseconds(limit.nanosecondsClamped)) { promise.fail(Unavailable()) }
+            let timer = connection.eventLoop.scheduleTask(in: TimeAmount(limit)) { promise.fail(Unavailable()) }
             promise.futureResult.whenComplete { _ in timer.cancel() }
         }
         connection.query(query, logger: logger).whenComplete { result in promise.completeWith(result.map(\.rows)) }
@@ -53,12 +53,5 @@ package enum PostgresDeadline {
         } onCancel: {
             promise.fail(CancellationError())
         }
-    }
-}
-
-extension Duration {
-    fileprivate var nanosecondsClamped: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds > Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

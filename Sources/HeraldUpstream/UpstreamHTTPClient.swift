@@ -136,10 +136,3 @@ package final class UpstreamHTTPClient: UpstreamTransport {
         await pools.shutdown()
     }
 }
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}

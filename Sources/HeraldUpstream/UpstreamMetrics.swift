@@ -32,19 +32,19 @@ package struct UpstreamMetrics: Sendable {
         self.type = type
         self.pushkin = pushkin
         self.factory = factory
-        self.requestTime = Metrics.Timer(label: "sygnal_\(type)_request_time", dimensions: [], factory: factory)
-        self.active = Gauge(label: "sygnal_active_\(type)_requests", dimensions: [], factory: factory)
+        self.requestTime = Metrics.Timer(label: MetricName.requestTime(type), dimensions: [], factory: factory)
+        self.active = Gauge(label: MetricName.activeRequests(type), dimensions: [], factory: factory)
         self.resentUnanswered = Counter(
-            label: "herald_upstream_resent_unanswered_total", dimensions: [("pushkin", pushkin)], factory: factory)
+            label: MetricName.upstreamResentUnanswered, dimensions: [("pushkin", pushkin)], factory: factory)
         self.credentialsRefused = Counter(
-            label: "herald_upstream_credentials_refused_total", dimensions: [("pushkin", pushkin), ("after_renewal", "false")],
+            label: MetricName.upstreamCredentialsRefused, dimensions: [("pushkin", pushkin), ("after_renewal", "false")],
             factory: factory)
         self.credentialsRefusedAfterRenewal = Counter(
-            label: "herald_upstream_credentials_refused_total", dimensions: [("pushkin", pushkin), ("after_renewal", "true")],
+            label: MetricName.upstreamCredentialsRefused, dimensions: [("pushkin", pushkin), ("after_renewal", "true")],
             factory: factory)
         // The status-code series exists from the start (at 0), so that dashboards see it.
         _ = statusCounters.counter(200) {
-            Counter(label: "sygnal_\(type)_status_codes_total", dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)
+            Counter(label: MetricName.statusCodes(type), dimensions: [("pushkin", pushkin), ("code", "200")], factory: factory)
         }
     }
 
@@ -79,7 +79,7 @@ package struct UpstreamMetrics: Sendable {
     func countStatus(_ status: Int?) {
         statusCounters.counter(status ?? -1) {
             Counter(
-                label: "sygnal_\(type)_status_codes_total",
+                label: MetricName.statusCodes(type),
                 dimensions: [("pushkin", pushkin), ("code", status.map(String.init) ?? "error")],
                 factory: factory)
         }

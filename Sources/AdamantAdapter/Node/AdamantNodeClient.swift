@@ -28,7 +28,7 @@ package final class AdamantNodeClient: Sendable {
     package init(nodes: [String], settings: UpstreamSettings, metrics: any MetricsFactory) throws {
         self.nodes = nodes.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.client = try UpstreamHTTPClient(settings: settings)
-        self.failures = Metrics.Counter(label: "herald_adamant_node_failures_total", dimensions: [], factory: metrics)
+        self.failures = Metrics.Counter(label: MetricName.adamantNodeFailures, dimensions: [], factory: metrics)
     }
 
     package func shutdown() async { await client.shutdown() }

@@ -58,7 +58,7 @@ package final class AdamantService: Service {
         // The series dashboards chart exist from the start, at 0.
         for kind in ["chat", "transfer"] {
             for outcome in ["delivered", "rejected", "failed"] {
-                _ = counters.counter("herald_adamant_pushes_total", [("kind", kind), ("outcome", outcome)])
+                _ = counters.counter(MetricName.adamantPushes, [("kind", kind), ("outcome", outcome)])
             }
         }
         logger.notice("ADAMANT notification service ready", metadata: ["address": "\(keys.address)", "nodes": "\(nodes.nodes.count)"])
@@ -107,10 +107,10 @@ package final class AdamantService: Service {
     /// a failed step backs off, doubling up to `max_backoff`. Throws `LeaseLost` (the poller stops
     /// at once) when the store says this instance no longer holds the lease.
     func loop(worker: String, interval: Duration, step: @escaping @Sendable (Int64) async throws -> Int64) async throws {
-        let failures = counters.counter("herald_adamant_poll_failures_total", [("worker", worker)])
-        let polls = counters.counter("herald_adamant_polls_total", [("worker", worker)])
-        let cursorGauge = Gauge(label: "herald_adamant_cursor_height", dimensions: [("worker", worker)], factory: metrics)
-        let lagGauge = Gauge(label: "herald_adamant_height_lag", dimensions: [("worker", worker)], factory: metrics)
+        let failures = counters.counter(MetricName.adamantPollFailures, [("worker", worker)])
+        let polls = counters.counter(MetricName.adamantPolls, [("worker", worker)])
+        let cursorGauge = Gauge(label: MetricName.adamantCursorHeight, dimensions: [("worker", worker)], factory: metrics)
+        let lagGauge = Gauge(label: MetricName.adamantHeightLag, dimensions: [("worker", worker)], factory: metrics)
         var cursor: Int64?
         var pause = interval
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
@@ -187,7 +187,7 @@ package final class AdamantService: Service {
             do {
                 changes.append(try SignalDecoder.decode(transaction, service: keys))
             } catch {
-                count("herald_adamant_signals_total", ("result", "invalid"))
+                count(MetricName.adamantSignals, ("result", "invalid"))
                 logger.info(
                     "ADAMANT signal skipped",
                     metadata: ["transaction": "\(transaction.id)", "sender": "\(transaction.senderId)", "why": "\(error)"])
@@ -196,8 +196,8 @@ package final class AdamantService: Service {
         try await store.apply(changes, worker: "signals", cursor: top)
         for change in changes {
             switch change.action {
-            case .add: count("herald_adamant_signals_total", ("result", "add"))
-            case .remove: count("herald_adamant_signals_total", ("result", "remove"))
+            case .add: count(MetricName.adamantSignals, ("result", "add"))
+            case .remove: count(MetricName.adamantSignals, ("result", "remove"))
             }
         }
         return top
@@ -253,14 +253,14 @@ package final class AdamantService: Service {
             return Dispatcher.Delivery(outcome, pushkin: self.pusher.sender(job.device.provider).name, token: job.device.token)
         }
         for (job, outcome) in zip(jobs, outcomes) {
-            count("herald_adamant_pushes_total", ("kind", kind.rawValue), ("outcome", outcome.label))
+            count(MetricName.adamantPushes, ("kind", kind.rawValue), ("outcome", outcome.label))
             switch outcome {
             case .failed:
                 temporary += 1
             case .rejected where outcome.tokenShouldBeDropped:
                 finished.append(job.key)
                 let removed = try await store.remove(token: job.device.token, provider: job.device.provider)
-                counters.increment("herald_adamant_tokens_removed_total", by: Int64(removed))
+                counters.increment(MetricName.adamantTokensRemoved, by: Int64(removed))
                 logger.info(
                     "ADAMANT device token removed",
                     metadata: ["token": "\(Redaction.pushkey(job.device.token))", "reason": "\(outcome.reason?.label ?? "")"])
@@ -280,7 +280,7 @@ package final class AdamantService: Service {
         }
         if temporary > 0 {
             logger.error("ADAMANT pushes given up after retries", metadata: ["worker": "\(worker)", "count": "\(temporary)"])
-            counters.increment("herald_adamant_pushes_given_up_total", by: Int64(temporary))
+            counters.increment(MetricName.adamantPushesGivenUp, by: Int64(temporary))
         }
         batchAttempts.withLock { $0[worker] = 0 }
         if !finished.isEmpty || next != cursor {

@@ -122,13 +122,7 @@ package final class Gateway: Sendable {
     package func start(signals: [UnixSignal] = [], reloadPath: String? = nil) async throws {
         var listeners: [HTTPServer] = []
         let accessLog = config.log.accessLog ? AccessLog() : nil
-        var inboundLimits = InboundLimits()
-        inboundLimits.maxConnections = config.http.maxConnections
-        inboundLimits.requestReadTimeout = .nanoseconds(config.http.requestReadTimeout.nanoseconds)
-        inboundLimits.idleTimeout = .nanoseconds(config.http.idleTimeout.nanoseconds)
-        inboundLimits.maxDiscardedBodyBytes = config.http.maxDiscardedBodyBytes
-        inboundLimits.shutdownFirstRequestWait = .nanoseconds(config.http.shutdownFirstRequestWait.nanoseconds)
-        inboundLimits.bodyBudget = BodyBudget(limit: config.http.maxBufferedBodyBytes)
+        let inboundLimits = InboundLimits(config.http)
         let reusePort = config.http.reusePort ? config.http.reusePortHandover : nil
         for address in config.http.bindAddresses {
             let server = try await HTTPServer.bind(

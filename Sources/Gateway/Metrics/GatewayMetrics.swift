@@ -31,12 +31,12 @@ package final class GatewayMetrics: Sendable {
         self.registry = registry
         self.factory = factory
         self.counters = CounterCache(factory: factory)
-        notificationsReceived = Metrics.Counter(label: "sygnal_notifications_received_total", dimensions: [], factory: factory)
-        devicesReceived = Metrics.Counter(label: "sygnal_notifications_devices_received_total", dimensions: [], factory: factory)
+        notificationsReceived = Metrics.Counter(label: MetricName.notificationsReceived, dimensions: [], factory: factory)
+        devicesReceived = Metrics.Counter(label: MetricName.notificationsDevicesReceived, dimensions: [], factory: factory)
         requestsInFlight = Metrics.Gauge(
-            label: "sygnal_requests_in_flight", dimensions: [("resource", "V1NotifyHandler")], factory: factory)
+            label: MetricName.requestsInFlight, dimensions: [("resource", "V1NotifyHandler")], factory: factory)
         Metrics.Gauge(
-            label: "herald_build_info", dimensions: [("version", HeraldVersion.string), ("commit", HeraldVersion.commit)], factory: factory
+            label: MetricName.buildInfo, dimensions: [("version", HeraldVersion.string), ("commit", HeraldVersion.commit)], factory: factory
         )
         .record(1)
     }
@@ -48,8 +48,8 @@ package final class GatewayMetrics: Sendable {
         let series = codes.withLock { table in
             if let existing = table[code] { return existing }
             let made = (
-                count: counter("sygnal_pushgateway_status_codes_total", [("code", String(code))]),
-                time: Metrics.Timer(label: "sygnal_notify_time", dimensions: [("code", String(code))], factory: factory)
+                count: counter(MetricName.pushgatewayStatusCodes, [("code", String(code))]),
+                time: Metrics.Timer(label: MetricName.notifyTime, dimensions: [("code", String(code))], factory: factory)
             )
             table[code] = made
             return made

@@ -24,7 +24,7 @@ package final class ComponentHealth: Sendable {
     package init(name: String, metrics: (any MetricsFactory)? = nil, clock: any HeraldClock) {
         self.name = name
         self.clock = clock
-        gauge = metrics.map { Gauge(label: "herald_component_failing", dimensions: [("component", name)], factory: $0) }
+        gauge = metrics.map { Gauge(label: MetricName.componentFailing, dimensions: [("component", name)], factory: $0) }
         gauge?.record(0)
     }
 

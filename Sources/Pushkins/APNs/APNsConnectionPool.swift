@@ -25,8 +25,8 @@ final class APNsConnectionPool: UpstreamTransport {
     /// The members share one TLS context, of `contexts`.
     init(config: APNsConfig, metrics: any MetricsFactory, contexts: TLSContexts, clock: any HeraldClock) throws {
         self.clock = clock
-        queueTime = Metrics.Timer(label: "sygnal_apns_queue_time", dimensions: [], factory: metrics)
-        pending = Gauge(label: "sygnal_pending_apns_requests", dimensions: [], factory: metrics)
+        queueTime = Metrics.Timer(label: MetricName.apnsQueueTime, dimensions: [], factory: metrics)
+        pending = Gauge(label: MetricName.pendingAPNsRequests, dimensions: [], factory: metrics)
         var members: [HTTP2Upstream] = []
         // Members spread over the event loops, so that each loop's requests find one of their own.
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())

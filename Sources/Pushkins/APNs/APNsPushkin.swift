@@ -39,7 +39,7 @@ package final class APNsPushkin: APNsSending {
             providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId, clock: environment.clock)
         case .certificate(_, let identity):
             providerToken = nil
-            Gauge(label: "sygnal_client_cert_expiry", dimensions: [("pushkin", name)], factory: environment.metrics)
+            Gauge(label: MetricName.clientCertExpiry, dimensions: [("pushkin", name)], factory: environment.metrics)
                 .record(identity.notAfter.timeIntervalSince1970)
             let days = identity.notAfter.timeIntervalSinceNow / 86_400
             if days < 30 {

@@ -24,7 +24,7 @@ package struct Dispatcher: Sendable {
         var limits: [String: InflightLimit] = [:]
         for pushkin in pushkins {
             if let limit = inflightLimits[pushkin.name] { limits[pushkin.name] = InflightLimit(limit: limit) }
-            for label in ["sygnal_inflight_request_limit_drop_total", "herald_rejected_pushkeys_total", "herald_failed_devices_total"] {
+            for label in [MetricName.inflightRequestLimitDrop, MetricName.rejectedPushkeys, MetricName.failedDevices] {
                 _ = counters.counter(label, [("pushkin", pushkin.name)])
             }
         }
@@ -64,7 +64,7 @@ package struct Dispatcher: Sendable {
                 logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
                 outcomes[index] = .rejected(reason: .ambiguousAppId)
             case .pushkin(let pushkin):
-                counters.increment("sygnal_per_pushkin_type_total", [("pushkin", pushkin.name)])
+                counters.increment(MetricName.perPushkinType, [("pushkin", pushkin.name)])
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
                     groups[g].indices.append(index)
                 } else {
@@ -77,7 +77,7 @@ package struct Dispatcher: Sendable {
             let granted = limit.acquire(upTo: group.indices.count)
             guard granted > 0 else {
                 for index in group.indices {
-                    counters.increment("sygnal_inflight_request_limit_drop_total", [("pushkin", group.pushkin.name)])
+                    counters.increment(MetricName.inflightRequestLimitDrop, [("pushkin", group.pushkin.name)])
                     outcomes[index] = .failed(reason: .inflightLimit)
                 }
                 return nil
@@ -242,10 +242,10 @@ package struct Dispatcher: Sendable {
     /// operators alert on.
     private func count(_ outcome: DeviceOutcome, pushkin: String) {
         counters.increment(
-            "herald_device_outcomes_total", [("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? "")])
+            MetricName.deviceOutcomes, [("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? "")])
         switch outcome {
-        case .rejected: counters.increment("herald_rejected_pushkeys_total", [("pushkin", pushkin)])
-        case .failed: counters.increment("herald_failed_devices_total", [("pushkin", pushkin)])
+        case .rejected: counters.increment(MetricName.rejectedPushkeys, [("pushkin", pushkin)])
+        case .failed: counters.increment(MetricName.failedDevices, [("pushkin", pushkin)])
         case .delivered, .skipped, .dropped: break
         }
     }

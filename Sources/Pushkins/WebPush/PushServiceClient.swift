@@ -35,7 +35,7 @@ final class PushServiceClient: Sendable {
         self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics, clock: environment.clock)
         self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics, clock: environment.clock)
         self.transports = [checked, unchecked]
-        self.refusals = Counter(label: "herald_endpoint_refusals_total", dimensions: [("pushkin", name)], factory: environment.metrics)
+        self.refusals = Counter(label: MetricName.endpointRefusals, dimensions: [("pushkin", name)], factory: environment.metrics)
     }
 
     func shutdown() async {

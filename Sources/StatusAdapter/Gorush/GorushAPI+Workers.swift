@@ -96,7 +96,7 @@ extension GorushAPI {
         } catch {
             // It is sent again once its claim runs out: at least once, never lost
             // (docs/operations.md, "When a push can arrive twice").
-            counters.increment("herald_gorush_jobs_sent_again_total", [])
+            counters.increment(MetricName.gorushJobsSentAgain, [])
             logger.error("gorush job sent but not removed from the queue", metadata: ["job": "\(job.id)", "error": "\(error)"])
         }
     }
@@ -113,8 +113,8 @@ struct QueueDepthGauges {
     init(factory: any MetricsFactory, clock: any HeraldClock) {
         self.clock = clock
         next = clock.now
-        jobs = Gauge(label: "herald_gorush_queue_jobs", factory: factory)
-        bytes = Gauge(label: "herald_gorush_queue_bytes", factory: factory)
+        jobs = Gauge(label: MetricName.gorushQueueJobs, factory: factory)
+        bytes = Gauge(label: MetricName.gorushQueueBytes, factory: factory)
     }
 
     mutating func refresh(from store: any GorushQueueStore) async {

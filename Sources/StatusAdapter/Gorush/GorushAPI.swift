@@ -61,7 +61,7 @@ package final class GorushAPI: Service {
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
         self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters)
-        _ = counters.counter("herald_gorush_jobs_sent_again_total")  // exported at 0 from the start
+        _ = counters.counter(MetricName.gorushJobsSentAgain)  // exported at 0 from the start
         feedbackClient =
             config.feedbackURL == nil
             ? nil : try? UpstreamHTTPClient(settings: UpstreamSettings(maxConnections: 4, requestTimeout: config.feedbackTimeout))

@@ -95,7 +95,7 @@ package final class StatusServer: Sendable {
         case nil: response.success = true
         case let error?: response.error = error
         }
-        counters.increment("herald_status_registrations_total", [("result", response.success ? "ok" : "\(response.error)")])
+        counters.increment(MetricName.statusRegistrations, [("result", response.success ? "ok" : "\(response.error)")])
         return response
     }
 
@@ -187,7 +187,7 @@ package final class StatusServer: Sendable {
     /// Answers a duplicate with the cached response, and lets concurrent duplicates share one dispatch.
     private func pushOnce(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         if let cached = try? await responses.response(to: messageId, now: clock.date) {
-            counters.increment("herald_status_push_requests_total", [("result", "replayed")])
+            counters.increment(MetricName.statusPushRequests, [("result", "replayed")])
             return .success(cached)
         }
         // The first request does the work in its own task; duplicates wait for its result.
@@ -278,7 +278,7 @@ package final class StatusServer: Sendable {
             }
         }
         if !queued.isEmpty && transientFailures == queued.count {
-            counters.increment("herald_status_push_requests_total", [("result", "unavailable")])
+            counters.increment(MetricName.statusPushRequests, [("result", "unavailable")])
             return .failure(.dispatchUnavailable("every push upstream failed"))
         }
         response.reports = reports
@@ -288,7 +288,7 @@ package final class StatusServer: Sendable {
                 // Remembered before the request leaves `inFlight`: a duplicate finds one or the other.
                 await responses.remember(messageId, response: bytes, expires: clock.date.addingTimeInterval(config.responseCacheLifetime))
             }
-            counters.increment("herald_status_push_requests_total", [("result", "answered")])
+            counters.increment(MetricName.statusPushRequests, [("result", "answered")])
             return .success(bytes)
         } catch {
             return .failure(.internalError("cannot sign the response"))

@@ -85,8 +85,8 @@ package final class StatusService: Service {
             throw error
         }
         // The series dashboards chart exist from the start, at 0.
-        _ = Counter(label: "herald_status_registrations_total", dimensions: [("result", "ok")], factory: metrics)
-        _ = Counter(label: "herald_status_push_requests_total", dimensions: [("result", "answered")], factory: metrics)
+        _ = Counter(label: MetricName.statusRegistrations, dimensions: [("result", "ok")], factory: metrics)
+        _ = Counter(label: MetricName.statusPushRequests, dimensions: [("result", "answered")], factory: metrics)
         logger.notice("Status push-notification server ready", metadata: ["public_key": "0x\(server.publicKey.compressed.hex)"])
         ready.open(server)
         // Until graceful shutdown: the response cache's writer, which then stores what is left.

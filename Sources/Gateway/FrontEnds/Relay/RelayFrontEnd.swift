@@ -31,10 +31,10 @@ struct RelayFrontEnd: FrontEnd {
         routes.add(.subtree("/relay-to"), [.POST], maxBodyBytes: config.maxBodyBytes, errors: PlainTextErrors()) { request in
             do throws(RelayError) {
                 let response = try await relay.relay(request)
-                relay.metrics.counter("herald_relay_requests_total", [("result", "accepted")]).increment()
+                relay.metrics.counter(MetricName.relayRequests, [("result", "accepted")]).increment()
                 return response
             } catch {
-                relay.metrics.counter("herald_relay_requests_total", [("result", error.label)]).increment()
+                relay.metrics.counter(MetricName.relayRequests, [("result", error.label)]).increment()
                 throw error
             }
         }
@@ -123,7 +123,7 @@ struct RelayFrontEndFactory: FrontEndFactory {
             "accepted", "bad_request", "unsupported_encoding", "too_large", "gone", "rate_limited", "upstream_refused",
             "upstream_unavailable",
         ] {
-            _ = context.metrics.counter("herald_relay_requests_total", [("result", result)])
+            _ = context.metrics.counter(MetricName.relayRequests, [("result", result)])
         }
         var logger = context.logger
         logger[metadataKey: "component"] = "relay"

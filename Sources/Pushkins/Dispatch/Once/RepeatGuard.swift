@@ -40,7 +40,7 @@ package final class RepeatGuard: Sendable {
         self.clock = clock
         self.counters = counters
         self.logger = logger
-        _ = counters.counter("herald_notify_repeat_store_fallbacks_total")
+        _ = counters.counter(MetricName.notifyRepeatStoreFallbacks)
     }
 
     /// Claims `key` for a delivery through `app`.
@@ -74,7 +74,7 @@ package final class RepeatGuard: Sendable {
         case .claimed:
             return .send(key)
         case .takenOver:
-            counters.increment("herald_notify_repeat_takeovers_total", [("app", app)])
+            counters.increment(MetricName.notifyRepeatTakeovers, [("app", app)])
             logger.warning(
                 "Took over the claim of a delivery whose instance did not finish it: sending it; it may have been sent already",
                 metadata: ["app": "\(app)", "key": "\(key.digest)"])
@@ -114,11 +114,11 @@ package final class RepeatGuard: Sendable {
     }
 
     private func suppressed(_ app: String) {
-        counters.increment("herald_notify_repeats_suppressed_total", [("app", app)])
+        counters.increment(MetricName.notifyRepeatsSuppressed, [("app", app)])
     }
 
     private func storeFailed(_ error: any Error) {
-        counters.increment("herald_notify_repeat_store_fallbacks_total", [])
+        counters.increment(MetricName.notifyRepeatStoreFallbacks, [])
         if let suppressed = LogThrottle.perDevice.admit("repeat store failed") {
             logger.warning(
                 "The delivery record could not be read or written; this instance's memory stands in",
