@@ -46,6 +46,11 @@ import Testing
         var kills = 0
         var restartsInPlace = 0
         var databaseCrashes = 0
+        /// From PostgreSQL's crash until every /health was clear again: the delivery record's
+        /// memory stood in (docs/operations.md, "When a push can arrive twice").
+        var outage: (start: ContinuousClock.Instant, end: ContinuousClock.Instant)?
+        /// Each notify's first attempt and the end of its last.
+        var notifyWindows: [String: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)] = [:]
         /// Instances whose /health named the Status store during the outage.
         var healthNamedStore = 0
         /// Whole seconds (rounded up) from PostgreSQL's restart until every /health was empty again.
@@ -312,9 +317,11 @@ import Testing
                         }
                         ledger.state.withLock { $0.notifiesSent.append(id) }
                         let body = JSONWriter.serialize(notifyBody(["event_id": .string(id)], devices: [device]))
+                        let first = ContinuousClock.now
                         let answer = await Self.withRetries("\(base)/_matrix/push/v1/notify", body) { status in
                             ledger.state.withLock { $0.notifyAnswers[status ?? 0, default: 0] += 1 }
                         }
+                        ledger.state.withLock { $0.notifyWindows[id] = (first, ContinuousClock.now) }
                         ledger.state.withLock {
                             if answer?.status == 200 { $0.notifiesAcknowledged.insert(id) } else { $0.notifiesGivenUp.append(id) }
                         }
@@ -376,6 +383,7 @@ import Testing
                     if !crashed && elapsed > total * 0.4 {
                         crashed = true
                         // Down for longer than the store timeout (2 s): requests fail for now and are retried.
+                        let down = ContinuousClock.now
                         try postgres.crash()
                         try await letRealTimePass(.seconds(4))
                         var named = 0
@@ -401,6 +409,7 @@ import Testing
                             $0.databaseCrashes += 1
                             $0.healthNamedStore = named
                             $0.recoverySeconds = recovered ? Double((ContinuousClock.now - back).components.seconds) + 1 : nil
+                            $0.outage = (down, ContinuousClock.now)
                         }
                     } else if !rolled && elapsed > total * 0.7 {
                         rolled = true
@@ -478,6 +487,14 @@ import Testing
         let takenOver = Self.takenOver(directory: dir)
         let twice = counted.filter { $0.value > 1 }.keys
         let twiceAfterTakeover = twice.filter { takenOver.contains(Self.deliveryKey($0, subscription: subscription.p256dh)) }.count
+        // Sent while PostgreSQL was down: each instance's memory stood in for the shared record.
+        let twiceDuringOutage = twice.filter { id in
+            guard !takenOver.contains(Self.deliveryKey(id, subscription: subscription.p256dh)), let outage = done.outage,
+                let window = done.notifyWindows[id]
+            else { return false }
+            return window.first <= outage.end + .seconds(2) && window.last >= outage.start
+        }.count
+        let twiceUnexplained = notifyDuplicates - twiceAfterTakeover - twiceDuringOutage
         let gorushSent = apns.received.filter { $0.status == 200 && $0.token != adamantToken }.map(\.token)
         let gorushDuplicates = gorushSent.count - Set(gorushSent).count
         let chatDuplicates = seen.chats.count - Set(seen.chats).count
@@ -493,7 +510,7 @@ import Testing
             | Matrix notifies sent / acknowledged / given up | \(done.notifiesSent.count) / \(done.notifiesAcknowledged.count) / \(done.notifiesGivenUp.count) |
             | notify answers (status: count; 0 = broken connection) | \(done.notifyAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
             | acknowledged notifies not delivered | \(done.notifiesAcknowledged.subtracting(seen.notifies).count) |
-            | notifies delivered twice: a repeat or a retry / a claim taken over from a SIGKILLed instance | \(notifyDuplicates - twiceAfterTakeover) / \(twiceAfterTakeover) (claims taken over: \(takenOver.count)) |
+            | notifies delivered twice: a repeat or a retry / a claim taken over from a SIGKILLed instance / while PostgreSQL was down | \(twiceUnexplained) / \(twiceAfterTakeover) (claims taken over: \(takenOver.count)) / \(twiceDuringOutage) |
             | gorush tokens acknowledged / not delivered / sent twice | \(done.gorushAcknowledged.count) / \(Set(done.gorushAcknowledged).subtracting(seen.gorush).count) / \(gorushDuplicates) (bound \(gorushBound)) |
             | gorush answers | \(done.gorushAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
             | Status registrations acknowledged / found afterwards | \(done.registrationsAcknowledged.count) / \(registered) |
@@ -528,8 +545,9 @@ import Testing
         // is left is a call under way when its instance was SIGKILLed, whose claim another instance
         // takes over after repeat_takeover (nothing can tell whether the upstream got it): each such
         // duplicate is one the fleet's logs name as taken over, at most the calls in flight at a kill.
-        #expect(
-            notifyDuplicates == twiceAfterTakeover, "notifies delivered twice without a takeover: \(notifyDuplicates - twiceAfterTakeover)")
+        // While PostgreSQL is down each instance's memory stands in, and a retry that reaches
+        // another instance then is sent again (documented, and counted apart).
+        #expect(twiceUnexplained == 0, "notifies delivered twice by a repeat or a retry: \(twiceUnexplained)")
         #expect(twiceAfterTakeover <= done.kills, "notifies delivered twice after a takeover: \(twiceAfterTakeover)")
         #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1, "\(done.kills) \(done.restartsInPlace)")
     }

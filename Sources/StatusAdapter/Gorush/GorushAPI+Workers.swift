@@ -79,8 +79,9 @@ extension GorushAPI {
     /// Sends one queued notification, then deletes it from the queue.
     func process(_ job: QueuedGorushJob, store: any GorushQueueStore) async {
         stats.withLock { $0.busyWorkers += 1 }
+        var heldElsewhere = false
         if case .object(let notification)? = try? JSONParser.parse(job.body) {
-            _ = await send(notification)
+            heldElsewhere = await send(notification).heldElsewhere
         } else {
             logger.error("gorush queue held a job that is not a notification; dropped", metadata: ["job": "\(job.id)"])
         }
@@ -89,6 +90,13 @@ extension GorushAPI {
             // Cut short by the shutdown's cancellation, its push may not have been sent: it stays
             // queued and is sent again when its claim runs out (at least once, never lost).
             logger.notice("gorush job left queued at shutdown", metadata: ["job": "\(job.id)"])
+            return
+        }
+        if heldElsewhere {
+            // A push of it is claimed by another instance that has not finished it (a worker
+            // killed mid-send): the job stays queued and is processed again when its claim runs
+            // out, by when that push is recorded, or its claim taken over and it is sent.
+            logger.notice("gorush job left queued: another instance holds one of its pushes", metadata: ["job": "\(job.id)"])
             return
         }
         do {

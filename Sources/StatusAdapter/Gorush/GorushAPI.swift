@@ -72,7 +72,7 @@ package final class GorushAPI: Service {
         let (notifications, counts) = try Self.parseRequest(body, maxNotification: config.maxNotification)
         var logs: [JSONValue] = []
         if config.sync {
-            for n in notifications { logs.append(contentsOf: await send(n)) }
+            for n in notifications { logs.append(contentsOf: await send(n).logs) }
         } else {
             try await enqueue(notifications)
         }
@@ -130,19 +130,25 @@ package final class GorushAPI: Service {
         bell.ring()
     }
 
-    /// Sends one gorush notification to each of its tokens (and `to`, as gorush adds it); returns
-    /// the failure log entries.
-    func send(_ object: JSONObject) async -> [JSONValue] {
+    /// What became of one notification: its failure log entries, and whether a token's push is
+    /// held by another instance that has not finished it (its queued job must stay queued).
+    struct Sent {
+        var logs: [JSONValue] = []
+        var heldElsewhere = false
+    }
+
+    /// Sends one gorush notification to each of its tokens (and `to`, as gorush adds it).
+    func send(_ object: JSONObject) async -> Sent {
         guard var n = try? GorushNotification(object) else {
             logger.error("gorush queue held a notification that no longer reads; dropped")
-            return []
+            return Sent()
         }
         if !n.to.isEmpty { n.tokens.append(n.to) }
         let tokens = n.tokens
         let message = n.message
         guard let platform = StatusPlatform(rawValue: n.platform) else {
             logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(n.platform)"])
-            return []
+            return Sent()
         }
         let platformName = platform.name
         if platform != .ios && !config.honourAndroidTopic { n.topic = "" }
@@ -161,8 +167,14 @@ package final class GorushAPI: Service {
             let outcome = await delivery.send(notification, platform: platform, token: token, context: context)
             return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: token)
         }
-        var logs: [JSONValue] = []
+        var sent = Sent()
         for (token, outcome) in zip(tokens, outcomes) {
+            // Another instance claimed this push and has not finished it (docs/operations.md,
+            // "Once"): neither a success nor a failure yet. Its job stays queued and comes back.
+            if case .failed(reason: .heldElsewhere) = outcome {
+                sent.heldElsewhere = true
+                continue
+            }
             let ok: Bool
             switch outcome {
             case .delivered, .skipped: ok = true
@@ -186,10 +198,10 @@ package final class GorushAPI: Service {
                 "error": .string(error),
             ]
             if let id = n.notifId { entry["notif_id"] = id }
-            logs.append(.object(entry))
+            sent.logs.append(.object(entry))
             await postFeedback(.object(entry))
         }
-        return logs
+        return sent
     }
 
     private func postFeedback(_ entry: JSONValue) async {
