@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldTestSupport
 import Logging
 import Metrics
+import Pushkins
 import Synchronization
 import Testing
 
@@ -59,5 +60,35 @@ import Testing
         // Not cancelled, the same job is sent (here: it fails, no app) and removed.
         await api.process(job, store: queue)
         #expect(queue.completed.withLock { $0 } == [7])
+    }
+
+    /// A delivery record in which another instance holds every push and has not finished it.
+    struct HeldElsewhere: DeliveryRecords {
+        func claim(_ key: RepeatKey, now: Date) async throws -> RecordClaim { .heldElsewhere }
+        func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, now: Date) async throws {}
+        var health: ComponentHealth? { nil }
+    }
+
+    /// docs/operations.md, "Once": a job whose push another instance claimed and has not finished
+    /// (a worker killed mid-send) is neither sent again nor removed: it stays queued and comes back
+    /// when its claim runs out, by when the push is recorded or its claim taken over.
+    @Test func aJobWhosePushIsHeldElsewhereStaysQueued() async {
+        let queue = RecordingQueue()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let counters = CounterCache(factory: NOOPMetricsHandler.instance)
+        let memory = MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(30), maxEntries: 100, maxBytes: 1 << 20)
+        let guardian = RepeatGuard(store: HeldElsewhere(), fallback: memory, clock: SystemClock(), counters: counters, logger: logger)
+        let dispatcher = Dispatcher(pushkins: [], counters: counters, once: Once(guardian: guardian, answerWithin: .seconds(20)))
+        let api = GorushAPI(
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { queue }, logger: logger,
+            metrics: NOOPMetricsHandler.instance, dispatcher: dispatcher, clock: SystemClock())
+        let job = QueuedGorushJob(id: 9, body: Array(#"{"tokens":["0a"],"platform":1,"message":"hi"}"#.utf8))
+        await api.process(job, store: queue)
+        #expect(queue.completed.withLock { $0 }.isEmpty)
+        #expect(api.appStats()["failure_tasks"] == 0)
+        // Without the record, the same job is sent (here: it fails, no app) and removed.
+        await Self.api(queue).process(job, store: queue)
+        #expect(queue.completed.withLock { $0 } == [9])
     }
 }
