@@ -468,7 +468,11 @@ extension HTTPEdgeTests {
         await herald.stop()
         await service.stop()
         #expect(response.json == ["rejected": []])
-        #expect(proxy.connects.map(\.target) == ["localhost:\(service.server.port)"])  // the proxy's peer is not Herald's to check
+        // The proxy's peer is not Herald's to check. On a loaded machine a tunnel that took longer
+        // than the connect timeout is given up and a second one made: every tunnel goes there.
+        let targets = proxy.connects.map(\.target)
+        #expect(!targets.isEmpty && targets.count <= 2)
+        #expect(targets.allSatisfy { $0 == "localhost:\(service.server.port)" }, "\(targets)")
         #expect(service.received.count == 1)
     }
 
