@@ -48,12 +48,12 @@ enum RawHTTP {
         }
     }
 
-    /// Sends `request` on `fd` and returns the first answer bytes that arrive within 5 s, leaving
+    /// Sends `request` on `fd` and returns the first answer bytes that arrive within 60 s, leaving
     /// the connection open (for a short answer, such as `/health`'s, that is the whole answer).
     static func firstAnswer(fd: Int32, request: String) -> String {
         _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, 5000) > 0 else { return "" }
+        guard poll(&poller, 1, 60_000) > 0 else { return "" }
         var buffer = [UInt8](repeating: 0, count: 65536)
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : ""
