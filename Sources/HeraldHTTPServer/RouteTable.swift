@@ -81,6 +81,10 @@ package struct RouteTable: HTTPHandler {
         routes.first { $0.match.matches(path) }?.policy ?? defaultPolicy
     }
 
+    package func handle(_ request: ServerRequest) async -> ServerResponse {
+        await resolve(method: request.method, path: request.path).respond(to: request)
+    }
+
     /// The request's route, found once: its policy, its name and its handler (or the 404 or 405
     /// that answers it).
     package func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {

@@ -115,9 +115,8 @@ extension HTTPHandler {
     package func policy(forPath path: String) -> RequestPolicy { RequestPolicy(maxBodyBytes: 512 * 1024, errors: PlainTextErrors()) }
     package var connectionErrors: any ErrorRenderer { PlainTextErrors() }
     package func routeName(forPath path: String) -> String? { nil }
-    package func handle(_ request: ServerRequest) async -> ServerResponse {
-        await resolve(method: request.method, path: request.path).respond(to: request)
-    }
+    /// A handler that does not route answers every request itself. (There is no default `handle`:
+    /// a conformer that implemented neither would call itself for ever.)
     package func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {
         ResolvedRoute(policy: policy(forPath: path), name: routeName(forPath: path), responder: .whole(self))
     }

@@ -20,6 +20,8 @@ import Testing
 
         init(_ routes: SwappableRoutes) { self.routes = routes }
 
+        func handle(_ request: ServerRequest) async -> ServerResponse { await routes.handle(request) }
+
         func resolve(method: HTTPMethod, path: String) -> ResolvedRoute {
             defer { resolved.add(1, ordering: .relaxed) }
             return routes.resolve(method: method, path: path)

@@ -24,6 +24,7 @@ final class SwappableRoutes: HTTPHandler {
         routes.withLock { $0.resolve(method: method, path: path) }
     }
     var connectionErrors: any ErrorRenderer { current.connectionErrors }
+    func handle(_ request: ServerRequest) async -> ServerResponse { await current.handle(request) }
 }
 
 /// Reloads the config on SIGHUP (docs/operations.md, "Signals").
