@@ -148,7 +148,7 @@ import Testing
         #expect(status(.rejected(reason: .apns(status: 400, .badDeviceToken))) == 410)
         #expect(status(.rejected(reason: .apns(status: 400, .deviceTokenNotForTopic))) == 410)
         #expect(status(.rejected(reason: .apns(status: 400, .topicDisallowed))) == 502)  // the app's topic, not the token
-        #expect(status(.rejected(reason: .apns(status: 410, nil))) == 410)
+        #expect(status(.failed(reason: .apns(status: 410, nil))) == 502)  // no reason: APNs's table fails it
         #expect(status(.failed(reason: .apns(status: 403, .invalidProviderToken))) == 502)
         #expect(status(.failed(reason: .apns(status: 400, .badTopic))) == 502)
         #expect(status(.failed(reason: .apns(status: 503, .serviceUnavailable))) == 503)

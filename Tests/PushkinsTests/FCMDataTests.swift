@@ -157,7 +157,7 @@ import Testing
     @Test func answersArePlacedByStatusAndCode() {
         let none = Self.body("")
         #expect(FCMDisposition.of(status: 200, error: none) == .delivered)
-        #expect(FCMDisposition.of(status: 401, error: none) == .renewAccessToken)
+        #expect(FCMDisposition.of(status: 401, error: none) == .renewCredential)
         #expect(FCMDisposition.of(status: 404, error: none) == .deadToken)
         #expect(FCMDisposition.of(status: 429, error: none) == .temporary)
         #expect(FCMDisposition.of(status: 503, error: none) == .temporary)

@@ -275,18 +275,24 @@ import Testing
     }
 
     @Test func everyDocumentedAPNsReasonIsClassifiedAndOnlySygnalsDeadTokenPairsReject() {
+        var rejected: [String] = []
         var dead: [String] = []
         for reason in APNsErrorReason.allCases {
-            for status in [400, 403, 404, 405, 410, 413, 429, 500, 503]
-            where APNsDisposition.of(status: status, reason: reason) == .deadToken {
-                dead.append("\(status) \(reason.rawValue)")
+            for status in [400, 403, 404, 405, 410, 413, 429, 500, 503] {
+                let disposition = APNsDisposition.of(status: status, reason: reason)
+                if case .done(.rejected) = disposition.verdict(.apns(status: status, reason)) {
+                    rejected.append("\(status) \(reason.rawValue)")
+                }
+                if APNsReason(status: status, reason: reason).rejectionMeansDeadToken { dead.append("\(status) \(reason.rawValue)") }
             }
         }
         #expect(
-            dead.sorted() == [
+            rejected.sorted() == [
                 "400 BadDeviceToken", "400 DeviceTokenNotForTopic", "400 TopicDisallowed", "410 ExpiredToken", "410 Unregistered",
             ])
-        #expect(APNsDisposition.of(status: 403, reason: .expiredProviderToken) == .refreshProviderToken)
+        // The one table also says which rejections mean the token is dead: not the app's topic.
+        #expect(dead.sorted() == ["400 BadDeviceToken", "400 DeviceTokenNotForTopic", "410 ExpiredToken", "410 Unregistered"])
+        #expect(APNsDisposition.of(status: 403, reason: .expiredProviderToken) == .renewCredential)
         #expect(APNsDisposition.of(status: 503, reason: nil) == .temporary)
         #expect(APNsDisposition.of(status: 400, reason: .badTopic) == .permanent)
         #expect(APNsDisposition.of(status: 200, reason: nil) == .delivered)

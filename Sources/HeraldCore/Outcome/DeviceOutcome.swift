@@ -19,25 +19,16 @@ package enum DeviceOutcome: Sendable, Equatable {
         return false
     }
 
-    /// The push service said this device token itself is dead (APNs 410, 400 `BadDeviceToken` or
-    /// `DeviceTokenNotForTopic`; FCM `UNREGISTERED`; a push service's 404 or 410): the front ends
-    /// that keep tokens (the relay, Status, ADAMANT) drop it on this, read here rather than from the
-    /// raw answer. Matrix rejects a little more, as Sygnal does (APNs 400 `TopicDisallowed`, which
-    /// is the app's topic and not the token), and a pushkey Herald refused itself
-    /// (`invalidPushkey`) is rejected too, but neither is the provider's word on the token.
-    /// A token to forget: the provider says it is dead, or it can never be sent to (a pushkey
-    /// Herald refuses itself). What Status and ADAMANT drop their registrations on.
-    package var tokenShouldBeDropped: Bool {
-        if case .rejected(.invalidPushkey) = self { return true }
-        return providerSaysTokenIsDead
-    }
-
+    /// The provider said this device token itself is dead (its own table decides: see its
+    /// `ProviderReason`). The front ends that keep tokens (the relay, Status, ADAMANT) drop it on
+    /// this, read here rather than from the raw answer. Matrix rejects a little more, as Sygnal
+    /// does (a rejection whose reason is the app's and not the token's), and a pushkey Herald
+    /// refused itself (`invalidPushkey`) is rejected too, but neither is the provider's word on
+    /// the token.
     package var providerSaysTokenIsDead: Bool {
         guard case .rejected(let reason) = self else { return false }
         switch reason {
-        case .apns(let status, let reason): return APNsErrorReason.tokenIsDead(status: status, reason: reason)
-        // The HMS pushkin rejects only what it decided is dead (docs/compatibility/hms.md).
-        case .fcm, .fcmLegacy, .pushService, .hms: return true
+        case .provider(let answer): return answer.rejectionMeansDeadToken
         // The same delivery was rejected within the window: by the provider, or as invalid.
         case .repeatOfRecorded: return true
         case .heldElsewhere, .answerDeadline: return false
@@ -45,6 +36,13 @@ package enum DeviceOutcome: Sendable, Equatable {
             .payloadTooLarge, .inflightLimit, .noPushkin, .localError, .network, .authorization:
             return false
         }
+    }
+
+    /// A token to forget: the provider says it is dead, or it can never be sent to (a pushkey
+    /// Herald refuses itself). What Status and ADAMANT drop their registrations on.
+    package var tokenShouldBeDropped: Bool {
+        if case .rejected(.invalidPushkey) = self { return true }
+        return providerSaysTokenIsDead
     }
 
     /// A short label for logs and metrics: `delivered`, `rejected`, `skipped`, `dropped`, `failed`.

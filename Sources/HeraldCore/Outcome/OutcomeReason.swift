@@ -5,6 +5,9 @@
 /// (logs, the `error` text of a 502). Provider answers carry the provider's own typed reason, so a
 /// reason a pushkin does not handle is a compile error in its classification, not a string that
 /// slips through.
+///
+/// A provider's answer is `.provider` with the provider's own reason type; the core knows it only
+/// through `ProviderReason`.
 package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     // Decided before any upstream call.
     /// No configured app matches the device's `app_id`.
@@ -41,17 +44,8 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     case answerDeadline
 
     // Answers from upstream.
-    /// APNs answered `status` with `reason` (nil: no or an unknown reason in the body).
-    case apns(status: Int, APNsErrorReason?)
-    /// FCM HTTP v1 answered `status` with this error code (nil: none or unknown).
-    case fcm(status: Int, FCMErrorCode?)
-    /// The legacy FCM API answered this per-device error, or `status` for the whole request.
-    case fcmLegacy(FCMLegacyError?, status: Int)
-    /// Huawei Push Kit answered `status` with result `code` (nil: none or unknown), and for one
-    /// token of the request, the reason it was refused.
-    case hms(status: Int, HMSResultCode?, HMSTokenReason?)
-    /// A Web Push or UnifiedPush service answered `status`.
-    case pushService(status: Int)
+    /// The provider's answer, in its own words (its type lives in its pushkin's folder).
+    case provider(any ProviderReason)
     /// The upstream could not be reached or did not answer in time: the error, for logs.
     case network(String)
     /// The OAuth token endpoint could not give an access token: why.
@@ -74,11 +68,7 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .repeatOfRecorded: return "repeat"
         case .heldElsewhere: return "held_elsewhere"
         case .answerDeadline: return "answer_deadline"
-        case .apns(let status, let reason): return reason?.rawValue ?? "http_\(status)"
-        case .fcm(let status, let code): return code?.rawValue ?? "http_\(status)"
-        case .fcmLegacy(let error, let status): return error?.rawValue ?? "http_\(status)"
-        case .hms(let status, let code, let token): return token?.rawValue ?? code.map { "hms_\($0.rawValue)" } ?? "http_\(status)"
-        case .pushService(let status): return "http_\(status)"
+        case .provider(let reason): return reason.label
         case .network: return "network"
         case .authorization: return "authorization"
         }
@@ -100,16 +90,23 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .repeatOfRecorded: return "a repeat of a delivery already answered"
         case .heldElsewhere: return "the same delivery is under way on another instance"
         case .answerDeadline: return "the upstream has not answered yet; its answer is recorded for the retry"
-        case .apns(let status, let reason): return "APNs \(status)" + (reason.map { " \($0.rawValue)" } ?? "")
-        case .fcm(let status, let code): return "FCM \(status)" + (code.map { " \($0.rawValue)" } ?? "")
-        case .fcmLegacy(let error?, _): return "FCM \(error.rawValue)"
-        case .fcmLegacy(nil, let status): return "FCM \(status)"
-        case .hms(let status, let code, let token):
-            return "Huawei \(status)" + (code.map { " \($0.rawValue)" } ?? "") + (token.map { " \($0.rawValue)" } ?? "")
-        case .pushService(let status): return "push service answered \(status)"
+        case .provider(let reason): return reason.description
         // The error itself (addresses, ports) is in Herald's log, never in what a sender reads.
         case .network: return "network error: the upstream could not be reached"
         case .authorization(let why): return "OAuth token: \(why)"
+        }
+    }
+
+    package static func == (a: Self, b: Self) -> Bool {
+        switch (a, b) {
+        case (.provider(let x), .provider(let y)): return x.isSame(as: y)
+        case (.provider, _), (_, .provider): return false
+        case (.invalidPushkey(let x), .invalidPushkey(let y)), (.endpointRefused(let x), .endpointRefused(let y)),
+            (.noPushkin(let x), .noPushkin(let y)), (.localError(let x), .localError(let y)), (.network(let x), .network(let y)),
+            (.authorization(let x), .authorization(let y)):
+            return x == y
+        // The other cases carry nothing: one label each.
+        default: return a.label == b.label
         }
     }
 }

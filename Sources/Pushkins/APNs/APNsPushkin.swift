@@ -136,25 +136,12 @@ package final class APNsPushkin: APNsSending {
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
             let reason = reasonText.flatMap(APNsErrorReason.init(rawValue:))
-            let outcomeReason = OutcomeReason.apns(status: response.status, reason)
-            switch APNsDisposition.of(status: response.status, reason: reason) {
-            case .delivered:
-                return .done(.delivered)
-            case .deadToken:
-                return .done(.rejected(reason: outcomeReason))
-            case .refreshProviderToken:
-                return .renewCredential(outcomeReason)
-            case .temporary:
-                return .retry(outcomeReason)
-            case .throttled:
-                return .done(.failed(reason: outcomeReason))
-            case .permanent:
+            return APNsDisposition.of(status: response.status, reason: reason).verdict(.apns(status: response.status, reason)) {
                 context.logger.error(
                     "APNs refused the notification",
                     metadata: [
                         "status": "\(response.status)", "reason": "\(reasonText ?? "")", "pushkey": "\(Redaction.pushkey(pushkey))",
                     ])
-                return .done(.failed(reason: outcomeReason))
             }
         }
     }

@@ -106,23 +106,12 @@ package final class FCMPushkin: FCMSending {
             return UpstreamRequest(url: url, headers: headers, body: buffer)
         } classify: { response in
             let error = FCMErrorBody(response)
-            let reason = OutcomeReason.fcm(status: response.status, error.code)
-            switch FCMDisposition.of(status: response.status, error: error) {
-            case .delivered:
-                return .done(.delivered)
-            case .renewAccessToken:
-                return .renewCredential(reason)
-            case .deadToken:
-                return .done(.rejected(reason: reason))
-            case .temporary:
-                return .retry(reason)
-            case .permanent:
+            return FCMDisposition.of(status: response.status, error: error).verdict(.fcm(status: response.status, error.code)) {
                 context.logger.error(
                     "FCM refused the message",
                     metadata: [
                         "status": "\(response.status)", "error": "\(error.message ?? "")", "pushkey": "\(Redaction.pushkey(pushkey))",
                     ])
-                return .done(.failed(reason: reason))
             }
         }
     }

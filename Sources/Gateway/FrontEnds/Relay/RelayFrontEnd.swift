@@ -88,11 +88,13 @@ struct RelayFrontEnd: FrontEnd {
             return .gone
         case .rejected(.invalidPushkey):
             return .badDeviceToken
-        case .dropped(.payloadTooLarge), .failed(.apns(status: 413, _)):
+        case .dropped(.payloadTooLarge):
             return .tooLarge(APNsHosts.maxPayloadBytes)
-        case .failed(.apns(status: 429, _)):
+        case .failed(.provider(let answer)) where answer.status == 413:
+            return .tooLarge(APNsHosts.maxPayloadBytes)
+        case .failed(.provider(let answer)) where answer.status == 429:
             return .rateLimited(retryAfter: retryAfter)
-        case .failed(.apns(let status, _)) where status >= 500:
+        case .failed(.provider(let answer)) where answer.status >= 500:
             return .upstreamUnavailable(retryAfter: retryAfter)
         case .failed(.network):
             return .upstreamUnavailable(retryAfter: retryAfter)

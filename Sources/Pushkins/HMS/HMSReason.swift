@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// Huawei Push Kit's result `code` (a string of eight digits), for both the Android API (v1) and
 /// HarmonyOS's scenario API (v3) (docs/compatibility/hms.md, "Answers"). An unknown code parses to
 /// nil and is classified by the HTTP status alone.
@@ -57,5 +59,27 @@ package enum HMSTokenReason: String, Sendable, CaseIterable {
             .differentImgVerifyPolicy, .appinfoError, .noRightToSendThisLiveNotificationEvent, .notSupportPlayVoice:
             return false
         }
+    }
+}
+
+/// A Huawei Push Kit answer, as a device's outcome carries it: the status, the result `code`, and
+/// for one token of the request, why it was refused. The pushkin rejects only what its table
+/// (`HMSPushkin.outcome`) decided is dead, so a rejection for this reason always is.
+package struct HMSReason: ProviderReason, Equatable {
+    package let status: Int
+    package let code: HMSResultCode?
+    package let token: HMSTokenReason?
+
+    package var label: String { token?.rawValue ?? code.map { "hms_\($0.rawValue)" } ?? "http_\(status)" }
+    package var description: String {
+        "Huawei \(status)" + (code.map { " \($0.rawValue)" } ?? "") + (token.map { " \($0.rawValue)" } ?? "")
+    }
+    package var rejectionMeansDeadToken: Bool { true }
+}
+
+extension OutcomeReason {
+    /// Huawei Push Kit answered `status` with result `code`, and for one token, why it was refused.
+    package static func hms(status: Int, _ code: HMSResultCode?, _ token: HMSTokenReason?) -> OutcomeReason {
+        .provider(HMSReason(status: status, code: code, token: token))
     }
 }
