@@ -120,6 +120,10 @@ import Testing
         ("adamant:\n  store_timeout: 301\n", "adamant.store_timeout: must be between 0.05 and 300.0 seconds, got 301.0"),
         ("status:\n  store_max_connections: 0\n", "status.store_max_connections: must be between 1 and 1000, got 0"),
         ("adamant:\n  store_max_connections: 1\n", "adamant.store_max_connections: must be between 2 and 1000, got 1"),
+        // Each of Status's platform rows checks its own key.
+        ("status:\n  apns_app: com.example.webpush\n", "status.apns_app: app 'com.example.webpush' is of type webpush, not apns"),
+        ("status:\n  fcm_app: com.example.webpush\n", "status.fcm_app: app 'com.example.webpush' is of type webpush, not gcm"),
+        ("status:\n  hms_app: nowhere\n", "status.hms_app: no app 'nowhere' in apps"),
     ])
     func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
         let dir = temporaryDirectory()

@@ -92,7 +92,7 @@ extension ErrorResponderTests {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let api = GorushAPI(
-            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { BrokenQueue() }, logger: logger,
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(pushkins: [:]), queue: { BrokenQueue() }, logger: logger,
             metrics: NOOPMetricsHandler.instance, clock: SystemClock())
         let body = Array(#"{"notifications":[{"tokens":["0a"],"platform":1,"message":"hi"}]}"#.utf8)
         let error = await #expect(throws: GorushError.self) { try await api.handle(body: body) }
@@ -111,7 +111,7 @@ extension ErrorResponderTests {
         logger.logLevel = .critical
         let registry = PrometheusCollectorRegistry()
         let api = GorushAPI(
-            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { BrokenQueue() }, logger: logger,
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(pushkins: [:]), queue: { BrokenQueue() }, logger: logger,
             metrics: PrometheusMetricsFactory(registry: registry), clock: SystemClock())
         let job = QueuedGorushJob(id: 7, body: Array(#"{"tokens":["0a"],"platform":1,"message":"hi"}"#.utf8))
         await api.process(job, store: BrokenQueue())

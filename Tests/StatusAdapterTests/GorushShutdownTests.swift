@@ -26,7 +26,7 @@ import Testing
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         return GorushAPI(
-            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { queue }, logger: logger,
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(pushkins: [:]), queue: { queue }, logger: logger,
             metrics: NOOPMetricsHandler.instance, clock: SystemClock())
     }
 
@@ -81,7 +81,7 @@ import Testing
         let guardian = RepeatGuard(store: HeldElsewhere(), fallback: memory, clock: SystemClock(), counters: counters, logger: logger)
         let dispatcher = Dispatcher(pushkins: [], counters: counters, once: Once(guardian: guardian, answerWithin: .seconds(20)))
         let api = GorushAPI(
-            config: StatusConfig().gorush, delivery: PushkinStatusSender(apns: nil, fcm: nil), queue: { queue }, logger: logger,
+            config: StatusConfig().gorush, delivery: PushkinStatusSender(pushkins: [:]), queue: { queue }, logger: logger,
             metrics: NOOPMetricsHandler.instance, dispatcher: dispatcher, clock: SystemClock())
         let job = QueuedGorushJob(id: 9, body: Array(#"{"tokens":["0a"],"platform":1,"message":"hi"}"#.utf8))
         await api.process(job, store: queue)

@@ -13,12 +13,9 @@ package struct StatusConfig: Sendable {
     }
 
     package var enabled = false
-    /// App key of the `type: apns` app for APN_TOKEN registrations (gorush platform 1).
-    package var apnsApp: String?
-    /// App key of the `type: gcm` app for FIREBASE_TOKEN registrations (gorush platform 2).
-    package var fcmApp: String?
-    /// The `type: hms` app gorush's platform 3 goes through.
-    package var hmsApp: String?
+    /// The app key each platform's pushes go through (`apns_app`, `fcm_app`, `hms_app`: the
+    /// rows of `StatusPlatform`).
+    package var apps: [StatusPlatform: String] = [:]
     /// A fixed identity (hex of the 32-byte secret); otherwise one is created in the store.
     package var identity: [UInt8]?
     package var store = Store.sqlite(path: "./data/status.sqlite")
@@ -70,9 +67,9 @@ package struct StatusConfig: Sendable {
         var result = StatusConfig()
         guard let config else { return result }
         result.enabled = config.bool("enabled", default: true)
-        result.apnsApp = config.string("apns_app")
-        result.fcmApp = config.string("fcm_app")
-        result.hmsApp = config.string("hms_app")
+        for platform in StatusPlatform.all {
+            if let app = config.string(platform.configKey) { result.apps[platform] = app }
+        }
         if let hex = config.string("identity"), !hex.isEmpty {
             if let bytes = [UInt8](hex: hex), (try? Secp256k1.PrivateKey(rawRepresentation: bytes)) != nil {
                 result.identity = bytes

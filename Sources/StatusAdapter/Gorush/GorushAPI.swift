@@ -40,12 +40,8 @@ package final class GorushAPI: Service {
         var failure = 0
         var submitted = 0
         var total = 0
-        var iosSuccess = 0
-        var iosError = 0
-        var androidSuccess = 0
-        var androidError = 0
-        var huaweiSuccess = 0
-        var huaweiError = 0
+        /// Per platform: pushes that succeeded, and that failed.
+        var platforms: [StatusPlatform: (success: Int, error: Int)] = [:]
     }
 
     package init(
@@ -146,7 +142,7 @@ package final class GorushAPI: Service {
         if !n.to.isEmpty { n.tokens.append(n.to) }
         let tokens = n.tokens
         let message = n.message
-        guard let platform = StatusPlatform(rawValue: n.platform) else {
+        guard let platform = StatusPlatform(number: n.platform) else {
             logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(n.platform)"])
             return Sent()
         }
@@ -182,14 +178,7 @@ package final class GorushAPI: Service {
             }
             stats.withLock {
                 if ok { $0.success += 1 } else { $0.failure += 1 }
-                switch (platform, ok) {
-                case (.ios, true): $0.iosSuccess += 1
-                case (.ios, false): $0.iosError += 1
-                case (.android, true): $0.androidSuccess += 1
-                case (.android, false): $0.androidError += 1
-                case (.huawei, true): $0.huaweiSuccess += 1
-                case (.huawei, false): $0.huaweiError += 1
-                }
+                if ok { $0.platforms[platform, default: (0, 0)].success += 1 } else { $0.platforms[platform, default: (0, 0)].error += 1 }
             }
             guard !ok else { continue }
             let error = outcome.reason.map(String.init(describing:)) ?? outcome.label
@@ -214,13 +203,15 @@ package final class GorushAPI: Service {
     /// gorush's `GET /api/stat/app`.
     package func appStats() -> JSONValue {
         stats.withLock { s in
-            [
+            var stats: JSONObject = [
                 "version": "herald", "busy_workers": .int(Int64(s.busyWorkers)), "success_tasks": .int(Int64(s.success)),
                 "failure_tasks": .int(Int64(s.failure)), "submitted_tasks": .int(Int64(s.submitted)), "total_count": .int(Int64(s.total)),
-                "ios": ["push_success": .int(Int64(s.iosSuccess)), "push_error": .int(Int64(s.iosError))],
-                "android": ["push_success": .int(Int64(s.androidSuccess)), "push_error": .int(Int64(s.androidError))],
-                "huawei": ["push_success": .int(Int64(s.huaweiSuccess)), "push_error": .int(Int64(s.huaweiError))],
             ]
+            for platform in StatusPlatform.all {
+                let counts = s.platforms[platform] ?? (0, 0)
+                stats[platform.name] = ["push_success": .int(Int64(counts.success)), "push_error": .int(Int64(counts.error))]
+            }
+            return .object(stats)
         }
     }
 }

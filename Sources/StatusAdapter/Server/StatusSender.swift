@@ -1,4 +1,3 @@
-import Foundation
 import HeraldCore
 import HeraldUpstream
 import Pushkins
@@ -14,58 +13,26 @@ package protocol StatusSender: Sendable {
     func pushkinName(_ platform: StatusPlatform) -> String?
 }
 
-/// gorush's platforms: 1 iOS (APNs), 2 Android (FCM), 3 Huawei (Push Kit).
-package enum StatusPlatform: Int, Sendable {
-    case ios = 1
-    case android = 2
-    case huawei = 3
-
-    /// gorush's name for it in logs and stats.
-    package var name: String {
-        switch self {
-        case .ios: return "ios"
-        case .android: return "android"
-        case .huawei: return "huawei"
-        }
-    }
-}
-
-/// The `StatusSender` of a running Herald: through the APNs, FCM and Huawei pushkins named in
-/// `status:`, with what gorush 1.22 sends for the notification (docs/status-protocol.md, "gorush's
-/// fields").
+/// The `StatusSender` of a running Herald: through the pushkins named in `status:`, one per
+/// platform row, with what gorush 1.22 sends for the notification (docs/status-protocol.md,
+/// "gorush's fields").
 package struct PushkinStatusSender: StatusSender {
-    package let apns: (any APNsSending)?
-    package let fcm: (any FCMSending)?
-    package let hms: (any HMSSending)?
+    /// Each platform's pushkin, of the platform's kind (checked when built).
+    let pushkins: [StatusPlatform: any Pushkin]
 
-    package init(apns: (any APNsSending)?, fcm: (any FCMSending)?, hms: (any HMSSending)? = nil) {
-        self.apns = apns
-        self.fcm = fcm
-        self.hms = hms
+    package init(pushkins: [StatusPlatform: any Pushkin]) {
+        self.pushkins = pushkins
     }
 
     package func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
         -> DeviceOutcome
     {
-        switch platform {
-        case .ios:
-            guard let apns else { return .failed(reason: .noPushkin("no APNs app is configured for Status")) }
-            return await apns.send(GorushAPNs.message(notification, token: token), context: context)
-        case .android:
-            guard let fcm else { return .failed(reason: .noPushkin("no FCM app is configured for Status")) }
-            return await fcm.send(FCMRawMessage(message: GorushFCM.message(notification), token: token), context: context)
-        case .huawei:
-            guard let hms else { return .failed(reason: .noPushkin("no Huawei (hms) app is configured for Status")) }
-            return await hms.send(GorushHMS.message(notification, token: token), context: context)
+        guard let pushkin = pushkins[platform], let outcome = await platform.send(pushkin, notification, token, context) else {
+            return .failed(reason: .noPushkin(platform.noApp))
         }
+        return outcome
     }
 
     /// The pushkin a platform's rejections are counted under.
-    package func pushkinName(_ platform: StatusPlatform) -> String? {
-        switch platform {
-        case .ios: return apns?.name
-        case .android: return fcm?.name
-        case .huawei: return hms?.name
-        }
-    }
+    package func pushkinName(_ platform: StatusPlatform) -> String? { pushkins[platform]?.name }
 }

@@ -328,7 +328,7 @@ package final class StatusServer: Sendable {
     /// `priority: high`, `push_type: alert`) with a `deepLink` to the chats or the activity centre.
     static func notification(for item: PushItem, platform: StatusPlatform, topic: String) -> GorushNotification {
         var notification = GorushNotification()
-        notification.platform = platform.rawValue
+        notification.platform = platform.number
         notification.message = text(for: item.type)
         notification.data = [
             "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),

@@ -13,7 +13,7 @@ struct StatusFrontEnd: FrontEnd {
     let name = "status"
     let service: StatusService
 
-    var appsInUse: Set<String> { Set([service.config.apnsApp, service.config.fcmApp, service.config.hmsApp].compactMap { $0 }) }
+    var appsInUse: Set<String> { Set(service.config.apps.values) }
 
     func addRoutes(to routes: inout RouteTable) {
         let service = self.service
@@ -57,21 +57,21 @@ struct StatusFrontEndFactory: FrontEndFactory {
         guard let section = context.section("status", diagnostics: diagnostics) else { return [] }
         let config = StatusConfig.read(section)
         guard config.enabled else { return [] }
-        for (key, app, type) in [
-            ("apns_app", config.apnsApp, PushkinType.apns), ("fcm_app", config.fcmApp, PushkinType.gcm),
-            ("hms_app", config.hmsApp, PushkinType.hms),
-        ] {
-            guard let app else { continue }
+        var pushkins: [StatusPlatform: any Pushkin] = [:]
+        for platform in StatusPlatform.all {
+            guard let app = config.apps[platform] else { continue }
+            let key = "status.\(platform.configKey)"
             if let pushkin = context.pushkin(named: app) {
-                if pushkin.type != type { diagnostics.error("status.\(key)", "app '\(app)' is of type \(pushkin.type), not \(type)") }
+                if pushkin.type == platform.pushkinType {
+                    pushkins[platform] = pushkin
+                } else {
+                    diagnostics.error(key, "app '\(app)' is of type \(pushkin.type), not \(platform.pushkinType)")
+                }
             } else if !context.config.apps.contains(where: { $0.key == app }) {
-                diagnostics.error("status.\(key)", "no app '\(app)' in apps")
+                diagnostics.error(key, "no app '\(app)' in apps")
             }
         }
-        let sender = PushkinStatusSender(
-            apns: config.apnsApp.flatMap { context.pushkin(named: $0) as? any APNsSending },
-            fcm: config.fcmApp.flatMap { context.pushkin(named: $0) as? any FCMSending },
-            hms: config.hmsApp.flatMap { context.pushkin(named: $0) as? any HMSSending })
+        let sender = PushkinStatusSender(pushkins: pushkins)
         Self.warnOfAnOpenGorushAPI(config.gorush, listening: context.config.http.bindAddresses, diagnostics: diagnostics)
         guard !context.readOnly else { return [] }
         var logger = context.logger
@@ -93,7 +93,7 @@ struct StatusFrontEndFactory: FrontEndFactory {
             frontEnds.append(
                 GorushFrontEnd(
                     api: api, maxBodyBytes: config.maxMessageBytes,
-                    apps: Set([config.apnsApp, config.fcmApp, config.hmsApp].compactMap { $0 }),
+                    apps: Set(config.apps.values),
                     access: GorushAccess(networks: config.gorush.allowedNetworks, token: config.gorush.authToken)))
         }
         return frontEnds
