@@ -93,79 +93,104 @@ package struct UpstreamCall: Sendable {
         prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
     ) async -> Result<Value, UpstreamCallFailure> {
-        var sent: String?
-        var renewed = false
-        var permanent: OutcomeReason?
-        var unanswered = false
+        var state = CallState()
         let result = await Retrying.run(policy: policy, clock: clock) { attempt -> Retrying.Step<Value?, OutcomeReason> in
-            if unanswered {
+            if state.unanswered {
                 // The last attempt's request may have arrived: this one can make the push arrive twice.
                 metrics.resentUnanswered.increment()
-                unanswered = false
+                state.unanswered = false
             }
-            let request: UpstreamRequest
-            do throws(UpstreamPreparationError) {
-                sent = try await credential?.value()
-                request = try await prepare(attempt, sent)
-            } catch {
-                switch error {
-                case .temporary(let reason):
-                    if let suppressed = LogThrottle.perDevice.admit("Upstream request not prepared \(metrics.type)") {
-                        logger.warning(
-                            "Upstream request could not be prepared",
-                            metadata: [
-                                "upstream": "\(metrics.type)", "reason": "\(reason)", "similar_lines_suppressed": "\(suppressed)",
-                            ])
-                    }
-                    return .retry(reason: reason, after: nil)
-                case .permanent(let reason):
-                    permanent = reason
-                    return .done(nil)
-                }
-            }
-            let response: UpstreamResponse
-            do {
-                response =
-                    try await Spans.enabled ? traced(request, attempt: attempt) : metrics.measure { try await transport.send(request) }
-            } catch let refused as PeerAddressRefused {
-                permanent = .endpointRefused(refused.reason)
-                return .done(nil)
-            } catch {
-                unanswered = Self.mayHaveArrived(error)
-                if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
-                    logger.warning(
-                        "Upstream request failed",
-                        metadata: ["upstream": "\(metrics.type)", "error": "\(error)", "similar_lines_suppressed": "\(suppressed)"])
-                }
-                return .retry(reason: .network("\(error)"), after: nil)
-            }
-            switch await classify(response) {
-            case .done(let value): return .done(value)
-            case .retry(let reason):
-                return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date))
-            case .renewCredential(let reason):
-                guard let credential else {
-                    logger.error(
-                        "Upstream refused a request that carries no credential",
-                        metadata: ["upstream": "\(metrics.type)", "reason": "\(reason.label)"])
-                    permanent = reason
-                    return .done(nil)
-                }
-                await refuse(sent, of: credential, reason: reason, logger: logger)
-                guard !renewed else {
-                    permanent = reason
-                    return .done(nil)
-                }
-                renewed = true
-                return .retry(reason: reason, after: .zero)
-            }
+            let preparation: AttemptStage<UpstreamRequest, Value> = await prepared(
+                attempt, credential: credential, prepare: prepare, state: &state, logger: logger)
+            guard case .proceed(let request) = preparation else { return preparation.finished }
+            let sending: AttemptStage<UpstreamResponse, Value> = await answer(to: request, attempt: attempt, state: &state, logger: logger)
+            guard case .proceed(let response) = sending else { return sending.finished }
+            return await judge(response, classify: classify, credential: credential, state: &state, logger: logger)
         }
         switch result {
         case .success(let value?): return .success(value)
         case .success(nil):
-            return .failure(UpstreamCallFailure(reason: permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
+            return .failure(UpstreamCallFailure(reason: state.permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
         case .failure(let exhausted):
             return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+        }
+    }
+
+    /// Step 1 of an attempt: the credential's current value, and the request built with it. A
+    /// preparation that may work later is retried; one that never can ends the call.
+    private func prepared<Value: Sendable>(
+        _ attempt: Int, credential: (any UpstreamCredential)?,
+        prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
+        state: inout CallState, logger: Logger
+    ) async -> AttemptStage<UpstreamRequest, Value> {
+        do throws(UpstreamPreparationError) {
+            state.sent = try await credential?.value()
+            return .proceed(try await prepare(attempt, state.sent))
+        } catch {
+            switch error {
+            case .temporary(let reason):
+                if let suppressed = LogThrottle.perDevice.admit("Upstream request not prepared \(metrics.type)") {
+                    logger.warning(
+                        "Upstream request could not be prepared",
+                        metadata: [
+                            "upstream": "\(metrics.type)", "reason": "\(reason)", "similar_lines_suppressed": "\(suppressed)",
+                        ])
+                }
+                return .finish(.retry(reason: reason, after: nil))
+            case .permanent(let reason):
+                state.permanent = reason
+                return .finish(.done(nil))
+            }
+        }
+    }
+
+    /// Step 2: the request sent, timed and counted. A network error is retried (noting whether
+    /// the request may have arrived); an address the check refused ends the call.
+    private func answer<Value: Sendable>(to request: UpstreamRequest, attempt: Int, state: inout CallState, logger: Logger) async
+        -> AttemptStage<UpstreamResponse, Value>
+    {
+        do {
+            return .proceed(
+                try await Spans.enabled ? traced(request, attempt: attempt) : metrics.measure { try await transport.send(request) })
+        } catch let refused as PeerAddressRefused {
+            state.permanent = .endpointRefused(refused.reason)
+            return .finish(.done(nil))
+        } catch {
+            state.unanswered = Self.mayHaveArrived(error)
+            if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
+                logger.warning(
+                    "Upstream request failed",
+                    metadata: ["upstream": "\(metrics.type)", "error": "\(error)", "similar_lines_suppressed": "\(suppressed)"])
+            }
+            return .finish(.retry(reason: .network("\(error)"), after: nil))
+        }
+    }
+
+    /// Step 3: the pushkin's verdict on the answer. A temporary one waits for `Retry-After`; a
+    /// refused credential is forgotten and, once per call, renewed for an immediate resend.
+    private func judge<Value: Sendable>(
+        _ response: UpstreamResponse, classify: (UpstreamResponse) async -> UpstreamVerdict<Value>,
+        credential: (any UpstreamCredential)?, state: inout CallState, logger: Logger
+    ) async -> Retrying.Step<Value?, OutcomeReason> {
+        switch await classify(response) {
+        case .done(let value): return .done(value)
+        case .retry(let reason):
+            return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date))
+        case .renewCredential(let reason):
+            guard let credential else {
+                logger.error(
+                    "Upstream refused a request that carries no credential",
+                    metadata: ["upstream": "\(metrics.type)", "reason": "\(reason.label)"])
+                state.permanent = reason
+                return .done(nil)
+            }
+            await refuse(state.sent, of: credential, reason: reason, logger: logger)
+            guard !state.renewed else {
+                state.permanent = reason
+                return .done(nil)
+            }
+            state.renewed = true
+            return .retry(reason: reason, after: .zero)
         }
     }
 
@@ -257,4 +282,30 @@ package struct UpstreamCallFailure: Error, Sendable, Equatable {
     package var reason: OutcomeReason
     package var attempts: Int
     package var budgetSpent: Bool
+}
+
+/// What one call remembers from attempt to attempt.
+private struct CallState {
+    /// The credential value the last request carried.
+    var sent: String?
+    /// Whether the credential was renewed already (once per call).
+    var renewed = false
+    /// Why the call ended without a value, when it did.
+    var permanent: OutcomeReason?
+    /// Whether the last attempt's request may have arrived without its answer.
+    var unanswered = false
+}
+
+/// Where an attempt's step leaves it: on to the next step with its result, or finished.
+private enum AttemptStage<T, Value: Sendable> {
+    case proceed(T)
+    case finish(Retrying.Step<Value?, OutcomeReason>)
+
+    /// The step that finished the attempt (never asked of `proceed`).
+    var finished: Retrying.Step<Value?, OutcomeReason> {
+        switch self {
+        case .finish(let step): return step
+        case .proceed: return .done(nil)
+        }
+    }
 }

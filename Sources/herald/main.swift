@@ -64,7 +64,7 @@ struct CheckConfig: AsyncParsableCommand {
         } catch {
             fail(error.lines)
         }
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
         print("\(options.path): OK (\(gateway.pushkins.count) app(s): \(gateway.pushkins.map(\.name).joined(separator: ", ")))")
         for note in gateway.configNotes { print("note: \(note)") }
     }
@@ -85,7 +85,7 @@ struct VapidKey: AsyncParsableCommand {
         for pushkin in gateway.pushkins {
             if let key = pushkin.startupDetails["application_server_key"] { print("\(pushkin.name): \(key)") }
         }
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
     }
 }
 
@@ -134,7 +134,7 @@ struct SendTest: AsyncParsableCommand {
             fail(error.lines)
         }
         let result = await gateway.sendTest(appId: appId, pushkey: pushkey, data: data)
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
         print(result.report)
         if !result.succeeded { Foundation.exit(1) }
     }

@@ -69,7 +69,7 @@ import Testing
         var logger = Logger(label: "reference")
         logger.logLevel = .critical
         let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, readOnly: true, clock: SystemClock())
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
         let types = ["w": "webpush", "a": "apns", "c": "apns", "g": "gcm", "l": "gcm", "u": "unifiedpush", "h": "hms", "o": "hms"]
         var paths: Set<String> = []
         for path in diagnostics.keysRead {

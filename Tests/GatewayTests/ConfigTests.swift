@@ -18,7 +18,7 @@ import Testing
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, clock: SystemClock())
-            for pushkin in gateway.pushkins { await pushkin.shutdown() }
+            await gateway.close()
             return (diagnostics.errors, diagnostics.warnings)
         } catch {
             return (error.errors, [])
@@ -217,7 +217,7 @@ import Testing
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let gateway = Gateway(config: config, diagnostics: diagnostics, logger: logger, clock: SystemClock())
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
         #expect(diagnostics.errors.isEmpty)
         let note = try #require(gateway.configNotes.first { $0.hasPrefix("apps.h.event_id_only_push_type: event_id_only pushes") })
         #expect(note.contains(explanation))
@@ -265,7 +265,7 @@ import Testing
         let path = "\(dir)/herald.yaml"
         try webpush(dir).write(toFile: path, atomically: true, encoding: .utf8)
         let gateway = try await Bootstrap.makeGateway(configPath: path, readOnly: true)
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
         #expect(gateway.pushkins.count == 1)
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/vapid.pem"))
     }
@@ -283,7 +283,7 @@ import Testing
     func makePushkin(_ yaml: String) async throws -> WebPushPushkin? {
         let (config, diagnostics) = try ConfigLoading.parse(yaml)
         let gateway = Gateway(config: config, diagnostics: diagnostics, logger: Logger(label: "t"), clock: SystemClock())
-        for pushkin in gateway.pushkins { await pushkin.shutdown() }
+        await gateway.close()
         return gateway.pushkins.first as? WebPushPushkin
     }
 }

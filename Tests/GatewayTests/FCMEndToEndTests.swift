@@ -281,7 +281,7 @@ import Testing
         let gateway = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"), clock: SystemClock())
         #expect(diagnostics.errors == [])
         #expect((gateway.pushkins.first as? FCMPushkin)?.config.version == .v1)
-        for p in gateway.pushkins { await p.shutdown() }
+        await gateway.close()
         await fcm.stop()
         let (_, bad) = try ConfigLoading.parse(gatewayYAML(apps: "  a:\n    type: gcm\n    api_version: v1\n"))
         let failed = Gateway(

@@ -169,7 +169,7 @@ extension HardeningTests {
             await herald.stop()
             let validated = Gateway(
                 config: config, diagnostics: diagnostics, logger: .init(label: "t"), readOnly: true, clock: SystemClock())
-            for pushkin in validated.pushkins { await pushkin.shutdown() }
+            await validated.close()
             return (response, metrics, diagnostics.warnings)
         }
         let (explicitly, _, warnings) = try await run("127.0.0.1:\(port)")

@@ -40,7 +40,7 @@ package enum Bootstrap {
         gateway.observability.withLock { $0 = observability }
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
         if !diagnostics.errors.isEmpty {
-            for pushkin in gateway.pushkins { await pushkin.shutdown() }
+            await gateway.close()
             throw StartupError(lines: diagnostics.errors)
         }
         for pushkin in gateway.pushkins where !pushkin.startupDetails.isEmpty {

@@ -117,6 +117,18 @@ package final class Gateway: Sendable {
     /// ends, and the senders to other hosts.
     var allPushkins: [any Pushkin] { live.withLock { $0.pushkins + $0.retained } + hostSenders.all }
 
+    /// Closes every pushkin's upstream connections: the one way a gateway's pushkins are closed,
+    /// whether it ran (its `PushkinsService`) or not (a refused config, `check-config`, a command).
+    package func close() async { await Self.close(allPushkins) }
+
+    /// Closes `pushkins` all at once: a TLS connection whose peer does not answer the close waits
+    /// out its own timeout, which one after another would add up past the shutdown's limits.
+    static func close(_ pushkins: [any Pushkin]) async {
+        await withDiscardingTaskGroup { group in
+            for pushkin in pushkins { group.addTask { await pushkin.shutdown() } }
+        }
+    }
+
     /// Binds the listeners (one per `http.bind_addresses` entry, and the metrics listener) and
     /// makes the service group; `signals` trigger its graceful shutdown.
     package func start(signals: [UnixSignal] = [], reloadPath: String? = nil) async throws {
@@ -161,7 +173,7 @@ package final class Gateway: Sendable {
         }
         // Dependency order: what is used comes before what uses it, and stops after it.
         var services: [any Service] = observability.withLock { $0.map { [$0] } ?? [] }
-        services.append(PushkinsService { [self] in allPushkins })
+        services.append(PushkinsService { [self] in await close() })
         // Calls that outlive their request finish before the pushkins close.
         services += onceSetup.services
         for frontEnd in frontEnds { services += frontEnd.services }
@@ -196,7 +208,7 @@ package final class Gateway: Sendable {
     /// Starts the graceful shutdown; `run()` returns when it is complete.
     package func shutdown() async {
         guard let serviceGroup = group.withLock({ $0?.group }) else {
-            for pushkin in allPushkins { await pushkin.shutdown() }
+            await close()
             return
         }
         logger.notice("Shutting down: draining requests in progress")

@@ -27,16 +27,12 @@ struct ListenerService: Service {
 }
 
 /// Holds pushkins for the group's lifetime and closes their upstream connections when the group
-/// stops; `pushkins` is asked then, so that pushkins a reload made are closed too.
+/// stops (`Gateway.close`, which also closes the pushkins a reload made).
 struct PushkinsService: Service {
-    let pushkins: @Sendable () -> [any Pushkin]
+    let close: @Sendable () async -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
-        // All at once: a TLS connection whose peer does not answer the close waits out its own
-        // timeout, which one after another would add up past the shutdown's limits.
-        await withDiscardingTaskGroup { group in
-            for pushkin in pushkins() { group.addTask { await pushkin.shutdown() } }
-        }
+        await close()
     }
 }

@@ -66,7 +66,7 @@ extension Gateway {
         let reloaded = factories.filter(\.reloadable).flatMap { $0.makeFrontEnds(context, diagnostics: diagnostics) }
         guard diagnostics.errors.isEmpty else {
             for line in diagnostics.errors { logger.error("Reload refused; the running config stays", metadata: ["problem": "\(line)"]) }
-            for pushkin in pushkins { await pushkin.shutdown() }
+            await Self.close(pushkins)
             return diagnostics.errors
         }
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
@@ -105,7 +105,7 @@ extension Gateway {
             group.cancelAll()
             return first
         }
-        for pushkin in retired { await pushkin.shutdown() }
+        await Self.close(retired)
         return []
     }
 }

@@ -35,7 +35,7 @@ final class RunningGateway: Sendable {
         logger.logLevel = .critical
         let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger, clock: clock)
         guard diagnostics.errors.isEmpty else {
-            for pushkin in gateway.pushkins { await pushkin.shutdown() }
+            await gateway.close()
             throw ConfigLoading.Failure(errors: diagnostics.errors)
         }
         try await gateway.start()
