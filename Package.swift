@@ -218,9 +218,6 @@ let package = Package(
             dependencies: [
                 "Gateway",
                 "HeraldCore",
-                "Pushkins",
-                "HeraldHTTPServer",
-                "HeraldUpstream",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             linkerSettings: compactLayout
@@ -229,7 +226,6 @@ let package = Package(
             name: "HeraldTestSupport",
             dependencies: [
                 "HeraldCore",
-                "HeraldUpstream",
                 "HeraldHTTPServer",
                 "Pushkins",
                 "AdamantAdapter",
@@ -261,7 +257,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        .executableTarget(name: "herald-fuzz", dependencies: ["Gateway", "HeraldCore", "HeraldHTTPServer"]),
+        .executableTarget(name: "herald-fuzz", dependencies: ["Gateway"]),
         .executableTarget(
             name: "bench-hello",
             dependencies: [
@@ -326,6 +322,11 @@ let package = Package(
     ]
 )
 
+/// Imports are `internal` unless written otherwise (as in Hummingbird 2): a module another one
+/// sees through a file's `package` declarations is imported `package import` there, so what a
+/// module exposes of its dependencies is written down, and the compiler checks it.
+let internalImports: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+
 for target in package.targets where target.type != .system && target.type != .test {
-    target.swiftSettings = (target.swiftSettings ?? []) + strict
+    target.swiftSettings = (target.swiftSettings ?? []) + internalImports + strict
 }

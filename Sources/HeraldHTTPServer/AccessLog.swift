@@ -1,5 +1,4 @@
-import HeraldCore
-import Logging
+package import Logging
 import NIOHTTP1
 
 /// `log.access.enabled`: one line per request, as web servers write them (method, path, status,

@@ -1,4 +1,3 @@
-import HeraldCore
 import NIOCore
 import NIOHTTP1
 

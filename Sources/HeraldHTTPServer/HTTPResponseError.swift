@@ -1,7 +1,7 @@
-import HeraldCore
-import Logging
+package import HeraldCore
+package import Logging
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 
 /// An error that is an HTTP answer: every request error of every front end conforms, and
 /// `ErrorResponder` turns one into a response with the route's `ErrorRenderer`

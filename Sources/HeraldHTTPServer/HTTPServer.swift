@@ -1,6 +1,6 @@
-import HeraldCore
-import Logging
-import NIOCore
+package import HeraldCore
+package import Logging
+package import NIOCore
 import NIOExtras
 import NIOHTTP1
 import NIOPosix

@@ -1,6 +1,5 @@
 import HeraldCore
-import NIOCore
-import NIOHTTP1
+package import NIOCore
 
 /// The limits a listener enforces on the network (docs/configuration.md, `http`).
 package struct InboundLimits: Sendable {

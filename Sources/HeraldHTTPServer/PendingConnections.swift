@@ -1,6 +1,5 @@
 import HeraldCore
 import NIOCore
-import NIOHTTP1
 import Synchronization
 
 /// The connections a listener has accepted and wrapped but not yet handed to `HTTPServer.serve()`.

@@ -1,4 +1,3 @@
-import HeraldCore
 import NIOCore
 
 #if canImport(Glibc)

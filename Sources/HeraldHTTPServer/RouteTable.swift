@@ -1,6 +1,5 @@
-import HeraldCore
-import Logging
-import NIOHTTP1
+package import Logging
+package import NIOHTTP1
 
 /// The HTTP routes of a listener: by path, then by method, each with its body limit and error
 /// renderer. Unknown paths get 404 and wrong methods 405 (`ServerError`s, which each front end's

@@ -1,8 +1,8 @@
 import Foundation
-import HeraldCore
-import Logging
-import NIOCore
-import NIOHTTP1
+package import HeraldCore
+package import Logging
+package import NIOCore
+package import NIOHTTP1
 
 /// A fully read HTTP request.
 package struct ServerRequest: Sendable {

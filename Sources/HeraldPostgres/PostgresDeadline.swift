@@ -1,7 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
-import PostgresNIO
+package import PostgresNIO
 
 /// A store operation's wait for PostgreSQL, bounded.
 package enum PostgresDeadline {

@@ -1,6 +1,6 @@
 import Foundation
 import NIOSSL
-import PostgresNIO
+package import PostgresNIO
 
 /// A `postgres://user:password@host:port/database?sslmode=…&sslrootcert=…` URL as a PostgresNIO
 /// configuration, for every store that can live in PostgreSQL (docs/configuration.md):

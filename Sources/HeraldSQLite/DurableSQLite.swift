@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+package import GRDB
 
 /// Opens the SQLite file of a Herald store: WAL, a 10 s busy timeout, and `synchronous=FULL` on
 /// the writer, so a committed write survives a crash of the machine, not only of the process.

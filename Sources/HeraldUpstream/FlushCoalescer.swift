@@ -1,4 +1,3 @@
-import HeraldCore
 import NIOCore
 
 /// Turns the flushes of one event-loop tick into one.

@@ -1,8 +1,8 @@
-import HeraldCore
+package import HeraldCore
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 import Synchronization
 
 /// A pool of keep-alive HTTP/1.1 connections to one origin, on SwiftNIO directly: at most

@@ -1,9 +1,9 @@
 import Foundation
 import HeraldCore
-import NIOCore
-import NIOHTTP2
+package import NIOCore
+package import NIOHTTP2
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 import NIOTLS
 import Synchronization
 

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 import Synchronization
 
 /// One `HTTP1Upstream` per origin, for upstreams whose URLs name many hosts (the push services of

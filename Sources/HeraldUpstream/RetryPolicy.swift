@@ -1,5 +1,5 @@
-import Foundation
-import HeraldCore
+package import Foundation
+package import HeraldCore
 
 /// Bounded retries for an upstream: at most `maxAttempts` tries, exponential backoff from
 /// `initialBackoff`, `Retry-After` honoured, and never past `budget` after the first try started,

@@ -1,4 +1,3 @@
-import HeraldCore
 import NIOSSL
 import Synchronization
 

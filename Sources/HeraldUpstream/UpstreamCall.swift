@@ -1,7 +1,7 @@
-import HeraldCore
-import Logging
-import NIOCore
-import NIOHTTP1
+package import HeraldCore
+package import Logging
+package import NIOCore
+package import NIOHTTP1
 import NIOPosix
 import Tracing
 

@@ -1,5 +1,5 @@
 import HeraldCore
-import NIOHTTP2
+package import NIOHTTP2
 
 /// Why a request on one of Herald's own connections (`HTTP1Upstream`, `HTTP2Upstream`) got no
 /// answer. All are network errors to `UpstreamCall`: retried within the app's policy.

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HeraldCore
 
 /// What an upstream call authenticates with (an APNs provider token, an OAuth access token, a

@@ -1,7 +1,7 @@
 import Foundation
-import HeraldCore
-import NIOCore
-import NIOHTTP1
+package import HeraldCore
+package import NIOCore
+package import NIOHTTP1
 import NIOSSL
 
 /// Connection and timeout settings shared by the HTTP-based pushkins.

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// HeraldUpstream's metric names (`MetricName`, HeraldCore/Support/MetricName.swift).
 extension MetricName {

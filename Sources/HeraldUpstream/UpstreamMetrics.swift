@@ -1,5 +1,5 @@
-import HeraldCore
-import Metrics
+package import HeraldCore
+package import Metrics
 import Synchronization
 
 /// Upstream request metrics under Sygnal's names (`sygnal_<type>_request_time`,

@@ -4,8 +4,6 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldTestSupport
-import HeraldUpstream
-import Pushkins
 
 /// Runs Herald's fake upstreams on loopback for the benchmark and demos: a Web Push service, an
 /// APNs (HTTP/2 over TLS, token auth) and an FCM (OAuth + v1 + legacy). It writes everything a

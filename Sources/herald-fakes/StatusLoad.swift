@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Foundation
 import HeraldCore
 import HeraldTestSupport
-import HeraldUpstream
 import NIOCore
 import Pushkins
 import StatusAdapter

@@ -1,7 +1,5 @@
 import Foundation
 import Gateway
-import HeraldCore
-import HeraldHTTPServer
 
 // `herald-fuzz`: Herald's parsers under libFuzzer (docs/fuzzing.md). `scripts/fuzz.sh` builds it
 // with `-sanitize=fuzzer -D HERALD_FUZZ`, and libFuzzer's `main` runs the target named by

@@ -2,9 +2,6 @@ import ArgumentParser
 import Foundation
 import Gateway
 import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Pushkins
 
 @main
 struct Herald: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import Foundation
-import HeraldCore
+package import HeraldCore
 import HeraldSQLite
-import HeraldUpstream
+package import HeraldUpstream
 import Pushkins
 
 /// The `adamant:` section (docs/adamant.md, "Configuration").

@@ -1,6 +1,5 @@
 import CSodium
 import HeraldCore
-import HeraldUpstream
 import Pushkins
 
 /// ADAMANT's message encryption (AIP-4; signals too): NaCl `crypto_box` (X25519, XSalsa20,

@@ -3,7 +3,6 @@ import Crypto
 import CryptoExtras
 import Foundation
 import HeraldCore
-import HeraldUpstream
 import Pushkins
 
 /// An ADAMANT account's keys (docs/adamant.md, "Crypto"): Ed25519, made from a passphrase as the

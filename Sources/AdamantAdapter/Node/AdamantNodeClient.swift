@@ -1,7 +1,6 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
-import Metrics
+package import HeraldCore
+package import HeraldUpstream
+package import Metrics
 import NIOCore
 import NIOHTTP1
 import Pushkins

@@ -1,6 +1,4 @@
-import HeraldCore
-import HeraldUpstream
-import Pushkins
+package import HeraldCore
 
 /// The fields of a node's transaction that the service reads.
 package struct AdamantTransaction: Sendable, Equatable {

@@ -1,9 +1,8 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
-import Metrics
-import Pushkins
-import ServiceLifecycle
+package import HeraldCore
+package import Logging
+package import Metrics
+package import Pushkins
+package import ServiceLifecycle
 import Synchronization
 
 /// The ADAMANT notification service as a `Service` (docs/adamant.md): while this instance holds

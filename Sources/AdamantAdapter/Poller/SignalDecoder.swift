@@ -1,5 +1,4 @@
 import HeraldCore
-import HeraldUpstream
 import Pushkins
 
 /// Reads a registration signal (docs/adamant.md, "Registration"): a chat transaction of type 3 to

@@ -1,7 +1,6 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
-import Pushkins
+package import HeraldCore
+package import Logging
+package import Pushkins
 
 /// The APNs push for one transaction to one device, as the ADAMANT apps expect it
 /// (docs/adamant.md, "Pushes"): localisation keys, `badge` 1, `mutable-content` 1, the sound,

@@ -1,8 +1,7 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 import Pushkins
-import ServiceLifecycle
+package import ServiceLifecycle
 
 /// Where a device registered: `apns` (Apple's production host) or `apns-sandbox` (development).
 package enum AdamantProvider: String, Sendable, CaseIterable {

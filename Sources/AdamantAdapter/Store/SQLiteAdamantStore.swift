@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import HeraldCore
+package import HeraldCore
 import HeraldSQLite
 
 /// The default ADAMANT store: one SQLite file (WAL, `synchronous=FULL`), for one instance.

@@ -1,7 +1,5 @@
 import Foundation
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
+package import HeraldCore
 import Pushkins
 
 /// Reads a config file into a `GatewayConfig`. Only unreadable files and invalid YAML throw; every

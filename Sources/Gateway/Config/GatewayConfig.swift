@@ -1,9 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
-import OrderedCollections
+package import HeraldCore
+package import HeraldUpstream
+package import Logging
+package import OrderedCollections
 import Pushkins
 
 /// The whole config file: Sygnal's sections (docs/compatibility/matrix.md, "Configuration") plus Herald's additions, validated at

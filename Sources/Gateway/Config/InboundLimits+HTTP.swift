@@ -1,4 +1,3 @@
-import HeraldCore
 import HeraldHTTPServer
 import NIOCore
 

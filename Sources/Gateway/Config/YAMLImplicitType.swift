@@ -1,7 +1,3 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-
 /// The type YAML gives a scalar written without a tag, by the rules Herald's config has always been
 /// read with: YAML 1.1's forms, as Yams' default resolver has them (`yes`/`on`/`true` and their
 /// opposites are booleans; `0x1F`, `0o17`, `017`, `0b101`, `1_000` and `1:30` integers; `1.5`, `1e3`,

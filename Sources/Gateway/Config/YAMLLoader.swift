@@ -1,6 +1,4 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
+package import HeraldCore
 import OrderedCollections
 import Pushkins
 import Yams

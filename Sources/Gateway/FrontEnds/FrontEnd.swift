@@ -1,9 +1,8 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
-import Pushkins
-import ServiceLifecycle
+package import HeraldCore
+package import HeraldHTTPServer
+package import Logging
+package import Pushkins
+package import ServiceLifecycle
 
 /// A way in to Herald: the Matrix push gateway API, the Status server, gorush's API, and the
 /// Web Push relay and ADAMANT poller to come. A front end uses pushkins to deliver; the gateway

@@ -1,5 +1,4 @@
-import HeraldCore
-import Pushkins
+package import Pushkins
 import Synchronization
 
 /// APNs senders for an app's other host (its development host, for the relay's and ADAMANT's

@@ -1,9 +1,7 @@
 import Foundation
 import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
 import Logging
-import Pushkins
+package import Pushkins
 import ServiceLifecycle
 import UnixSignals
 

@@ -1,12 +1,11 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
+package import HeraldCore
+package import HeraldHTTPServer
+package import Logging
 import NIOCore
-import Pushkins
+package import Pushkins
 import ServiceLifecycle
 import Synchronization
-import UnixSignals
+package import UnixSignals
 
 /// A configured Herald: its pushkins, its front ends, its listeners and their service group.
 ///

@@ -1,7 +1,4 @@
-import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
-import Pushkins
 import ServiceLifecycle
 
 /// A bound HTTP listener as a service: it accepts once the front ends are ready, and on graceful

@@ -1,7 +1,3 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -1,7 +1,5 @@
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
-import Logging
 import NIOHTTP1
 import Pushkins
 import ServiceLifecycle

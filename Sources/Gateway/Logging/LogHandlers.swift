@@ -1,9 +1,6 @@
 import Foundation
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
-import Pushkins
+package import HeraldCore
+package import Logging
 import Synchronization
 
 /// Writes log lines to standard error in `plain` or `json` format (config `log.format`).

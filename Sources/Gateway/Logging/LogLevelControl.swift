@@ -1,7 +1,4 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
+package import Logging
 import Synchronization
 
 /// The process-wide log level, which a reload (SIGHUP) changes for every logger at once.

@@ -1,7 +1,4 @@
 import Foundation
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
 
 /// The time of a log line, `2026-11-21T16:00:00.000` in UTC (ISO 8601 to the millisecond).
 ///

@@ -1,9 +1,6 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
+package import HeraldCore
 import Metrics
-import Prometheus
-import Pushkins
+package import Prometheus
 import Synchronization
 
 /// The gateway's own metrics, under Sygnal's names (docs/compatibility/matrix.md, "Metrics") where

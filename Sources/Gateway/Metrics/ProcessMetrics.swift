@@ -1,7 +1,4 @@
 import Foundation
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
 
 /// `process_*` metrics as prometheus_client exports them (Sygnal's Grafana dashboard uses them),
 /// read from /proc at scrape time.

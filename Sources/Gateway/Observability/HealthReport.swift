@@ -1,8 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
-import Pushkins
 
 /// `GET /health`: always 200 while the instance serves (a load balancer must not take every
 /// instance out because their shared database is down: the Matrix API and the relay need none).

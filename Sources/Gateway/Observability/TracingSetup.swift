@@ -1,9 +1,5 @@
 import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
 import OTel
-import Pushkins
 import ServiceLifecycle
 import Tracing
 

@@ -1,4 +1,4 @@
-import OrderedCollections
+package import OrderedCollections
 
 /// Errors and warnings found while reading a config, each naming the full key path.
 package final class ConfigDiagnostics {

@@ -1,4 +1,4 @@
-import OrderedCollections
+package import OrderedCollections
 
 /// A YAML document reduced to the JSON-like values a config can hold, with mapping order kept.
 package enum ConfigValue: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import OrderedCollections
+package import OrderedCollections
 
 /// An ordered JSON object: key order is kept from the input and on output.
 package typealias JSONObject = OrderedDictionary<String, JSONValue>

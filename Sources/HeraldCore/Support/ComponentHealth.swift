@@ -1,5 +1,5 @@
-import Foundation
-import Metrics
+package import Foundation
+package import Metrics
 import Synchronization
 
 /// Whether a dependency an instance keeps serving without (a front end's database) answers, as the

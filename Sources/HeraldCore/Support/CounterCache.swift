@@ -1,4 +1,4 @@
-import Metrics
+package import Metrics
 import Synchronization
 
 /// Counter handles made once per (label, dimensions) and kept, so that counting an event is a

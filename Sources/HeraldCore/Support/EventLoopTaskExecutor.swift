@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// A task executor that runs its jobs on one SwiftNIO event loop. The HTTP server's connection
 /// tasks prefer the loop their socket lives on (docs/architecture.md, "One thread per request"):

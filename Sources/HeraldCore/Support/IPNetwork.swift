@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,4 @@
-import Crypto
+package import Crypto
 import Foundation
 
 /// Compact JWS tokens (RFC 7515) signed with ES256, for VAPID and APNs. (Google OAuth's RS256

@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// One timer on an event loop for many deadlines, instead of a timer for each (docs/architecture.md,
 /// "Deadlines without a timer each"). Its owner notes each deadline where it keeps its work and

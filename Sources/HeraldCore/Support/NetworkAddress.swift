@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)

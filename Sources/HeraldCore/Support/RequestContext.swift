@@ -1,4 +1,4 @@
-import Logging
+package import Logging
 
 /// The id of the request a task is serving: set by the HTTP server around each request (from
 /// `X-Request-Id`, or a new one), inherited by the request's child tasks, and added to every log

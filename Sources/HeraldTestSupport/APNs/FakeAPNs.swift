@@ -1,7 +1,6 @@
-import Crypto
+package import Crypto
 import Foundation
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2

@@ -1,14 +1,11 @@
-import AdamantAdapter
+package import AdamantAdapter
 import Foundation
 import Gateway
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
+package import HeraldCore
+package import HeraldHTTPServer
 import Logging
 import NIOCore
-import NIOHTTP1
-import Pushkins
-import Synchronization
+package import Synchronization
 
 /// An ADAMANT node on loopback with the subset of its API the notification service uses
 /// (docs/adamant.md, "Pushes"): `/api/chats/get` (chat type filter, signals hidden unless asked

@@ -1,12 +1,11 @@
 import Crypto
 import Foundation
 import Gateway
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
+package import HeraldCore
+package import HeraldHTTPServer
 import Logging
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 import Pushkins
 import Synchronization
 import _CryptoExtras

@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
-import HeraldCore
-import HeraldHTTPServer
+package import HeraldCore
+package import HeraldHTTPServer
 import Logging
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 import Synchronization
 import _CryptoExtras
 

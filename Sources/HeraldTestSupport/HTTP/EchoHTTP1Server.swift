@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL

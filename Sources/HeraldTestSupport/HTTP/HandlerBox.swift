@@ -1,5 +1,3 @@
-import Gateway
-import HeraldCore
 import HeraldHTTPServer
 import Synchronization
 

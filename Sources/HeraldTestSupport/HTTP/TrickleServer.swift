@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import NIOPosix
 
 /// A hostile upstream: it answers every request with headers at once, then one body byte every

@@ -1,8 +1,5 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
-import Pushkins
-import StatusAdapter
+package import StatusAdapter
 import SwiftProtobuf
 
 /// A Status client for tests, built from docs/status-protocol.md: it registers with a server (ECDH +

@@ -1,12 +1,9 @@
 import Foundation
-import Gateway
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
+package import HeraldCore
+package import HeraldHTTPServer
 import Logging
 import NIOCore
-import NIOHTTP1
-import Pushkins
+package import NIOHTTP1
 import Synchronization
 
 /// A UnifiedPush distributor's push server (ntfy, NextPush…) on loopback: it takes a message

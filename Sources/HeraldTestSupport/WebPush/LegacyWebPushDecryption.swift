@@ -1,4 +1,4 @@
-import Crypto
+package import Crypto
 import Foundation
 
 /// What an iOS app's notification extension does with a relayed `aesgcm` message (the encoding of

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// The `reason` of an APNs error answer, as Apple documents them ("Handling notification responses
 /// from APNs"). An unknown reason parses to nil and is labelled by its HTTP status.

@@ -1,6 +1,5 @@
-import Foundation
+package import Foundation
 import HeraldCore
-import HeraldUpstream
 import SwiftASN1
 import X509
 

@@ -1,7 +1,7 @@
-import Crypto
+package import Crypto
 import Foundation
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
+package import HeraldUpstream
 
 /// The `type: apns` app keys: Sygnal's (docs/compatibility/apns.md, "Configuration") plus connection and retry limits.
 package struct APNsConfig: Sendable {

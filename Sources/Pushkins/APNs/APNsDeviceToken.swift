@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import HeraldUpstream
 
 /// Turns a pushkey into the APNs device token of the request path.
 package enum APNsDeviceToken {

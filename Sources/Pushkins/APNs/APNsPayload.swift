@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// The JSON body Sygnal sends to APNs for a notification (docs/compatibility/apns.md, "Payload"), plus the
 /// `tweaks.sound` → `aps.sound` fix of Sygnal issue 107.

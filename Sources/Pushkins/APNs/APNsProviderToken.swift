@@ -1,7 +1,7 @@
-import Crypto
-import Foundation
-import HeraldCore
-import HeraldUpstream
+package import Crypto
+package import Foundation
+package import HeraldCore
+package import HeraldUpstream
 import Synchronization
 
 /// The provider authentication token (ES256 JWT, `kid` = key id, `iss` = team, `iat` = now),

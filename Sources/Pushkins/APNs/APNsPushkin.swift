@@ -1,8 +1,7 @@
 import Crypto
 import Foundation
-import HeraldCore
+package import HeraldCore
 import HeraldUpstream
-import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1

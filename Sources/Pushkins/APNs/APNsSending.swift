@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// A message for APNs built outside the notify path (the Status adapter, and the Web Push relay to
 /// come): the payload and the headers the caller decides. Nil headers are not sent, except the

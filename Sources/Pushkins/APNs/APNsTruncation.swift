@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// Fits an APNs payload into `limit` bytes as Sygnal does (docs/compatibility/apns.md, "Payload"): while the body (JSON
 /// with Python's separators, raw UTF-8) is too long, remove the last code point of the longest

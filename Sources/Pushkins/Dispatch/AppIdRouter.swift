@@ -1,5 +1,4 @@
 import HeraldCore
-import HeraldUpstream
 
 /// Finds the pushkin for an app id as Sygnal does (docs/compatibility/matrix.md, "App ids"): an
 /// exact key first, then every key as a case-sensitive anchored glob; zero or several glob matches

@@ -1,6 +1,5 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
+package import HeraldCore
+package import Logging
 
 /// The one path from devices to outcomes, for every front end (docs/architecture.md, "Dispatch"):
 /// routing by app id, `inflight_request_limit`, grouping by pushkin, the bounded fan-out, the

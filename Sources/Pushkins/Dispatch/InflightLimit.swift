@@ -1,5 +1,4 @@
 import HeraldCore
-import HeraldUpstream
 
 /// `inflight_request_limit`: concurrent device dispatches allowed per app.
 package final class InflightLimit: Sendable {

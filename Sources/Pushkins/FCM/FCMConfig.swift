@@ -1,6 +1,5 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
+package import HeraldCore
+package import HeraldUpstream
 
 /// The `type: gcm` app keys: Sygnal's (docs/compatibility/fcm.md, "Configuration") plus Herald's limits.
 package struct FCMConfig: Sendable {

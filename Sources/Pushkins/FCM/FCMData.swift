@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// The FCM `data` map as Sygnal builds it (docs/compatibility/fcm.md, "The data map"), for both API versions.
 package enum FCMData {

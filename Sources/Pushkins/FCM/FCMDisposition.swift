@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// The error code of an FCM HTTP v1 error answer: `details[].errorCode` of the FcmError detail, or
 /// the google.rpc `status` when there is none. An unknown code parses to nil.

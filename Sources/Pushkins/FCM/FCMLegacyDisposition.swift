@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// A per-device error of the legacy FCM API (`results[].error`), or nil for one not listed.
 package enum FCMLegacyError: String, Sendable, CaseIterable {

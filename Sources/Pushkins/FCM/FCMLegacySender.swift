@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldUpstream
-import Logging
 import NIOCore
 import NIOHTTP1
 

@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// Request bodies for FCM (docs/compatibility/fcm.md).
 package enum FCMMessage {

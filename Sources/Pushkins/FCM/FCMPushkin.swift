@@ -1,7 +1,6 @@
 import Foundation
-import HeraldCore
+package import HeraldCore
 import HeraldUpstream
-import Logging
 import NIOCore
 import NIOHTTP1
 

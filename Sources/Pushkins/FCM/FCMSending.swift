@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// A message for FCM built outside the notify path (the Status adapter's, as gorush builds it for
 /// status-go): FCM v1's `message` (its `notification`, `android`, `apns`, `webpush`,

@@ -1,7 +1,6 @@
 import Crypto
-import Foundation
+package import Foundation
 import HeraldCore
-import HeraldUpstream
 import _CryptoExtras
 
 /// A Google service-account key file, and the RS256-signed JWT bearer assertion

@@ -1,5 +1,4 @@
 import HeraldCore
-import HeraldUpstream
 
 /// What Push Kit answered (docs/compatibility/hms.md, "Answers"):
 /// `{"code": "80000000", "msg": "…", "requestId": "…"}`, where `code` is a string and `msg`, for a

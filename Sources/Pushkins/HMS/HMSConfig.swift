@@ -1,7 +1,6 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
-import Logging
+package import HeraldCore
+package import HeraldUpstream
 
 /// The `type: hms` app keys (docs/compatibility/hms.md, "Configuration"): Huawei Push Kit for
 /// Android phones with HMS Core (`api: android`, OAuth) or for HarmonyOS (`api: harmony`,

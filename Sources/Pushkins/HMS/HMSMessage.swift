@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// The bodies Herald sends to Push Kit (docs/compatibility/hms.md, "What is sent"). `data` is
 /// always a map of strings: the FCM v1 data map a Matrix client already reads.

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// Huawei Push Kit's result `code` (a string of eight digits), for both the Android API (v1) and
 /// HarmonyOS's scenario API (v3) (docs/compatibility/hms.md, "Answers"). An unknown code parses to

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 import HeraldCore
 import HeraldUpstream
 import Synchronization

@@ -1,5 +1,5 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
+package import HeraldUpstream
 
 /// What a provider's answer means for one device, in the words every provider's table answers in.
 /// Each provider has one exhaustive table from its answer to one of these (`APNsDisposition`,

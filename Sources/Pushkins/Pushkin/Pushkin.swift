@@ -1,6 +1,5 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
+package import HeraldCore
+package import Logging
 import Tracing
 
 /// A push provider for one configured app (one key of `apps:`).

@@ -1,7 +1,7 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
-import Metrics
+package import HeraldCore
+package import HeraldUpstream
+package import Logging
+package import Metrics
 
 /// What every pushkin is built with: a logger, the metrics factory of the gateway that owns it,
 /// the process-wide proxy, how host names are resolved for endpoint checks, and the TLS contexts

@@ -1,7 +1,5 @@
-import HeraldCore
-import HeraldUpstream
-import Logging
-import OrderedCollections
+package import HeraldCore
+package import OrderedCollections
 
 /// Builds pushkins by their config `type`. A new provider is one `register` call in `standard`.
 package struct PushkinRegistry: Sendable {

@@ -1,5 +1,5 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
+package import HeraldUpstream
 
 /// The `type: unifiedpush` app keys (docs/compatibility/unifiedpush.md): the same endpoint policy,
 /// timeouts and retries as Web Push, and no credentials (a UnifiedPush endpoint is a capability URL).

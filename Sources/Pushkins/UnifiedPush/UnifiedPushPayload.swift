@@ -1,5 +1,4 @@
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// The body a UnifiedPush distributor receives: `{"notification": {…}}`, the notification's
 /// fields as the homeserver sent them, without `devices`.

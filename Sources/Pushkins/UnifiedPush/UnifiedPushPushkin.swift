@@ -1,7 +1,5 @@
-import HeraldCore
+package import HeraldCore
 import HeraldUpstream
-import Logging
-import Metrics
 import NIOCore
 import NIOHTTP1
 

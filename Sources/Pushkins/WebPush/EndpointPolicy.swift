@@ -1,6 +1,6 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
+package import HeraldUpstream
 
 /// Decides whether Herald may POST to a subscription endpoint.
 ///

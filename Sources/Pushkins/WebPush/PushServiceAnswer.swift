@@ -1,6 +1,5 @@
-import HeraldCore
+package import HeraldCore
 import HeraldUpstream
-import Logging
 
 /// A push service's answer, as a device's outcome carries it (Web Push and UnifiedPush alike).
 package struct PushServiceReason: ProviderReason, Equatable {

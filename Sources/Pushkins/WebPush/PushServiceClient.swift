@@ -1,6 +1,5 @@
 import HeraldCore
 import HeraldUpstream
-import Logging
 import Metrics
 import NIOCore
 

@@ -1,8 +1,7 @@
-import Crypto
+package import Crypto
 import Foundation
 import HeraldCore
-import HeraldUpstream
-import Logging
+package import Logging
 
 /// The application server's VAPID key (RFC 8292): loaded from `vapid_private_key`, or created
 /// there on first start when the app allows it.

@@ -1,7 +1,6 @@
-import Crypto
-import Foundation
+package import Crypto
+package import Foundation
 import HeraldCore
-import HeraldUpstream
 import Synchronization
 
 /// Builds `Authorization: vapid t=<JWT>,k=<key>` headers (RFC 8292), caching one token per

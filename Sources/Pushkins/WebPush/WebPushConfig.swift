@@ -1,7 +1,6 @@
-import Crypto
-import HeraldCore
-import HeraldUpstream
-import Logging
+package import Crypto
+package import HeraldCore
+package import HeraldUpstream
 
 /// The `type: webpush` app keys: Sygnal's (docs/compatibility/webpush.md) plus Herald's limits and policies.
 package struct WebPushConfig: Sendable {

@@ -1,7 +1,6 @@
-import Crypto
+package import Crypto
 import Foundation
 import HeraldCore
-import HeraldUpstream
 
 /// Message encryption for Web Push: `aes128gcm` (RFC 8188) with the key derivation of RFC 8291.
 package enum WebPushEncryption {

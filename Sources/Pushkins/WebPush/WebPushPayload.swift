@@ -1,6 +1,5 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
+package import HeraldCore
 
 /// The JSON a Web Push subscriber receives (docs/compatibility/webpush.md), kept within the 3993 bytes one
 /// `aes128gcm` record of a 4096-byte push message can carry.

@@ -1,8 +1,6 @@
-import Foundation
-import HeraldCore
+package import Foundation
+package import HeraldCore
 import HeraldSQLite
-import HeraldUpstream
-import Pushkins
 
 /// The `status:` section: which push apps serve Status registrations, the identity, the store,
 /// and the limits of the native and gorush-compatible APIs.

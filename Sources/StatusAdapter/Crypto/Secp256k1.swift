@@ -1,7 +1,6 @@
 import CSecp256k1
 import Foundation
 import HeraldCore
-import HeraldUpstream
 import Pushkins
 
 /// secp256k1 through libsecp256k1, as status-go (go-ethereum) uses it: recoverable signatures

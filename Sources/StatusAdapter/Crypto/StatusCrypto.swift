@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import HeraldCore
-import HeraldUpstream
 import Pushkins
 
 /// The derived values and the symmetric encryption of the Status push protocol (docs/status-protocol.md, "Crypto").

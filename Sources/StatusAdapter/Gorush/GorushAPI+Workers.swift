@@ -1,9 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldUpstream
-import Logging
 import Metrics
-import Pushkins
 import ServiceLifecycle
 
 extension GorushAPI {

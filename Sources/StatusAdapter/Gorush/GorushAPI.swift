@@ -1,11 +1,11 @@
 import Foundation
-import HeraldCore
+package import HeraldCore
 import HeraldUpstream
-import Logging
-import Metrics
+package import Logging
+package import Metrics
 import NIOCore
 import NIOHTTP1
-import Pushkins
+package import Pushkins
 import ServiceLifecycle
 import Synchronization
 

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// One notification of gorush's `POST /api/push`, with every field of gorush 1.22's
 /// `PushNotification` that means something for APNs, FCM v1 or Huawei Push Kit

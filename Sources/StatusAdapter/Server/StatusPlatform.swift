@@ -1,10 +1,10 @@
-import HeraldCore
+package import HeraldCore
 import Pushkins
 
 /// One of gorush's platforms, as one row: its number and name, the `status:` key naming the app
 /// its pushes go through, the type that app must be, and how a gorush notification is sent through
 /// it. The rows build the sender, the config's checks, the apps in use and gorush's stats; a new
-/// platform is one row in `all` (CONTRIBUTING.md, "Adding a pushkin").
+/// platform is one row in `all` (CONTRIBUTING.md, "Adding a pushkin (a new push provider)").
 package struct StatusPlatform: Sendable, Hashable, CustomStringConvertible {
     /// gorush's number for it (`platform` in a notification).
     package let number: Int

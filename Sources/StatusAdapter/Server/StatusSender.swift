@@ -1,6 +1,5 @@
-import HeraldCore
-import HeraldUpstream
-import Pushkins
+package import HeraldCore
+package import Pushkins
 
 /// Where Status notifications go: one notification, in gorush's terms, to one device token. The
 /// Status server (which builds what status-go's push server would post to gorush) and the gorush

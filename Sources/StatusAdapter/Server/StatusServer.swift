@@ -1,9 +1,8 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
-import Logging
-import Metrics
-import Pushkins
+package import HeraldCore
+package import Logging
+package import Metrics
+package import Pushkins
 import SwiftProtobuf
 import Synchronization
 

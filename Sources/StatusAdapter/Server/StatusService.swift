@@ -1,11 +1,9 @@
 import Foundation
-import HeraldCore
-import HeraldUpstream
-import Logging
-import Metrics
-import Pushkins
-import ServiceLifecycle
-import Synchronization
+package import HeraldCore
+package import Logging
+package import Metrics
+package import Pushkins
+package import ServiceLifecycle
 
 /// The Status server's lifetime as a `Service`: `run()` opens the store (creating or upgrading its
 /// schema), loads or creates the identity, then serves until graceful shutdown and closes the

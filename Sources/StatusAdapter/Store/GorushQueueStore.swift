@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A queued gorush notification: its id in the store and its JSON.
 package struct QueuedGorushJob: Sendable, Equatable {

@@ -1,13 +1,12 @@
-import Foundation
-import HeraldCore
-import HeraldPostgres
-import HeraldUpstream
-import Logging
-import Metrics
+package import Foundation
+package import HeraldCore
+package import HeraldPostgres
+package import Logging
+package import Metrics
 import NIOCore
 import PostgresNIO
 import Pushkins
-import ServiceLifecycle
+package import ServiceLifecycle
 
 /// The store for several Herald instances acting as one Status server: PostgreSQL, with the
 /// same schema and the same conditional writes as the SQLite store (a newer version always wins,

@@ -1,9 +1,7 @@
-import Foundation
+package import Foundation
 import GRDB
-import HeraldCore
+package import HeraldCore
 import HeraldSQLite
-import HeraldUpstream
-import Pushkins
 
 /// The default store: one SQLite file in WAL mode. A write is acknowledged only once it is
 /// committed with `synchronous=FULL`, so a registration the client was told about survives a

@@ -1,8 +1,6 @@
-import Foundation
-import HeraldCore
-import HeraldUpstream
-import Pushkins
-import ServiceLifecycle
+package import Foundation
+package import HeraldCore
+package import ServiceLifecycle
 
 /// A registration row: the hashed client key, the installation, the version (kept after an
 /// unregister) and the serialized `PushNotificationRegistration` (nil after an unregister).

@@ -1,8 +1,6 @@
 import AdamantAdapter
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
-import Logging
 import Pushkins
 import ServiceLifecycle
 

@@ -1,4 +1,3 @@
-import HeraldCore
 import HeraldHTTPServer
 
 /// gorush's errors, as its API writes them: `{"code": <status>, "message": …}`.

@@ -1,8 +1,6 @@
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
-import NIOHTTP1
-import Pushkins
+package import NIOHTTP1
 import ServiceLifecycle
 import StatusAdapter
 

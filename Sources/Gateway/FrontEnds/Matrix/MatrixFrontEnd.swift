@@ -1,7 +1,5 @@
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
-import Pushkins
 
 /// The Matrix push gateway API: `POST /_matrix/push/v1/notify` (Sygnal-compatible) and the
 /// UnifiedPush discovery answer on `GET`. It serves every app of `apps:`.

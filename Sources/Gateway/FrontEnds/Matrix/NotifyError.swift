@@ -1,8 +1,6 @@
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
 import NIOHTTP1
-import Pushkins
 
 /// Why a notify request is not a 200.
 enum NotifyError: HTTPResponseError {

@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
 import Logging
 import NIOCore
 import Pushkins

@@ -1,9 +1,4 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-import Logging
-import OrderedCollections
-import Pushkins
+package import HeraldCore
 
 /// `herald send-test`: one real notification through an app's pushkin, exactly as `/notify`
 /// would send it, and what the upstream answered (docs/troubleshooting.md).

@@ -1,7 +1,3 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-
 /// toot-relay's extended Z85 (docs/webpush-relay.md, "The APNs request"): ZeroMQ's Z85 alphabet; each
 /// 4-byte group, big-endian, becomes 5 digits; a final group of 1–3 bytes becomes that many digits
 /// plus one. The app's notification extension decodes it back.

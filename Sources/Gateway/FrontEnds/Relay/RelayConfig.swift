@@ -1,6 +1,4 @@
 import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
 import Pushkins
 
 /// The `relay:` section: the Web Push → APNs relay (docs/webpush-relay.md, "Configuration").

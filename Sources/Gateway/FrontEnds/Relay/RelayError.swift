@@ -1,8 +1,5 @@
-import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
 import NIOHTTP1
-import Pushkins
 
 /// Why the relay does not answer 201. Statuses follow what senders do with them: Mastodon deletes
 /// a subscription on a 4xx other than 408 and 429, so a 4xx means the subscription or message is

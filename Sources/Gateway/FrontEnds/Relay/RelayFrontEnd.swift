@@ -1,12 +1,8 @@
 import Foundation
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
 import Logging
-import Metrics
-import NIOHTTP1
 import Pushkins
-import ServiceLifecycle
 
 /// The Web Push → APNs relay, a drop-in for toot-relay (docs/webpush-relay.md): an iOS app
 /// subscribes with `https://<herald>/relay-to/<environment>/<device-token>[/<extra>]`, and each

@@ -1,7 +1,3 @@
-import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
-
 /// The APNs payload the relay sends (docs/webpush-relay.md, "The APNs request"): a fixed alert,
 /// `content-available` and `mutable-content`, and the still-encrypted message as `p` (body), `k`
 /// (sender key) and `s` (salt) in extended Z85, plus `x` (the subscription's extra path). Written

@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 import Pushkins

@@ -1,6 +1,4 @@
 import HeraldCore
-import HeraldHTTPServer
-import HeraldUpstream
 import Synchronization
 
 /// A token bucket per device token: `perMinute` messages a minute on average, bursts of up to

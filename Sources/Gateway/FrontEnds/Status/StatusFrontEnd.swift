@@ -1,8 +1,7 @@
 import HeraldCore
 import HeraldHTTPServer
-import HeraldUpstream
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 import Pushkins
 import ServiceLifecycle
 import StatusAdapter

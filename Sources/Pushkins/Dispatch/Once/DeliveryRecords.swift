@@ -1,5 +1,5 @@
-import Foundation
-import HeraldCore
+package import Foundation
+package import HeraldCore
 
 /// What is remembered of a delivery the upstream answered for good: a repeat within the window
 /// gets the same answer without a second upstream call. A failed delivery leaves no record.

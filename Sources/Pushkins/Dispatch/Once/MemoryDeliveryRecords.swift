@@ -1,6 +1,6 @@
 import DequeModule
-import Foundation
-import HeraldCore
+package import Foundation
+package import HeraldCore
 import Synchronization
 
 /// The record of one instance: in memory, bounded in entries and bytes, the oldest dropped first

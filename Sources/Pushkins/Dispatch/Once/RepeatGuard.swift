@@ -1,6 +1,6 @@
 import Foundation
-import HeraldCore
-import Logging
+package import HeraldCore
+package import Logging
 import Synchronization
 
 /// Sends a delivery once per key within the window (docs/operations.md, "Once"): a repeat of a
