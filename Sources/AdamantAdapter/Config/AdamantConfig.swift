@@ -72,31 +72,7 @@ package struct AdamantConfig: Sendable {
         for node in config.nodes where !(node.hasPrefix("https://") || node.hasPrefix("http://")) {
             diagnostics.error(section.keyPath("nodes"), "'\(node)' is not an http(s) URL")
         }
-        let passphraseFile = section.readableFile("passphrase_file", required: false)
-        let keyFile = section.readableFile("private_key_file", required: false)
-        switch (passphraseFile, keyFile) {
-        case (nil, nil):
-            if !section.has("passphrase_file") && !section.has("private_key_file") {
-                diagnostics.error(section.keyPath("passphrase_file"), "set passphrase_file or private_key_file (the service account)")
-            }
-        case (.some, .some):
-            diagnostics.error(section.keyPath("private_key_file"), "set only one of passphrase_file and private_key_file")
-        case (let path?, nil):
-            do {
-                config.keys = try AdamantKeys(passphrase: try String(contentsOfFile: path, encoding: .utf8))
-            } catch {
-                diagnostics.error(section.keyPath("passphrase_file"), "cannot make keys from it: \(error)")
-            }
-        case (nil, let path?):
-            do {
-                config.keys = try AdamantKeys(privateKeyHex: try String(contentsOfFile: path, encoding: .utf8))
-            } catch {
-                diagnostics.error(section.keyPath("private_key_file"), "\(error)")
-            }
-        }
-        if let address = section.string("address"), let keys = config.keys, keys.address != address {
-            diagnostics.error(section.keyPath("address"), "the keys are those of \(keys.address), not \(address)")
-        }
+        config.keys = readKeys(section)
         config.apnsApp = section.string("apns_app", required: true) ?? ""
         config.apnsSandboxApp = section.string("apns_sandbox_app").flatMap { $0.isEmpty ? nil : $0 }
         if let url = section.string("development_base_url"), !url.isEmpty {
@@ -113,6 +89,50 @@ package struct AdamantConfig: Sendable {
         config.recentPushes = section.int("recent_pushes", default: 100_000, range: 100...10_000_000)
         config.maxBatchAttempts = section.int("max_batch_attempts", default: 5, range: 1...1000)
         config.maxConcurrentPushes = section.int("max_concurrent_pushes", default: 64, range: 1...10_000)
+        readStartupAndStore(section, into: &config)
+        config.sqliteCacheKiB = section.int("sqlite_cache_kib", default: DurableSQLite.defaultCacheKiB, range: 16...1_048_576)
+        readPayloads(section, into: &config)
+        config.node = UpstreamSettings.read(from: section, proxy: proxy, defaults: config.node)
+        section.warnUnknownKeys()
+        return config
+    }
+
+    /// The service account's keys, from a passphrase or a private key file (exactly one), and
+    /// checked against `address` when it is given.
+    static func readKeys(_ section: ConfigSection) -> AdamantKeys? {
+        let diagnostics = section.diagnostics
+        var keys: AdamantKeys?
+        let passphraseFile = section.readableFile("passphrase_file", required: false)
+        let keyFile = section.readableFile("private_key_file", required: false)
+        switch (passphraseFile, keyFile) {
+        case (nil, nil):
+            if !section.has("passphrase_file") && !section.has("private_key_file") {
+                diagnostics.error(section.keyPath("passphrase_file"), "set passphrase_file or private_key_file (the service account)")
+            }
+        case (.some, .some):
+            diagnostics.error(section.keyPath("private_key_file"), "set only one of passphrase_file and private_key_file")
+        case (let path?, nil):
+            do {
+                keys = try AdamantKeys(passphrase: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                diagnostics.error(section.keyPath("passphrase_file"), "cannot make keys from it: \(error)")
+            }
+        case (nil, let path?):
+            do {
+                keys = try AdamantKeys(privateKeyHex: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                diagnostics.error(section.keyPath("private_key_file"), "\(error)")
+            }
+        }
+        if let address = section.string("address"), let keys, keys.address != address {
+            diagnostics.error(section.keyPath("address"), "the keys are those of \(keys.address), not \(address)")
+        }
+        return keys
+    }
+
+    /// `startup` (and `start_height`) and `store`.
+    static func readStartupAndStore(_ section: ConfigSection, into config: inout AdamantConfig) {
+        let diagnostics = section.diagnostics
         switch section.string("startup") ?? "database" {
         case "database": config.startup = .database
         case "network": config.startup = .network
@@ -134,7 +154,10 @@ package struct AdamantConfig: Sendable {
                 config.store = .sqlite(path: store.hasPrefix("sqlite:") ? String(store.dropFirst(7)) : store)
             }
         }
-        config.sqliteCacheKiB = section.int("sqlite_cache_kib", default: DurableSQLite.defaultCacheKiB, range: 16...1_048_576)
+    }
+
+    /// `payloads.chat` and `payloads.transfer`, each over its default.
+    static func readPayloads(_ section: ConfigSection, into config: inout AdamantConfig) {
         if let payloads = section.map("payloads") {
             for (key, defaultPayload) in [("chat", config.chatPayload), ("transfer", config.transferPayload)] {
                 guard let entry = payloads.map(key) else { continue }
@@ -146,8 +169,5 @@ package struct AdamantConfig: Sendable {
             }
             payloads.warnUnknownKeys()
         }
-        config.node = UpstreamSettings.read(from: section, proxy: proxy, defaults: config.node)
-        section.warnUnknownKeys()
-        return config
     }
 }
