@@ -258,6 +258,17 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "herald-fuzz", dependencies: ["Gateway"]),
+        // The benchmark's floor rows (bench/run.sh): bare SwiftNIO clients and the cryptography alone.
+        .executableTarget(
+            name: "bench-floor",
+            dependencies: [
+                "StatusAdapter",
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "bench-hello",
             dependencies: [

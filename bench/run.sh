@@ -24,11 +24,11 @@ THREADS=2
 scripts/deps.sh
 # Room for the idle-connection run (10 000 sockets on each side).
 ulimit -n 65536 2>/dev/null || true
-# BIN=dir runs the binaries already in dir (herald, herald-fakes, bench-hello) without building:
+# BIN=dir runs the binaries already in dir (herald, herald-fakes, bench-hello, bench-floor) without building:
 # an A/B run of copies made earlier, undisturbed by edits to the sources meanwhile.
 if [ -z "${BIN:-}" ]; then
   echo "Building (release)…" >&2
-  scripts/release-build.sh herald herald-fakes bench-hello >&2
+  scripts/release-build.sh herald herald-fakes bench-hello bench-floor >&2
   BIN=$(scripts/release-build.sh --show-bin-path)
 fi
 # HERALD=path runs another build of Herald against the same fakes (an A/B comparison).
@@ -158,7 +158,7 @@ wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]] || [[ $1 == swiftnio* ]]; }
 # own. With RATE (requests/s), the run is paced: each connection waits a random, exponentially
 # distributed time (mean CONNECTIONS/RATE) before each request, so requests arrive about as a
 # Poisson stream of RATE/s instead of as fast as Herald answers.
-declare -A rates=()
+declare -A rates=() cpus=()
 runs=0
 run() {
   local name=$1 pid=$2 url=$3 body=$4 script=${5:-} rate=${6:-}
@@ -222,6 +222,7 @@ LUA
   errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
   cpu=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($after-$before)/t/max($requests,1)*1e6:.0f}')")
   rates[$name]=$rps
+  cpus[$name]=$cpu
   results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "$rps" "$p50" "$p99" "${cpu}µs" "$(peak_rss_mib "$pid")" "${errors:-0}")")
 }
 # half NAME: half the requests/s that the run NAME reached (the rate of its paced run).
@@ -459,6 +460,45 @@ for target in webpush apns fcm; do
   fi
 done
 
+# The floors (docs/operations.md, "Performance"): what each notify must cost at the least, from this
+# run, with nothing of Herald in between. bench-floor drives the same fakes with bare SwiftNIO
+# clients (the APNs request over HTTP/2 with as many streams in flight as wrk's connections; an
+# HTTP/1.1 keep-alive request to the fake FCM and to the push service), and times the cryptography
+# alone; its rows' cpu/req is bench-floor's own CPU per operation.
+# floor_row NAME ARGS…: one bench-floor run.
+floor_row() {
+  local name=$1 out
+  shift
+  out=$("$BIN/bench-floor" "$@" --seconds "$DURATION")
+  cpus[$name]=${out#* }
+  results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "${out%% *}" - - "${out#* }µs" - 0)")
+}
+APNS_BODY='{"aps":{"alert":{"loc-key":"MSG_FROM_USER_IN_ROOM_WITH_CONTENT","loc-args":["Major Tom","Mission Control","I'"'"'m floating in a most peculiar way."]},"badge":3,"sound":"default"},"room_id":"!slw48wfj34rtnrf:example.org","event_id":"$3957tyerfgewrf384"}'
+FCM_BODY='{"message":{"token":"dGVzdC1kZXZpY2UtMDAx:APA91bHHHH","data":{"event_id":"$3957tyerfgewrf384","type":"m.room.message","sender":"@exampleuser:matrix.org","sender_display_name":"Major Tom","room_name":"Mission Control","room_alias":"#exampleroom:matrix.org","prio":"high","unread":"2","missed_calls":"1","content_msgtype":"m.text","content_body":"I'"'"'m floating in a most peculiar way."},"android":{"priority":"HIGH"}}}'
+if [ -x "$BIN/bench-floor" ]; then
+  if wanted "herald apns"; then
+    floor_row "floor apns h2 client" h2 "$(fake "['apns']['base_url']")/3/device/$(printf 'ab%.0s' $(seq 32))" \
+      --ca "$(fake "['apns']['ca_file']")" --apns-key "$(fake "['apns']['keyfile']")" --key-id "$(fake "['apns']['key_id']")" \
+      --team-id "$(fake "['apns']['team_id']")" -H "apns-topic: $(fake "['apns']['topic']")" -H "apns-push-type: alert" \
+      -H "apns-priority: 10" -H "apns-id: 7d3bd4e4-4c51-4cf4-9d1c-1f4ab3a5d0c8" -H "content-type: application/json" \
+      --body "$APNS_BODY" --concurrency "$CONNECTIONS"
+  fi
+  if wanted "herald fcm v1"; then
+    # The legacy endpoint (its key needs no OAuth exchange) with a v1-sized body: the same bytes.
+    floor_row "floor fcm h1 client" h1 "$(fake "['fcm']['base_url']")/fcm/send" \
+      -H "Authorization: key=$(fake "['fcm']['legacy_api_key']")" -H "Content-Type: application/json" \
+      --body "$FCM_BODY" --concurrency "$CONNECTIONS"
+  fi
+  if wanted "herald webpush"; then
+    floor_row "floor webpush h1 client" h1 "$(fake "['webpush']['subscriptions'][0]['endpoint']")" \
+      -H "Content-Encoding: aes128gcm" -H "TTL: 86400" -H "Urgency: high" -H "Authorization: vapid t=floor, k=floor" \
+      --body "$(head -c 300 /dev/zero | tr '\0' 'Z')" --concurrency "$CONNECTIONS"
+    floor_row "floor webpush crypto" webpush-crypto
+    floor_row "floor vapid signature" vapid
+  fi
+  if wanted "herald status push"; then floor_row "floor status secp256k1" status-crypto; fi
+fi
+
 echo
 echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 printf '%-22s %10s %9s %9s %11s %9s %8s\n' "run" "req/s" "p50" "p99" "cpu/req" "peakMiB" "non-2xx"
@@ -470,3 +510,21 @@ echo " started for it, SwiftNIO's after its run), peakMiB the RSS with them all 
 echo " what the fake answers alone, driven with the same concurrency: Herald's rows must stay below them;"
 echo " the half rows are paced at half the rate of the run above them, as a Poisson stream)"
 for r in "${results[@]}"; do echo "$r"; done
+
+# Each Herald row as a multiple of its floor (issue targets: APNs and FCM ≤ 1.5, Web Push ≤ 1.3,
+# Status ≤ 1.6, 10 devices ≤ 4 × one). The Status floor leaves out its store read.
+python3 - <<PY
+cpus = {$(for k in "${!cpus[@]}"; do printf '"%s": %s, ' "$k" "${cpus[$k]}"; done)}
+hello = cpus.get("swiftnio hello-world")
+def multiple(row, parts):
+    if row not in cpus or any(p not in cpus for p in parts): return
+    floor = sum(cpus[p] for p in parts)
+    print(f"{row:<22} {cpus[row]:>7.0f}µs = {cpus[row] / floor:4.2f} × its floor {floor:.0f}µs ({' + '.join(parts)})")
+print()
+print("multiples of the floor (cpu/req ÷ the sum of its floor rows, this run)")
+multiple("herald apns", ["swiftnio hello-world", "floor apns h2 client"])
+multiple("herald fcm v1", ["swiftnio hello-world", "floor fcm h1 client"])
+multiple("herald webpush", ["swiftnio hello-world", "floor webpush h1 client", "floor webpush crypto"])
+multiple("herald status push", ["swiftnio hello-world", "floor status secp256k1"])
+multiple("herald apns 10 dev", ["herald apns"])
+PY

@@ -10,8 +10,8 @@ import Testing
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources")
 
-    /// Not the product: test support, fakes, the fuzzer's driver and the bare benchmark server.
-    static let notProduct = ["HeraldTestSupport/", "herald-fakes/", "herald-fuzz/", "bench-hello/"]
+    /// Not the product: test support, fakes, the fuzzer's driver and the benchmark's bare server and floors.
+    static let notProduct = ["HeraldTestSupport/", "herald-fakes/", "herald-fuzz/", "bench-hello/", "bench-floor/"]
     /// Where the system's clocks are read: the clock type.
     static let clockType = "HeraldCore/Support/HeraldClock.swift"
     /// Where the system clock is chosen.
