@@ -109,7 +109,15 @@ relay:
   development_base_url: $(fake "['apns']['base_url']")
   rate_limit_per_minute: 0
 YAML
-"$HERALD" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
+# COUNT_ALLOCATIONS=1: the main Herald counts its heap allocations (bench/malloc-count.c, preloaded),
+# and each of its runs also reports allocations per request. The counting costs a little CPU: compare
+# allocations with allocations, and CPU with runs made without it.
+preload=()
+if [ "${COUNT_ALLOCATIONS:-}" = 1 ]; then
+  cc -O2 -shared -fPIC -o "$work/malloc-count.so" bench/malloc-count.c -lpthread
+  preload=(env LD_PRELOAD="$work/malloc-count.so" MALLOC_COUNT_FILE="$work/allocations")
+fi
+"${preload[@]}" "$HERALD" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
 HERALD_PID=$!
 pids+=($HERALD_PID)
 wait_http "http://127.0.0.1:$HERALD_PORT/health"
@@ -158,7 +166,7 @@ wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]] || [[ $1 == swiftnio* ]]; }
 # own. With RATE (requests/s), the run is paced: each connection waits a random, exponentially
 # distributed time (mean CONNECTIONS/RATE) before each request, so requests arrive about as a
 # Poisson stream of RATE/s instead of as fast as Herald answers.
-declare -A rates=() cpus=()
+declare -A rates=() cpus=() allocs=()
 runs=0
 run() {
   local name=$1 pid=$2 url=$3 body=$4 script=${5:-} rate=${6:-}
@@ -193,7 +201,8 @@ LUA
     sed 's/"\$r/"$w/' "$work/post.lua" > "$work/warm.lua"
     wrk -t1 -c8 -d2s -s "$work/warm.lua" "$url" >/dev/null
   fi
-  local before after out
+  local before after out allocations_before=""
+  if [ "$pid" = "$HERALD_PID" ] && [ -s "$work/allocations" ]; then allocations_before=$(cat "$work/allocations"); fi
   before=$(cpu_ticks "$pid")
   local perf_pid=""
   if [ -n "${PROFILE_DIR:-}" ]; then
@@ -202,6 +211,10 @@ LUA
   fi
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
   after=$(cpu_ticks "$pid")
+  if [ -n "$allocations_before" ]; then
+    sleep 0.1  # the counter's file is written every 20 ms
+    allocs[$name]=$(( ($(cat "$work/allocations") - allocations_before) ))
+  fi
   if [ -n "$perf_pid" ]; then
     wait "$perf_pid" || true
     mkdir -p "$PROFILE_DIR"
@@ -223,6 +236,7 @@ LUA
   cpu=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($after-$before)/t/max($requests,1)*1e6:.0f}')")
   rates[$name]=$rps
   cpus[$name]=$cpu
+  if [ -n "${allocs[$name]:-}" ]; then allocs[$name]=$(( allocs[$name] / (requests > 0 ? requests : 1) )); fi
   results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "$rps" "$p50" "$p99" "${cpu}µs" "$(peak_rss_mib "$pid")" "${errors:-0}")")
 }
 # half NAME: half the requests/s that the run NAME reached (the rate of its paced run).
@@ -528,3 +542,8 @@ multiple("herald webpush", ["swiftnio hello-world", "floor webpush h1 client", "
 multiple("herald status push", ["swiftnio hello-world", "floor status secp256k1"])
 multiple("herald apns 10 dev", ["herald apns"])
 PY
+if [ "${#allocs[@]}" -gt 0 ]; then
+  echo
+  echo "heap allocations per request (COUNT_ALLOCATIONS=1; malloc, calloc, realloc and aligned allocations)"
+  for k in "${!allocs[@]}"; do printf '%-22s %8s\n' "$k" "${allocs[$k]}"; done | sort
+fi
