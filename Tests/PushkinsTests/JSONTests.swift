@@ -63,6 +63,15 @@ import Testing
         #expect(try JSONParser.parse(#"{"a": 1, "a": 2}"#)["a"] == .int(2))
     }
 
+    @Test func nestedObjectsAndArraysKeepTheirMembersInOrder() throws {
+        // The parser gathers members in buffers shared by the whole parse: each nested object or
+        // array must take exactly its own, and a repeated key its first place with its last value.
+        let value = try JSONParser.parse(#"{"a": {"b": [1, {"c": 2}, 3], "d": [[], {}]}, "e": [4, [5, {"f": 6}]], "g": 7, "a": 8}"#)
+        #expect(JSONWriter.string(value) == #"{"a":8,"e":[4,[5,{"f":6}]],"g":7}"#)
+        let inner = try JSONParser.parse(#"{"a": {"b": [1, {"c": 2}, 3], "d": [[], {}]}, "x": null}"#)
+        #expect(JSONWriter.string(inner) == #"{"a":{"b":[1,{"c":2},3],"d":[[],{}]},"x":null}"#)
+    }
+
     @Test func largeIntegersFallBackToDouble() throws {
         #expect(try JSONParser.parse("123456789012345678901234") == .double(123456789012345678901234))
     }

@@ -29,6 +29,11 @@ package struct JSONParser {
     private let bytes: [UInt8]
     private let maxDepth: Int
     private var index = 0
+    /// The members of the objects being parsed, innermost last, and likewise the elements of the
+    /// arrays: one buffer each for the whole parse, so that each object's and array's own storage
+    /// is allocated once, at its final size, instead of growing (and reallocating) member by member.
+    private var members: [(key: String, value: JSONValue)] = []
+    private var elements: [JSONValue] = []
 
     private init(bytes: [UInt8], maxDepth: Int) {
         self.bytes = bytes
@@ -73,12 +78,13 @@ package struct JSONParser {
     private mutating func parseObject(depth: Int) throws(Error) -> JSONValue {
         guard depth <= maxDepth else { throw error("nesting too deep") }
         index += 1
-        var object = JSONObject()
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(object)
+            return .object(JSONObject())
         }
+        let start = members.count
+        defer { members.removeSubrange(start...) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected object key") }
@@ -87,13 +93,16 @@ package struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue(depth: depth)
+            members.append((key, try parseValue(depth: depth)))
             skipWhitespace()
             guard index < bytes.count else { throw error("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
+                var object = JSONObject(minimumCapacity: members.count - start)
+                // A repeated key keeps its first place and its last value.
+                for member in members[start...] { object[member.key] = member.value }
                 return .object(object)
             } else {
                 throw error("expected ',' or '}'")
@@ -104,22 +113,23 @@ package struct JSONParser {
     private mutating func parseArray(depth: Int) throws(Error) -> JSONValue {
         guard depth <= maxDepth else { throw error("nesting too deep") }
         index += 1
-        var array: [JSONValue] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
-            return .array(array)
+            return .array([])
         }
+        let start = elements.count
+        defer { elements.removeSubrange(start...) }
         while true {
             skipWhitespace()
-            array.append(try parseValue(depth: depth))
+            elements.append(try parseValue(depth: depth))
             skipWhitespace()
             guard index < bytes.count else { throw error("unterminated array") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "]") {
                 index += 1
-                return .array(array)
+                return .array(Array(elements[start...]))
             } else {
                 throw error("expected ',' or ']'")
             }
