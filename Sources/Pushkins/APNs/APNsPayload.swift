@@ -32,11 +32,13 @@ package enum APNsPayload {
         }
         if alert == nil && badge == nil { return .nothingToSend }
 
-        var payload = JSONObject()
+        // Sized for what is added below, so that each object is allocated once: `aps`, `room_id`
+        // and `event_id`; `alert`, `sound` and `badge`; `loc-key` and `loc-args`.
+        var payload = JSONObject(minimumCapacity: 3)
         if let type = n.type, !type.isEmpty, device.data != nil, let defaultPayload { payload = defaultPayload }
-        var aps = payload["aps"]?.objectValue ?? JSONObject()
+        var aps = payload["aps"]?.objectValue ?? JSONObject(minimumCapacity: 3)
         if let (key, args) = alert {
-            var alertObject = aps["alert"]?.objectValue ?? JSONObject()
+            var alertObject = aps["alert"]?.objectValue ?? JSONObject(minimumCapacity: 2)
             alertObject["loc-key"] = .string(key)
             alertObject["loc-args"] = .array(args.map { .string($0) })
             aps["alert"] = .object(alertObject)
