@@ -42,20 +42,35 @@ package final class HTTP2Upstream: UpstreamTransport {
 
     /// `origin` is `https://host[:port]`. Connections are opened on `eventLoop`, or without one on
     /// the event loop of the request that opens them. The TLS context is one of `contexts`.
-    package init(
+    package convenience init(
         origin: String, settings: UpstreamSettings, tls: TLSConfiguration, eventLoop: (any EventLoop)? = nil,
         contexts: TLSContexts = TLSContexts(), firstStreamID: HTTP2StreamID = 1
     ) throws {
-        self.firstStreamID = firstStreamID
         let parsed = try UpstreamOrigin(origin)
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }
+        try self.init(
+            origin: parsed, settings: settings, tls: tls, offering: ["h2"], eventLoop: eventLoop, contexts: contexts,
+            firstStreamID: firstStreamID)
+    }
+
+    /// `offering` is what TLS offers by ALPN: a connection on which the server picks anything but
+    /// `h2` fails its requests with `UpstreamConnectionError.notHTTP2` before any is sent
+    /// (`NegotiatedUpstream` then speaks HTTP/1.1). With an `addressGuard`, a connection made
+    /// without the proxy goes only to checked addresses (`UpstreamConnector`).
+    init(
+        origin: UpstreamOrigin, settings: UpstreamSettings, tls: TLSConfiguration, offering protocols: [String],
+        eventLoop: (any EventLoop)? = nil, addressGuard: HostResolver? = nil, contexts: TLSContexts = TLSContexts(),
+        firstStreamID: HTTP2StreamID = 1
+    ) throws {
+        self.firstStreamID = firstStreamID
         self.settings = settings
-        self.origin = parsed
+        self.origin = origin
         self.eventLoop = eventLoop
         var tls = tls
-        tls.applicationProtocols = ["h2"]
+        tls.applicationProtocols = protocols
         connector = UpstreamConnector(
-            origin: parsed, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings, shared: contexts))
+            origin: origin, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings, shared: contexts),
+            addressGuard: addressGuard)
     }
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {

@@ -14,11 +14,20 @@ package struct UpstreamSettings: Sendable {
     package var trustedCAFiles: [String]
     /// How much of a response body is read (for error reasons); the rest is discarded.
     package var maxResponseBytes: Int
+    /// Whether an https origin is offered HTTP/2 by ALPN (`http2`); HTTP/1.1 is spoken where the
+    /// server does not take it (`NegotiatedUpstream`).
+    package var http2: Bool
+    /// The most requests in flight at once on an origin's HTTP/2 connection
+    /// (`max_concurrent_streams`); the server's own `MAX_CONCURRENT_STREAMS` holds below it.
+    package var maxConcurrentStreams: Int
 
     package init(
         maxConnections: Int = 20, connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(10),
-        proxy: ProxySettings? = nil, trustedCAFiles: [String] = [], maxResponseBytes: Int = 64 * 1024
+        proxy: ProxySettings? = nil, trustedCAFiles: [String] = [], maxResponseBytes: Int = 64 * 1024, http2: Bool = true,
+        maxConcurrentStreams: Int = 100
     ) {
+        self.http2 = http2
+        self.maxConcurrentStreams = maxConcurrentStreams
         self.maxConnections = maxConnections
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
@@ -27,16 +36,25 @@ package struct UpstreamSettings: Sendable {
         self.maxResponseBytes = maxResponseBytes
     }
 
-    /// Reads `max_connections`, `connect_timeout`, `request_timeout` and `tls_ca_file` of an app.
-    package static func read(from config: ConfigSection, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings())
-        -> UpstreamSettings
-    {
+    /// Reads `max_connections`, `connect_timeout`, `request_timeout` and `tls_ca_file` of an app,
+    /// and for an upstream that may speak HTTP/2 (`multiplexed`) `http2` and
+    /// `max_concurrent_streams`.
+    package static func read(
+        from config: ConfigSection, proxy: ProxySettings?, defaults: UpstreamSettings = UpstreamSettings(), multiplexed: Bool = false
+    ) -> UpstreamSettings {
         var settings = defaults
         settings.maxConnections = config.int("max_connections", default: defaults.maxConnections, range: 1...10_000)
         settings.connectTimeout = config.seconds("connect_timeout", default: defaults.connectTimeout.seconds, range: 0.001...300)
         settings.requestTimeout = config.seconds("request_timeout", default: defaults.requestTimeout.seconds, range: 0.001...300)
         if let ca = config.readableFile("tls_ca_file", required: false) { settings.trustedCAFiles = [ca] }
         settings.proxy = proxy
+        if multiplexed {
+            settings.http2 = config.bool("http2", default: defaults.http2)
+            settings.maxConcurrentStreams = config.int(
+                "max_concurrent_streams", default: defaults.maxConcurrentStreams, range: 1...1000)
+        } else {
+            settings.http2 = false
+        }
         return settings
     }
 }
@@ -116,6 +134,8 @@ package final class UpstreamHTTPClient: UpstreamTransport {
     private let pools: OriginPools
 
     package init(settings: UpstreamSettings, contexts: TLSContexts = TLSContexts()) throws {
+        var settings = settings
+        settings.http2 = false
         self.settings = settings
         pools = OriginPools(settings: settings, addressGuard: nil, maxOrigins: 64, contexts: contexts)
     }

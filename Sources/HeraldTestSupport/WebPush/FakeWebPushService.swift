@@ -55,7 +55,10 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
     private let state = Mutex(State())
     private let recordRequests: Bool
     package let server: HTTPServer
-    package var baseURL: String { "http://127.0.0.1:\(server.port)" }
+    /// Where subscriptions' endpoints point, and the VAPID audience it expects: its own listener,
+    /// or the front it is served behind (`serve(behind:)`).
+    package var baseURL: String { front.withLock { $0 } ?? "http://127.0.0.1:\(server.port)" }
+    private let front = Mutex<String?>(nil)
     private let serveTask: Mutex<Task<Void, Never>?> = Mutex(nil)
     private let box: HandlerBox<FakeWebPushService>
 
@@ -80,6 +83,10 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
         await server.shutdown()
         await serveTask.withLock { $0 }?.value
     }
+
+    /// Served behind `origin` (a `TLSFront`): new subscriptions' endpoints and the VAPID audience
+    /// are on that origin.
+    package func serve(behind origin: String) { front.withLock { $0 = origin } }
 
     /// A new subscription at `/push/<path>`.
     @discardableResult

@@ -41,7 +41,7 @@ package struct FCMConfig: Sendable {
         let visible = config.bool("visible_notification", default: false)
         var baseURL = config.string("base_url") ?? "https://fcm.googleapis.com"
         if baseURL.hasSuffix("/") { baseURL.removeLast() }
-        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy)
+        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, multiplexed: true)
         let retry = RetryPolicy.read(from: config)
 
         let credentials: Credentials

@@ -11,7 +11,7 @@ package final class FCMPushkin: FCMSending {
     package let type = PushkinType.gcm
     package let config: FCMConfig
     /// Google's token endpoint and the messages' connections.
-    private let provider: HTTP1Provider
+    private let provider: HTTPProvider
     private var upstream: UpstreamCall { provider.upstream }
     private let tokens: OAuthAccessTokens?
     private let legacy: FCMLegacySender?
@@ -21,7 +21,7 @@ package final class FCMPushkin: FCMSending {
     package init(name: String, config: FCMConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
-        let provider = try HTTP1Provider(
+        let provider = try HTTPProvider(
             type: .gcm, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment)
         self.provider = provider
         switch config.credentials {

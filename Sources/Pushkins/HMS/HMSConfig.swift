@@ -78,7 +78,7 @@ package struct HMSConfig: Sendable {
         let api = config.string("api") ?? "android"
         var baseURL = config.string("base_url") ?? defaultBaseURL
         if baseURL.hasSuffix("/") { baseURL.removeLast() }
-        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy)
+        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, multiplexed: true)
         let retry = RetryPolicy.read(from: config)
         let badges = config.bool("send_badge_counts", default: true)
         let ttl = config.int("ttl", default: 86_400, range: 0...1_296_000)

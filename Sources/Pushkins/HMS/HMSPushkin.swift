@@ -41,7 +41,7 @@ package final class HMSPushkin: HMSSending {
     package let type = PushkinType.hms
     package let config: HMSConfig
     /// The OAuth token endpoint (Android) and the messages' connections.
-    private let provider: HTTP1Provider
+    private let provider: HTTPProvider
     private var upstream: UpstreamCall { provider.upstream }
     private let credential: any UpstreamCredential
     private let url: String
@@ -49,7 +49,7 @@ package final class HMSPushkin: HMSSending {
     package init(name: String, config: HMSConfig, environment: PushkinEnvironment) throws {
         self.name = name
         self.config = config
-        let provider = try HTTP1Provider(
+        let provider = try HTTPProvider(
             type: .hms, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment)
         self.provider = provider
         switch config.credentials {

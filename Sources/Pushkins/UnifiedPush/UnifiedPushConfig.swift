@@ -20,7 +20,7 @@ package struct UnifiedPushConfig: Sendable {
             allowInsecureEndpoints: config.bool("allow_insecure_endpoints", default: false),
             allowPrivateEndpoints: config.bool("allow_private_endpoints", default: false),
             maxMessageBytes: config.int("max_message_bytes", default: 4096, range: 1024...(64 * 1024)),
-            upstream: UpstreamSettings.read(from: config, proxy: environment.proxy),
+            upstream: UpstreamSettings.read(from: config, proxy: environment.proxy, multiplexed: true),
             retry: RetryPolicy.read(from: config))
     }
 }

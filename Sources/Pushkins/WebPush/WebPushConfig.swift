@@ -27,7 +27,7 @@ package struct WebPushConfig: Sendable {
         let ttl = config.int("ttl", default: 900, range: 0...2_419_200)
         let insecure = config.bool("allow_insecure_endpoints", default: false)
         let privateEndpoints = config.bool("allow_private_endpoints", default: false)
-        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy)
+        let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, multiplexed: true)
         let retry = RetryPolicy.read(from: config)
         let declarative = config.bool("declarative", default: false)
         let navigate = config.string("declarative_navigate")
