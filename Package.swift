@@ -279,7 +279,8 @@ let package = Package(
         .testTarget(
             name: "PushkinsTests",
             dependencies: [
-                "HeraldCore", "HeraldUpstream", "Pushkins", "HeraldTestSupport", .product(name: "Metrics", package: "swift-metrics"),
+                "HeraldCore", "HeraldHTTPServer", "HeraldUpstream", "Pushkins", "HeraldTestSupport",
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
