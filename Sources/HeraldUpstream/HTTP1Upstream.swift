@@ -95,6 +95,7 @@ package final class HTTP1Upstream: UpstreamTransport {
     }
 
     private func requestHead(_ request: UpstreamRequest) throws -> HTTPRequestHead {
+        try InvalidHeaderField.check(request.headers)
         var headers = request.headers
         headers.replaceOrAdd(name: "Host", value: origin.authority)
         if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }

@@ -77,8 +77,13 @@ final class HTTP2Exchange: @unchecked Sendable {
         return .done
     }
 
-    /// The request's headers for HTTP/2: pseudo-headers first, names in lower case.
-    static func requestHeaders(_ request: UpstreamRequest, authority: String, path: String) -> HPACKHeaders {
+    /// The request's headers for HTTP/2: pseudo-headers first, names in lower case, each field
+    /// checked (`InvalidHeaderField`: the connection does not validate them again).
+    static func requestHeaders(_ request: UpstreamRequest, authority: String, path: String) throws(InvalidHeaderField) -> HPACKHeaders {
+        try InvalidHeaderField.check(request.headers)
+        guard InvalidHeaderField.isFieldValue(path), InvalidHeaderField.isFieldValue(authority) else {
+            throw InvalidHeaderField(name: ":path")
+        }
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 5)
         headers.add(name: ":method", value: request.method.rawValue)

@@ -76,10 +76,10 @@ package final class HTTP2Upstream: UpstreamTransport {
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
         let path = try origin.path(of: request.url)
+        let headers = try HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let connection = try await connection()
         let loop = connection.channel.eventLoop
         let promise = loop.makePromise(of: UpstreamResponse.self)
-        let headers = HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let maxBodyBytes = settings.maxResponseBytes
         let exchange = HTTP2Exchange(
             headers: headers, body: request.body, maxBodyBytes: maxBodyBytes, promise: promise, deadline: deadline,
@@ -176,7 +176,10 @@ package final class HTTP2Upstream: UpstreamTransport {
             let operations = channel.pipeline.syncOperations
             try operations.addHandler(HandshakeWatcher(promise: ready))
             try operations.addHandler(FlushCoalescer())
-            try operations.addHandler(NIOHTTP2Handler(mode: .client))
+            // Herald checks the fields it sends (`InvalidHeaderField`) and reads of an answer only
+            // its `:status`, checked, and header values as text (`HTTP2Exchange`): NIOHTTP2's
+            // validation of every header block, both ways, would repeat that work per request.
+            try operations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))
             let streams = HTTP2Streams(firstStreamID: firstStreamID)
             try operations.addHandler(streams)
             try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })

@@ -155,6 +155,11 @@ package struct UpstreamCall: Sendable {
         } catch let refused as PeerAddressRefused {
             state.permanent = .endpointRefused(refused.reason)
             return .finish(.done(nil))
+        } catch let invalid as InvalidHeaderField {
+            // Sent again it would be the same request: no retry.
+            logger.error("Upstream request not sent", metadata: ["upstream": "\(metrics.type)", "reason": "\(invalid)"])
+            state.permanent = .localError("\(invalid)")
+            return .finish(.done(nil))
         } catch {
             state.unanswered = Self.mayHaveArrived(error)
             if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {

@@ -189,4 +189,24 @@ import Testing
         await transport.shutdown()
         await front.stop()
     }
+
+    /// Herald checks the fields it sends itself (the HTTP/2 connection no longer validates header
+    /// blocks): a value with CR LF never leaves, over either protocol.
+    @Test(arguments: [TLSFront.Offer.http2AndHTTP1, .http1Only])
+    func aHeaderValueThatWouldSplitTheRequestIsNeverSent(_ offer: TLSFront.Offer) async throws {
+        let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
+        let front = try await TLSFront.start(pki: pki, handler: Echo(), offer: offer)
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        #expect(try await post(transport, front.baseURL + "/ok") == "200 /ok ")
+        for (name, value) in [("Topic", "a\r\nX-Injected: 1"), ("Topic", " padded"), ("Bad Name", "v"), ("Nul", "a\u{0}b")] {
+            var headers = HTTPHeaders()
+            headers.add(name: name, value: value)
+            await #expect(throws: InvalidHeaderField(name: name)) {
+                _ = try await transport.send(UpstreamRequest(url: front.baseURL + "/bad", headers: headers, body: nil))
+            }
+        }
+        #expect(front.answered == 1)
+        await transport.shutdown()
+        await front.stop()
+    }
 }

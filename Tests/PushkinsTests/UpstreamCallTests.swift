@@ -97,6 +97,28 @@ import Testing
         #expect(!failure.budgetSpent)
     }
 
+    @Test func aRequestWithAnInvalidHeaderFieldFailsForGoodWithoutARetry() async {
+        final class Refusing: UpstreamTransport {
+            let attempts = Mutex(0)
+            func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
+                attempts.withLock { $0 += 1 }
+                throw InvalidHeaderField(name: "topic")
+            }
+        }
+        let transport = Refusing()
+        let call = UpstreamCall(
+            transport: transport, policy: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2)),
+            metrics: UpstreamMetrics(type: PushkinType("test"), pushkin: "p", factory: NOOPMetricsHandler.instance, clock: SystemClock()),
+            clock: SystemClock())
+        let outcome = await call.deliver(logger: Logger(label: "t")) { _ in
+            request
+        } classify: {
+            classify($0)
+        }
+        #expect(outcome == .failed(reason: .localError("\(InvalidHeaderField(name: "topic"))")))
+        #expect(transport.attempts.withLock { $0 } == 1)
+    }
+
     @Test func aRetryAfterBeyondTheBudgetStopsAtOnce() async {
         let transport = ScriptedTransport([Self.answer(429, retryAfter: "60"), Self.answer(200)])
         let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, budget: .seconds(5)).run(
