@@ -71,7 +71,9 @@ package final class HTTPServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
                     let deadline = RequestReadDeadline(timeout: readTimeout, answer: timeoutAnswer)
                     try child.pipeline.syncOperations.addHandler(deadline)
-                    try child.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: false)
+                    // Every response head is written by `ResponseWriter`, which checks its fields.
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withErrorHandling: false, withOutboundHeaderValidation: false)
                     let pipelineHandler = try child.pipeline.syncOperations.handler(type: HTTPServerPipelineHandler.self)
                     try child.pipeline.syncOperations.addHandler(
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))

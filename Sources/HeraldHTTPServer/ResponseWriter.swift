@@ -1,3 +1,4 @@
+import HeraldCore
 import NIOCore
 import NIOHTTP1
 
@@ -6,9 +7,15 @@ import NIOHTTP1
 /// The connection handler writes answers through it, the malformed-request responder its 400, and
 /// the read deadline its 408, which it writes as bytes below the HTTP encoder.
 package enum ResponseWriter {
-    /// The head `response` is sent with.
+    /// The head `response` is sent with. A field that is not valid HTTP (`HTTPFieldSyntax`: a CR
+    /// or LF in a value would start a header of the value's making) is left out: every field is
+    /// checked here, so SwiftNIO's encoder does not validate the head again (`HTTPServer`).
     static func head(_ response: ServerResponse, version: HTTPVersion, keepAlive: Bool) -> HTTPResponseHead {
         var headers = response.headers
+        if !headers.allSatisfy({ HTTPFieldSyntax.isToken($0.name) && HTTPFieldSyntax.isFieldValue($0.value) }) {
+            headers = HTTPHeaders(
+                headers.filter { HTTPFieldSyntax.isToken($0.name) && HTTPFieldSyntax.isFieldValue($0.value) }.map { ($0.name, $0.value) })
+        }
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         return HTTPResponseHead(version: version, status: response.status, headers: headers)

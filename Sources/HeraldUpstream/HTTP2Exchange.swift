@@ -81,7 +81,7 @@ final class HTTP2Exchange: @unchecked Sendable {
     /// checked (`InvalidHeaderField`: the connection does not validate them again).
     static func requestHeaders(_ request: UpstreamRequest, authority: String, path: String) throws(InvalidHeaderField) -> HPACKHeaders {
         try InvalidHeaderField.check(request.headers)
-        guard InvalidHeaderField.isFieldValue(path), InvalidHeaderField.isFieldValue(authority) else {
+        guard HTTPFieldSyntax.isFieldValue(path), HTTPFieldSyntax.isFieldValue(authority) else {
             throw InvalidHeaderField(name: ":path")
         }
         var headers = HPACKHeaders()
