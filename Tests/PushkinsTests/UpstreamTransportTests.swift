@@ -246,7 +246,9 @@ import Testing
         let apns = try await FakeAPNs.start(
             pki: pki, topic: "org.example.app", auth: .token(keyId: "K", teamId: "T", publicKey: key.publicKey))
         let transport = try HTTP2Upstream(
-            origin: apns.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration())
+            origin: apns.baseURL,
+            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile]),
+            tls: .makeClientConfiguration())
         func send(_ token: String) async throws -> String {
             var headers = HTTPHeaders()
             headers.add(name: "authorization", value: "bearer \(token)")
