@@ -54,6 +54,8 @@ import Testing
                 topic: t
                 base_url: \(apns.baseURL)
                 tls_ca_file: \(pki.caFile)
+                connect_timeout: 60
+                request_timeout: 60
 
             """
         let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
