@@ -80,7 +80,6 @@ final class HTTP2Exchange: @unchecked Sendable {
     /// The request's headers for HTTP/2: pseudo-headers first, names in lower case, each field
     /// checked (`InvalidHeaderField`: the connection does not validate them again).
     static func requestHeaders(_ request: UpstreamRequest, authority: String, path: String) throws(InvalidHeaderField) -> HPACKHeaders {
-        try InvalidHeaderField.check(request.headers)
         guard HTTPFieldSyntax.isFieldValue(path), HTTPFieldSyntax.isFieldValue(authority) else {
             throw InvalidHeaderField(name: ":path")
         }
@@ -97,6 +96,8 @@ final class HTTP2Exchange: @unchecked Sendable {
         headers.add(name: ":path", value: path, indexing: .nonIndexable)
         var hasUserAgent = false
         for (name, value) in request.headers {
+            // Checked here, in the one pass that builds the block (`InvalidHeaderField`).
+            guard HTTPFieldSyntax.isToken(name), HTTPFieldSyntax.isFieldValue(value) else { throw InvalidHeaderField(name: name) }
             let lower = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
             if Self.connectionSpecific.contains(lower) { continue }
             if lower == "user-agent" { hasUserAgent = true }
