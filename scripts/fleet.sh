@@ -7,6 +7,9 @@
 #   scripts/fleet.sh status     each instance's health, pid and poll counts, and who holds the ADAMANT lease
 #   scripts/fleet.sh down       stop everything and remove the fleet's directory
 #   scripts/fleet.sh kill I     SIGKILL instance I;  scripts/fleet.sh start I  starts it again
+#   scripts/fleet.sh config I URL [PORT METRICS_PORT]
+#                               print instance I's config for the fakes in $FLEET_DIR/fakes/fakes.json
+#                               and the PostgreSQL at URL (the fleet chaos test runs with exactly this)
 #
 # The fleet lives in $FLEET_DIR (default ./run/fleet). Its files (haproxy.cfg, herald-I.yaml) are
 # ones an operator could copy: see docs/deployment.md, "A fleet".
@@ -31,12 +34,12 @@ fake() { python3 -c "import json,sys; d=json.load(open('$FLEET_DIR/fakes/fakes.j
 wait_http() { for _ in $(seq 1 600); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "fleet: no answer from $1" >&2; return 1; }
 
 instance_config() {
-  local i=$1 url=$2
-  cat > "$FLEET_DIR/herald-$i.yaml" <<YAML
+  local i=$1 url=$2 port=${3:-$((BASE_PORT + $1))} metrics_port=${4:-$((BASE_PORT + 100 + $1))}
+  cat <<YAML
 # Instance $i of the fleet: the same file on every instance but for its ports.
 http:
   bind_addresses: ['127.0.0.1']
-  port: $((BASE_PORT + i))
+  port: $port
   shutdown_grace_period: 10
   reuse_port: true
 log:
@@ -45,7 +48,13 @@ metrics:
   prometheus:
     enabled: true
     address: 127.0.0.1
-    port: $((BASE_PORT + 100 + i))
+    port: $metrics_port
+notify:
+  # The fleet shares its delivery record: a homeserver's retry that the load balancer hands to
+  # another instance is answered from it instead of being sent again (docs/operations.md, "Once").
+  repeat_store: $url
+  # A claim of an instance killed mid-call is taken over after this (the default is 60 s).
+  repeat_takeover: 30
 apps:
   com.example.apns:
     type: apns
@@ -55,12 +64,16 @@ apps:
     topic: $(fake "['apns']['topic']")
     base_url: $(fake "['apns']['base_url']")
     tls_ca_file: $(fake "['apns']['ca_file']")
+    # The fakes share two cores with the whole fleet: patient timeouts (the defaults are 10 s).
+    connect_timeout: 60
+    request_timeout: 60
   com.example.fcm:
     type: gcm
     api_version: v1
     project_id: $(fake "['fcm']['project_id']")
     service_account_file: $(fake "['fcm']['service_account_file']")
     base_url: $(fake "['fcm']['base_url']")
+    request_timeout: 60
   com.example.webpush:
     type: webpush
     vapid_private_key: $FLEET_DIR/vapid.pem
@@ -68,12 +81,16 @@ apps:
     vapid_contact_email: ops@example.org
     allow_insecure_endpoints: true
     allow_private_endpoints: true
+    request_timeout: 60
 status:
   store: $url
   apns_app: com.example.apns
   fcm_app: com.example.fcm
+  store_timeout: 2
   gorush:
     enabled: true
+    # A job whose instance was killed mid-send is handed to another after this (the default is 30 s).
+    claim_timeout: 5
 adamant:
   nodes: ['$(fake "['adamant']['node']")']
   passphrase_file: $(fake "['adamant']['passphrase_file']")
@@ -81,6 +98,11 @@ adamant:
   development_base_url: $(fake "['apns']['base_url']")
   poll_interval: 0.5
   signal_poll_interval: 0.5
+  lease_retry: 0.5
+  lease_check: 0.5
+  # The fake node's chain starts empty: read it from its first block.
+  startup: initial
+  start_height: 0
   store: $url
 YAML
 }
@@ -140,12 +162,16 @@ case "$command" in
     echo $! > "$FLEET_DIR/fakes.pid"
     for _ in $(seq 1 600); do [ -s "$FLEET_DIR/fakes/fakes.json" ] && break; sleep 0.05; done
     echo "$n" > "$FLEET_DIR/n"
-    for i in $(seq 1 "$n"); do instance_config "$i" "$url"; done
+    for i in $(seq 1 "$n"); do instance_config "$i" "$url" > "$FLEET_DIR/herald-$i.yaml"; done
     for i in $(seq 1 "$n"); do start_instance "$i"; done
     haproxy_config "$n"
     haproxy -D -f "$FLEET_DIR/haproxy.cfg"
     wait_http "http://127.0.0.1:$LB_PORT/health"
     echo "fleet: $n Heralds behind http://127.0.0.1:$LB_PORT (HAProxy), PostgreSQL $url, fakes in $FLEET_DIR/fakes/fakes.json"
+    ;;
+  config)
+    [ $# -ge 3 ] || { echo "usage: scripts/fleet.sh config I URL [PORT METRICS_PORT]" >&2; exit 2; }
+    instance_config "$2" "$3" "${4:-}" "${5:-}"
     ;;
   kill)
     kill -9 "$(cat "$FLEET_DIR/herald-$2.pid")" 2>/dev/null || true
@@ -174,7 +200,7 @@ case "$command" in
     rm -rf "$FLEET_DIR"
     ;;
   *)
-    echo "usage: scripts/fleet.sh up [N] | status | kill I | start I | down" >&2
+    echo "usage: scripts/fleet.sh up [N] | status | kill I | start I | config I URL [PORT METRICS_PORT] | down" >&2
     exit 2
     ;;
 esac

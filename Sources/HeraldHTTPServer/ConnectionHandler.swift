@@ -188,6 +188,15 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         _ = write(response, to: closing)
     }
 
+    /// The handler's answer is about to be written: its deadline can no longer answer first.
+    /// False when the server answered at the deadline already, or the connection is gone: the
+    /// sender will not hear the handler's answer.
+    func claimAnswer() -> Bool {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        return answeredAtDeadline == nil && context != nil && !finished && machine.isResponding
+    }
+
     /// Writes the handler's answer to the request last handed out, unless the server answered it
     /// at its deadline.
     func respond(_ response: ServerResponse, to head: HTTPRequestHead) -> Responded {

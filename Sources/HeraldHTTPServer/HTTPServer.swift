@@ -187,6 +187,7 @@ package final class HTTPServer: Sendable {
                 await self.traced(request, read.route)
             }
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
+            if let onHeard = response.onHeard, await connection.claimAnswer() { await onHeard() }
             switch await connection.respond(response, to: read.head) {
             case .open:
                 record(request, response, duration: clock.now - started)

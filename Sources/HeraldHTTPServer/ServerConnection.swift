@@ -33,6 +33,14 @@ struct ServerConnection: Sendable {
         return (try? await channel.eventLoop.submit { handler.value.respond(response, to: head) }.get()) ?? .closing
     }
 
+    /// Cancels the answer deadline of the request last handed out; whether the handler's answer
+    /// will be written on an open connection (`ServerResponse.onHeard`).
+    func claimAnswer() async -> Bool {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop { return handler.value.claimAnswer() }
+        return (try? await channel.eventLoop.submit { handler.value.claimAnswer() }.get()) ?? false
+    }
+
     /// Starts `deadline` for `head`'s request (`AnswerDeadline`).
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         let handler = self.handler

@@ -42,6 +42,10 @@ package struct ServerResponse: Sendable {
     package var status: HTTPResponseStatus
     package var headers: HTTPHeaders
     package var body: ByteBuffer
+    /// Run when the server knows its sender will hear this answer: just before it is written on a
+    /// connection still open, the route's answer deadline not having answered first
+    /// (docs/architecture.md, "Answer deadline"). Never run for an answer the sender cannot hear.
+    package var onHeard: (@Sendable () async -> Void)?
 
     package init(status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer()) {
         self.status = status

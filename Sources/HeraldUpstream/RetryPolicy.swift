@@ -9,24 +9,30 @@ package struct RetryPolicy: Sendable, Equatable {
     package var initialBackoff: Duration
     package var maxBackoff: Duration
     package var budget: Duration
+    /// The longest hold a pushback answer puts on a whole origin (docs/operations.md, "Pushback");
+    /// zero: no hold, each call honours `Retry-After` by itself.
+    package var pushbackMax: Duration
 
     package init(
         maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(500), maxBackoff: Duration = .seconds(8),
-        budget: Duration = .seconds(20)
+        budget: Duration = .seconds(20), pushbackMax: Duration = .seconds(300)
     ) {
         self.maxAttempts = maxAttempts
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
         self.budget = budget
+        self.pushbackMax = pushbackMax
     }
 
-    /// Reads `max_attempts`, `retry_initial_backoff`, `retry_max_backoff` and `retry_budget`.
-    package static func read(from config: ConfigSection, defaults: RetryPolicy = RetryPolicy()) -> RetryPolicy {
+    /// Reads `max_attempts`, `retry_initial_backoff`, `retry_max_backoff`, `retry_budget` and, for
+    /// an upstream whose pushback holds a whole origin, `pushback_max`.
+    package static func read(from config: ConfigSection, defaults: RetryPolicy = RetryPolicy(), pushback: Bool = true) -> RetryPolicy {
         RetryPolicy(
             maxAttempts: config.int("max_attempts", default: defaults.maxAttempts, range: 1...20),
             initialBackoff: config.seconds("retry_initial_backoff", default: defaults.initialBackoff.seconds, range: 0...60),
             maxBackoff: config.seconds("retry_max_backoff", default: defaults.maxBackoff.seconds, range: 0...300),
-            budget: config.seconds("retry_budget", default: defaults.budget.seconds, range: 0...300)
+            budget: config.seconds("retry_budget", default: defaults.budget.seconds, range: 0...300),
+            pushbackMax: pushback ? config.seconds("pushback_max", default: defaults.pushbackMax.seconds, range: 0...3600) : .zero
         )
     }
 

@@ -62,12 +62,23 @@ package struct UpstreamCall: Sendable {
     package let metrics: UpstreamMetrics
     /// What the pauses between attempts and `Retry-After` dates are measured on.
     package let clock: any HeraldClock
+    /// Whose holds a pushback answer sets and every request waits out (docs/operations.md,
+    /// "Pushback"); nil: each call honours `Retry-After` by itself (APNs: Apple's 429 is about
+    /// one device).
+    package let pushback: PushbackScope?
+    /// The provider's id for a message it accepted, from its answer, for the delivery trace.
+    package let providerId: (@Sendable (UpstreamResponse) -> String?)?
 
-    package init(transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics, clock: any HeraldClock) {
+    package init(
+        transport: any UpstreamTransport, policy: RetryPolicy, metrics: UpstreamMetrics, clock: any HeraldClock,
+        pushback: PushbackScope? = nil, providerId: (@Sendable (UpstreamResponse) -> String?)? = nil
+    ) {
         self.transport = transport
         self.policy = policy
         self.metrics = metrics
         self.clock = clock
+        self.pushback = pushback
+        self.providerId = providerId
     }
 
     /// Runs attempts until one is done or the policy gives up; the failure carries the last
@@ -103,10 +114,15 @@ package struct UpstreamCall: Sendable {
             let preparation: AttemptStage<UpstreamRequest, Value> = await prepared(
                 attempt, credential: credential, prepare: prepare, state: &state, logger: logger)
             guard case .proceed(let request) = preparation else { return preparation.finished }
+            if let held = held(request) {
+                state.permanent = held
+                return .done(nil)
+            }
             let sending: AttemptStage<UpstreamResponse, Value> = await answer(to: request, attempt: attempt, state: &state, logger: logger)
             guard case .proceed(let response) = sending else { return sending.finished }
-            return await judge(response, classify: classify, credential: credential, state: &state, logger: logger)
+            return await judge(response, to: request, classify: classify, credential: credential, state: &state, logger: logger)
         }
+        DeliveryNote.sink?.add(attempts: state.attempts, providerId: state.providerId)
         switch result {
         case .success(let value?): return .success(value)
         case .success(nil):
@@ -149,10 +165,12 @@ package struct UpstreamCall: Sendable {
     private func answer<Value: Sendable>(to request: UpstreamRequest, attempt: Int, state: inout CallState, logger: Logger) async
         -> AttemptStage<UpstreamResponse, Value>
     {
+        state.attempts += 1
         do {
             return .proceed(
                 try await Spans.enabled ? traced(request, attempt: attempt) : metrics.measure { try await transport.send(request) })
         } catch let refused as PeerAddressRefused {
+            state.attempts -= 1
             state.permanent = .endpointRefused(refused.reason)
             return .finish(.done(nil))
         } catch let invalid as InvalidHeaderField {
@@ -171,16 +189,41 @@ package struct UpstreamCall: Sendable {
         }
     }
 
+    /// Between steps 1 and 2: while the request's origin is held (its pushback), nothing is sent
+    /// and the call fails at once as temporary.
+    private func held(_ request: UpstreamRequest) -> OutcomeReason? {
+        guard let pushback, let left = pushback.holds.remaining(pushback.origin(of: request)) else { return nil }
+        return .pushback(seconds: Int(left.seconds.rounded(.up)))
+    }
+
     /// Step 3: the pushkin's verdict on the answer. A temporary one waits for `Retry-After`; a
-    /// refused credential is forgotten and, once per call, renewed for an immediate resend.
+    /// pushback answer (429, or 503 with `Retry-After`) holds the whole origin and this call waits
+    /// the hold out; a refused credential is forgotten and, once per call, renewed for an
+    /// immediate resend.
     private func judge<Value: Sendable>(
-        _ response: UpstreamResponse, classify: (UpstreamResponse) async -> UpstreamVerdict<Value>,
+        _ response: UpstreamResponse, to request: UpstreamRequest, classify: (UpstreamResponse) async -> UpstreamVerdict<Value>,
         credential: (any UpstreamCredential)?, state: inout CallState, logger: Logger
     ) async -> Retrying.Step<Value?, OutcomeReason> {
-        switch await classify(response) {
-        case .done(let value): return .done(value)
+        let verdict = await classify(response)
+        var retryAfter: Duration? {
+            RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date)
+        }
+        if let pushback, policy.pushbackMax > .zero {
+            let origin = pushback.origin(of: request)
+            if case .retry(let reason) = verdict, response.status == 429 || (response.status == 503 && retryAfter != nil) {
+                let hold = pushback.holds.pushedBack(
+                    origin, pushkin: pushback.pushkin, originClass: pushback.originClass(origin), retryAfter: retryAfter,
+                    initial: policy.initialBackoff, maximum: policy.pushbackMax)
+                return .retry(reason: reason, after: hold)
+            }
+            pushback.holds.answered(origin)
+        }
+        switch verdict {
+        case .done(let value):
+            state.providerId = providerId?(response)
+            return .done(value)
         case .retry(let reason):
-            return .retry(reason: reason, after: RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date))
+            return .retry(reason: reason, after: retryAfter)
         case .renewCredential(let reason):
             guard let credential else {
                 logger.error(
@@ -299,6 +342,10 @@ private struct CallState {
     var permanent: OutcomeReason?
     /// Whether the last attempt's request may have arrived without its answer.
     var unanswered = false
+    /// Requests sent (the delivery trace's attempts).
+    var attempts = 0
+    /// The provider's id for the message, from the answer that finished the call.
+    var providerId: String?
 }
 
 /// Where an attempt's step leaves it: on to the next step with its result, or finished.

@@ -11,3 +11,8 @@ extension MetricName {
     /// `sygnal_<type>_status_codes_total`: the upstream's answers by status code.
     package static func statusCodes(_ type: PushkinType) -> String { "sygnal_\(type)_status_codes_total" }
 }
+
+extension MetricName {
+    /// Seconds of holds an upstream origin asked for (docs/operations.md, "Pushback").
+    package static let upstreamPushbackSeconds = "herald_upstream_pushback_seconds_total"
+}

@@ -101,59 +101,48 @@ import Testing
         var current: AdamantDurabilityTests.Herald? { process.withLock { $0 } }
     }
 
+    /// The fleet recipe's own config (`scripts/fleet.sh config`, docs/deployment.md "A fleet"),
+    /// for this test's fakes: they are described in a `fakes.json` as `herald-fakes` writes it,
+    /// and the recipe writes instance `index`'s file from it, which the test runs unchanged.
     static func config(
-        port: Int, directory dir: String, apns: FakeAPNs, fcm: FakeFCM, node: FakeAdamantNode, postgres: String, pki: TestPKI
-    ) -> String {
-        """
-        http:
-          bind_addresses: ['127.0.0.1']
-          port: \(port)
-          reuse_port: true
-          shutdown_grace_period: 10
-        log:
-          level: notice
-        notify:
-          repeat_store: \(postgres)
-          repeat_takeover: 30
-        apps:
-        \(apnsApp("com.example.apns", directory: dir, baseURL: apns.baseURL, caFile: pki.caFile, topic: "im.status.ethereum"))
-          com.example.fcm:
-            type: gcm
-            api_version: v1
-            project_id: \(fcm.projectId)
-            service_account_file: \(fcm.serviceAccountFile)
-            base_url: \(fcm.baseURL)
-            request_timeout: 60
-          com.example.webpush:
-            type: webpush
-            vapid_private_key: \(dir)/vapid.pem
-            create_vapid_key_if_missing: true
-            vapid_contact_email: ops@example.org
-            allow_insecure_endpoints: true
-            allow_private_endpoints: true
-            request_timeout: 60
-        status:
-          store: \(postgres)
-          apns_app: com.example.apns
-          fcm_app: com.example.fcm
-          store_timeout: 2
-          gorush:
-            enabled: true
-            claim_timeout: 5
-        adamant:
-          nodes: ['\(node.baseURL)']
-          passphrase_file: \(dir)/passphrase
-          apns_app: com.example.apns
-          development_base_url: \(apns.baseURL)
-          poll_interval: 0.2
-          signal_poll_interval: 0.2
-          lease_retry: 0.5
-          lease_check: 0.5
-          startup: initial
-          start_height: 0
-          store: \(postgres)
+        index: Int, port: Int, metricsPort: Int, directory dir: String, apns: FakeAPNs, fcm: FakeFCM, node: FakeAdamantNode,
+        postgres: String, pki: TestPKI
+    ) throws -> String {
+        let fakes: JSONValue = [
+            "apns": [
+                "base_url": .string(apns.baseURL), "ca_file": .string(pki.caFile), "keyfile": .string("\(dir)/AuthKey.p8"),
+                "key_id": "ABC123DEFG", "team_id": "TEAM123456", "topic": "im.status.ethereum",
+            ],
+            "fcm": [
+                "base_url": .string(fcm.baseURL), "project_id": .string(fcm.projectId),
+                "service_account_file": .string(fcm.serviceAccountFile),
+            ],
+            "adamant": ["node": .string(node.baseURL), "passphrase_file": .string("\(dir)/passphrase")],
+        ]
+        try FileManager.default.createDirectory(atPath: "\(dir)/fakes", withIntermediateDirectories: true)
+        try JSONWriter.string(fakes).write(toFile: "\(dir)/fakes/fakes.json", atomically: true, encoding: .utf8)
+        return try recipe(["config", "\(index)", postgres, "\(port)", "\(metricsPort)"], fleetDirectory: dir)
+    }
 
-        """
+    /// What `scripts/fleet.sh ARGUMENTS` prints, with `FLEET_DIR` set.
+    static func recipe(_ arguments: [String], fleetDirectory: String) throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [root.appendingPathComponent("scripts/fleet.sh").path] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["FLEET_DIR": fleetDirectory]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw RecipeFailed(status: process.terminationStatus) }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    struct RecipeFailed: Error {
+        let status: Int32
     }
 
     static func haproxyConfig(port: Int, instances: [Instance], directory: String) -> String {
@@ -267,11 +256,13 @@ import Testing
         let postgres = try ThrowawayPostgres.start()
         defer { postgres.stop() }
 
-        let instances = (1...3).map { i in
+        let instances = try (1...3).map { i in
             let port = StatusDurabilityTests.freePort()
             let path = "\(dir)/herald-\(i).yaml"
-            let yaml = Self.config(port: port, directory: dir, apns: apns, fcm: fcm, node: node, postgres: postgres.url, pki: pki)
-            try? yaml.write(toFile: path, atomically: true, encoding: .utf8)
+            let yaml = try Self.config(
+                index: i, port: port, metricsPort: StatusDurabilityTests.freePort(), directory: dir, apns: apns, fcm: fcm, node: node,
+                postgres: postgres.url, pki: pki)
+            try yaml.write(toFile: path, atomically: true, encoding: .utf8)
             return Instance(index: i, port: port, config: path, directory: dir)
         }
         // Whatever ends the test (a thrown error too), no instance outlives it.

@@ -64,8 +64,10 @@ import Testing
 
     /// A delivery record in which another instance holds every push and has not finished it.
     struct HeldElsewhere: DeliveryRecords {
-        func claim(_ key: RepeatKey, now: Date) async throws -> RecordClaim { .heldElsewhere }
-        func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, now: Date) async throws {}
+        func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim { .heldElsewhere }
+        func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws {}
+        func heard(_ keys: [RepeatKey], now: Date) async throws {}
+        func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }
         var health: ComponentHealth? { nil }
     }
 
@@ -83,7 +85,8 @@ import Testing
         let api = GorushAPI(
             config: StatusConfig().gorush, delivery: PushkinStatusSender(pushkins: [:]), queue: { queue }, logger: logger,
             metrics: NOOPMetricsHandler.instance, dispatcher: dispatcher, clock: SystemClock())
-        let job = QueuedGorushJob(id: 9, body: Array(#"{"tokens":["0a"],"platform":1,"message":"hi"}"#.utf8))
+        // A notification with a `notif_id`: only such a one can be a repeat (docs/operations.md, "Once").
+        let job = QueuedGorushJob(id: 9, body: Array(#"{"tokens":["0a"],"platform":1,"message":"hi","notif_id":"n9"}"#.utf8))
         await api.process(job, store: queue)
         #expect(queue.completed.withLock { $0 }.isEmpty)
         #expect(api.appStats()["failure_tasks"] == 0)

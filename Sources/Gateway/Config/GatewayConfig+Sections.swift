@@ -43,7 +43,25 @@ extension GatewayConfig.Notify {
         config.repeatStoreTimeout = notify.seconds("repeat_store_timeout", default: 1, range: 0.05...60)
         config.repeatStoreMaxConnections = notify.int("repeat_store_max_connections", default: 8, range: 1...1000)
         config.answerWithin = notify.seconds("answer_within", default: 20, range: 0...300)
+        config.traceMaxBytes = notify.int("trace_max_bytes", default: 8 << 20, range: 0...(16 << 30))
         notify.warnUnknownKeys()
+        return config
+    }
+}
+
+extension GatewayConfig.Admin {
+    static func read(_ admin: ConfigSection) -> Self {
+        var config = Self()
+        if let file = admin.readableFile("token_file", required: false) {
+            let token = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            if token.isEmpty {
+                admin.diagnostics.error(admin.keyPath("token_file"), "'\(file)' holds no token")
+            } else {
+                config.token = token
+                config.tokenFile = file
+            }
+        }
+        admin.warnUnknownKeys()
         return config
     }
 }

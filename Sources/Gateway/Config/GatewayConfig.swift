@@ -69,9 +69,18 @@ package struct GatewayConfig: Sendable {
         package var repeatTakeover: Duration = .seconds(60)
         package var repeatStoreTimeout: Duration = .seconds(1)
         package var repeatStoreMaxConnections = 8
+        /// The memory record's delivery traces, in bytes (0: none kept).
+        package var traceMaxBytes = 8 << 20
         /// Every notify is answered within this; devices whose upstream has not answered are 502
         /// while their calls go on.
         package var answerWithin: Duration = .seconds(20)
+    }
+
+    /// `admin:`: Herald's own routes on the metrics listener (the delivery trace).
+    package struct Admin: Sendable {
+        /// When set, `Authorization: Bearer <token>` is required (`token_file`).
+        package var token: String?
+        package var tokenFile: String?
     }
 
     package struct App: Sendable {
@@ -86,6 +95,7 @@ package struct GatewayConfig: Sendable {
     package var tracing = Tracing()
     package var proxy: ProxySettings?
     package var notify = Notify()
+    package var admin = Admin()
     /// Each app's type and limit; the pushkin-specific keys are read when pushkins are built.
     package var apps: [App] = []
     /// The raw `apps:` section, in file order.
@@ -96,7 +106,9 @@ package struct GatewayConfig: Sendable {
 }
 
 extension GatewayConfig {
-    static let coreSections: Set<String> = ["http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db", "notify"]
+    static let coreSections: Set<String> = [
+        "http", "log", "metrics", "tracing", "proxy", "no_proxy", "apps", "database", "db", "notify", "admin",
+    ]
 
     /// Parses the config's generic sections, each by its own reader (GatewayConfig+Sections.swift).
     /// Pushkin keys are validated separately, by the pushkins; front-end sections by their front ends.
@@ -113,6 +125,7 @@ extension GatewayConfig {
         if let metrics = reader.map("metrics") { config.prometheus = Prometheus.read(metrics) }
         if let tracing = reader.map("tracing") { config.tracing = Tracing.read(tracing) }
         if let notify = reader.map("notify") { config.notify = Notify.read(notify) }
+        if let admin = reader.map("admin") { config.admin = Admin.read(admin) }
         config.proxy = readProxy(reader, environment: environment)
         for legacy in ["database", "db"] where reader.raw(legacy) != nil {
             diagnostics.warning(legacy, "Herald keeps no database for Matrix; section ignored")

@@ -1,5 +1,6 @@
 package import HeraldCore
 package import HeraldHTTPServer
+import HeraldUpstream
 package import Logging
 import NIOCore
 package import Pushkins
@@ -28,6 +29,8 @@ package final class Gateway: Sendable {
     let live: Mutex<Live>
     /// Repeats and the answer's deadline, kept across reloads.
     let onceSetup: OnceSetup
+    /// The upstream origins' pushback holds (docs/operations.md, "Pushback"), kept across reloads.
+    let holds: UpstreamHolds
     /// What the config's choices mean (`ConfigDiagnostics.notes`), for `check-config` to print.
     package let configNotes: [String]
     /// The tracing exporter, when `tracing:` is enabled: first in the group, so it flushes last.
@@ -65,8 +68,11 @@ package final class Gateway: Sendable {
         self.factories = factories
         let metrics = GatewayMetrics()
         self.metrics = metrics
+        let holds = UpstreamHolds(clock: clock, metrics: metrics.factory, logger: logger)
+        self.holds = holds
         let pushkins = Self.buildPushkins(
-            config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, clock: clock, diagnostics: diagnostics)
+            config, registry: registry, metrics: metrics, logger: logger, readOnly: readOnly, clock: clock, holds: holds,
+            diagnostics: diagnostics)
         let onceSetup: OnceSetup
         do {
             onceSetup = try OnceSetup(config.notify, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock)
@@ -87,26 +93,27 @@ package final class Gateway: Sendable {
         for section in config.extraSections.keys where !claimed.contains(section) {
             diagnostics.warning(section, "unknown section, ignored")
         }
+        OnceSetup.fleetNotes(config, diagnostics: diagnostics)
         configNotes = diagnostics.notes
         live = Mutex(Live(pushkins: pushkins, dispatcher: context.dispatcher, frontEnds: frontEnds))
-        handler = SwappableRoutes(Self.routes(config, frontEnds, health: onceSetup.health, logger: logger))
+        handler = SwappableRoutes(Self.routes(config, frontEnds, health: onceSetup.health, holds: holds, logger: logger))
     }
 
     static func buildPushkins(
         _ config: GatewayConfig, registry: PushkinRegistry, metrics: GatewayMetrics, logger: Logger, readOnly: Bool,
-        clock: any HeraldClock, diagnostics: ConfigDiagnostics
+        clock: any HeraldClock, holds: UpstreamHolds?, diagnostics: ConfigDiagnostics
     ) -> [any Pushkin] {
         let environment = PushkinEnvironment(
-            logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly, clock: clock)
+            logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly, clock: clock, holds: holds)
         return registry.build(
             apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
     }
 
-    static func routes(_ config: GatewayConfig, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], logger: Logger)
-        -> RouteTable
-    {
+    static func routes(
+        _ config: GatewayConfig, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], holds: UpstreamHolds?, logger: Logger
+    ) -> RouteTable {
         var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: MatrixErrors(), logger: logger)
-        let health = HealthReport(components: frontEnds.flatMap(\.health) + extra)
+        let health = HealthReport(components: frontEnds.flatMap(\.health) + extra, holds: holds)
         routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
         for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
         return routes
@@ -146,7 +153,7 @@ package final class Gateway: Sendable {
             for address in frontEnd.ownListeners {
                 var routes = RouteTable(
                     defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: frontEnd.ownListenerErrors, logger: logger)
-                let health = HealthReport(components: frontEnds.flatMap(\.health))
+                let health = HealthReport(components: frontEnds.flatMap(\.health), holds: holds)
                 routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
                 frontEnd.addRoutes(to: &routes)
                 for host in address.hosts {
@@ -161,8 +168,9 @@ package final class Gateway: Sendable {
         var metricsServer: HTTPServer?
         if config.prometheus.enabled {
             let server = try await HTTPServer.bind(
-                host: config.prometheus.address, port: config.prometheus.port, handler: MetricsEndpoint(metrics: metrics), logger: logger,
-                clock: clock)
+                host: config.prometheus.address, port: config.prometheus.port,
+                handler: MetricsEndpoint(metrics: metrics, deliveries: DeliveriesEndpoint(once: onceSetup.once, token: config.admin.token)),
+                logger: logger, clock: clock)
             logger.notice("Serving Prometheus metrics", metadata: ["address": "\(server.localAddress)"])
             metricsServer = server
         }
@@ -215,12 +223,15 @@ package final class Gateway: Sendable {
     }
 }
 
-/// Serves the Prometheus exposition on any path, as Sygnal's metrics listener does.
+/// Serves the Prometheus exposition on any path, as Sygnal's metrics listener does, but for
+/// Herald's delivery trace (`DeliveriesEndpoint`).
 struct MetricsEndpoint: HTTPHandler {
     let metrics: GatewayMetrics
+    let deliveries: DeliveriesEndpoint
     var connectionErrors: any ErrorRenderer { MatrixErrors() }
 
     func handle(_ request: ServerRequest) async -> ServerResponse {
+        if request.path == DeliveriesEndpoint.path { return await deliveries.handle(request) }
         var response = ServerResponse(status: .ok, body: ByteBuffer(bytes: metrics.exposition()))
         response.headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
         return response

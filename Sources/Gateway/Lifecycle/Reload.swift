@@ -57,7 +57,8 @@ extension Gateway {
 
     func reload(_ newConfig: GatewayConfig, diagnostics: ConfigDiagnostics) async -> [String] {
         let pushkins = Self.buildPushkins(
-            newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, clock: clock, diagnostics: diagnostics)
+            newConfig, registry: registry, metrics: metrics, logger: logger, readOnly: false, clock: clock, holds: holds,
+            diagnostics: diagnostics)
         let context = FrontEndContext(
             config: newConfig, pushkins: pushkins, metrics: metrics, logger: logger, readOnly: false, hostSenders: hostSenders,
             clock: clock, once: onceSetup.once)
@@ -83,7 +84,7 @@ extension Gateway {
             state.frontEnds = fixed + reloaded
             return (previous, retired)
         }
-        handler.set(Self.routes(config, frontEnds, health: onceSetup.health, logger: logger))
+        handler.set(Self.routes(config, frontEnds, health: onceSetup.health, holds: holds, logger: logger))
         LogLevelControl.set(newConfig.log.level)
         logger.notice(
             "Config reloaded", metadata: ["apps": "\(pushkins.map(\.name).joined(separator: ", "))", "log_level": "\(newConfig.log.level)"])

@@ -21,7 +21,7 @@ struct OnceSetup: Sendable {
         if notify.repeatWindow > .zero {
             let memory = MemoryDeliveryRecords(
                 window: notify.repeatWindow, takeover: notify.repeatTakeover, maxEntries: notify.repeatMaxEntries,
-                maxBytes: notify.repeatMaxBytes)
+                maxBytes: notify.repeatMaxBytes, traceBytes: notify.traceMaxBytes)
             var store: any DeliveryRecords = memory
             if let url = notify.repeatStore {
                 let postgres = try PostgresDeliveryRecords(url: url, notify: notify, metrics: metrics, clock: clock)
@@ -38,6 +38,24 @@ struct OnceSetup: Sendable {
 }
 
 extension OnceSetup {
+    /// `check-config`'s note for a fleet whose record is each instance's memory: instances that
+    /// share a PostgreSQL database for the Status store or ADAMANT are a fleet, and each of them
+    /// sends a notify that reached it, so a homeserver's retry through the load balancer reaches
+    /// the upstream again (docs/deployment.md, "A fleet").
+    static func fleetNotes(_ config: GatewayConfig, diagnostics: ConfigDiagnostics) {
+        guard config.notify.repeatWindow > .zero, config.notify.repeatStore == nil else { return }
+        for section in ["status", "adamant"] {
+            guard case .map(let values)? = config.extraSections[section], case .string(let store)? = values["store"],
+                store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+            else { continue }
+            diagnostics.note(
+                "notify.repeat_store",
+                "memory, while \(section).store is a PostgreSQL database: instances sharing this database each send a repeated notify; "
+                    + "name the same database here so that a fleet delivers once (docs/deployment.md, \"A fleet\")")
+            return
+        }
+    }
+
     /// No record, no services: every device sent in its request's task.
     static var none: OnceSetup {
         OnceSetup(once: Once(guardian: nil, answerWithin: .seconds(20)), services: [], health: [])

@@ -9,7 +9,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// The delivery record of a fleet (docs/operations.md, "Once"): one table in PostgreSQL, claimed
-/// before the upstream call (`INSERT … ON CONFLICT`), recorded after it, expired by the window.
+/// before the upstream call (`INSERT … ON CONFLICT`), recorded after it, expired by the window,
+/// and the fleet's delivery traces in the same rows (one statement each way, as before).
 /// Two instances given the same notify send once between them; a claim whose instance died is
 /// taken over after `repeat_takeover`. Every operation is bounded by `repeat_store_timeout`; one
 /// that fails makes the caller use its memory record instead (`RepeatGuard`), and `/health` says so.
@@ -39,16 +40,23 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     /// Its connection pool: a service of the gateway's group.
     var service: any Service { client }
 
-    func claim(_ key: RepeatKey, now: Date) async throws -> RecordClaim {
+    func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim {
         try await bounded {
             let at = now.timeIntervalSince1970
-            // The row as it was (the statement's snapshot): none, a record that ran out, or a
-            // claim that ran out, which is a takeover.
+            let kept = at + max(self.window, self.takeover)
+            // The row as it was (the statement's snapshot): none, a record that ran out (or was
+            // heard, or failed), or a claim that ran out, which is a takeover. The trace starts
+            // anew with the claim.
             let claimed = try await self.client.query(
                 """
                 WITH before AS (SELECT state FROM herald_deliveries WHERE key = \(key.digest))
-                INSERT INTO herald_deliveries (key, state, expires_at) VALUES (\(key.digest), 'claimed', \(at + self.takeover))
-                ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at
+                INSERT INTO herald_deliveries (key, state, expires_at, event_id, app_id, device, pushkey, started_at, instance, kept_until)
+                VALUES (\(key.digest), 'claimed', \(at + self.takeover), \(trace?.eventId), \(trace?.appId),
+                    \(trace.map { Self.device($0.pushkey) }), \(trace.map { Redaction.pushkey($0.pushkey) }), \(at), \(instance), \(kept))
+                ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at,
+                    event_id = EXCLUDED.event_id, app_id = EXCLUDED.app_id, device = EXCLUDED.device, pushkey = EXCLUDED.pushkey,
+                    started_at = EXCLUDED.started_at, instance = EXCLUDED.instance, kept_until = EXCLUDED.kept_until,
+                    reason = NULL, detail = NULL, finished_at = NULL, attempts = 0, provider_id = NULL
                 WHERE herald_deliveries.expires_at <= \(at)
                 RETURNING (SELECT state FROM before)
                 """, logger: Self.logger)
@@ -62,24 +70,77 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         }
     }
 
-    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, now: Date) async throws {
+    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws {
         try await bounded {
             let at = now.timeIntervalSince1970
+            let reason = end?.outcome.reason
+            let (label, detail) = (reason?.label, reason.map(String.init(describing:)))
+            let (attempts, providerId) = (end?.note.attempts ?? 0, end?.note.providerId)
             if let outcome {
                 try await self.exec(
                     """
-                    INSERT INTO herald_deliveries (key, state, expires_at) VALUES (\(key.digest), \(outcome.rawValue), \(at + self.window))
-                    ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at
+                    INSERT INTO herald_deliveries (key, state, expires_at, kept_until) VALUES (\(key.digest), \(outcome.rawValue), \(at + self.window), \(at + self.window))
+                    ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, kept_until = EXCLUDED.kept_until,
+                        reason = \(label), detail = \(detail), finished_at = \(at), attempts = \(attempts), provider_id = \(providerId)
                     """)
             } else {
-                try await self.exec("DELETE FROM herald_deliveries WHERE key = \(key.digest) AND state = 'claimed'")
+                // Failed: claimable at once (the retry really retries), its trace kept.
+                let state = end?.state == .held ? "held" : "failed"
+                try await self.exec(
+                    """
+                    UPDATE herald_deliveries SET state = \(state), expires_at = 0, reason = \(label), detail = \(detail),
+                        finished_at = \(at), attempts = \(attempts), provider_id = \(providerId)
+                    WHERE key = \(key.digest) AND state = 'claimed'
+                    """)
             }
-            // Expired records go now and then, by whichever instance finishes the 256th delivery.
+            // Expired rows go now and then, by whichever instance finishes the 256th delivery.
             if self.finishes.add(1) % 256 == 0 {
-                try await self.exec("DELETE FROM herald_deliveries WHERE expires_at < \(at)")
+                try await self.exec("DELETE FROM herald_deliveries WHERE kept_until < \(at) AND expires_at < \(at)")
             }
         }
     }
+
+    func heard(_ keys: [RepeatKey], now: Date) async throws {
+        try await bounded {
+            let at = now.timeIntervalSince1970
+            try await self.exec(
+                """
+                UPDATE herald_deliveries SET expires_at = \(at)
+                WHERE key = ANY(\(keys.map(\.digest))) AND state <> 'claimed' AND expires_at > \(at)
+                """)
+        }
+    }
+
+    func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] {
+        try await bounded {
+            let at = now.timeIntervalSince1970
+            let device = query.pushkey.map(Self.device)
+            let rows = try await self.client.query(
+                """
+                SELECT state, app_id, pushkey, reason, detail, started_at, finished_at, attempts, instance, provider_id
+                FROM herald_deliveries
+                WHERE event_id = \(query.eventId) AND kept_until > \(at)
+                    AND (\(device)::TEXT IS NULL OR device = \(device)) AND (\(query.appId)::TEXT IS NULL OR app_id = \(query.appId))
+                ORDER BY started_at LIMIT 1000
+                """, logger: Self.logger)
+            var found: [TracedDelivery] = []
+            for try await (state, app, pushkey, reason, detail, started, finished, attempts, instance, providerId) in rows.decode(
+                (String, String, String, String?, String?, Double, Double?, Int, String, String?).self)
+            {
+                found.append(
+                    TracedDelivery(
+                        eventId: query.eventId, appId: app, pushkey: pushkey,
+                        state: state == "claimed" ? .inFlight : TracedDelivery.State(rawValue: state) ?? .failed, reason: reason,
+                        detail: detail, startedAt: Date(timeIntervalSince1970: started),
+                        finishedAt: finished.map { Date(timeIntervalSince1970: $0) }, attempts: attempts, instance: instance,
+                        providerId: providerId))
+            }
+            return found
+        }
+    }
+
+    /// What the table keeps of a pushkey to find its deliveries by: a digest, never the key.
+    static func device(_ pushkey: String) -> String { RepeatKey(["device", pushkey]).digest }
 
     /// `work` within the timeout, once the table exists; its outcome is the store's health.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
@@ -104,6 +165,20 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                     CREATE TABLE IF NOT EXISTS herald_deliveries (
                         key TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
                     """, logger: Self.logger)
+                // The trace's columns (docs/operations.md, "Why didn't my phone ring?"), added to
+                // a table an earlier version made.
+                _ = try await connection.query(
+                    """
+                    ALTER TABLE herald_deliveries
+                        ADD COLUMN IF NOT EXISTS event_id TEXT, ADD COLUMN IF NOT EXISTS app_id TEXT,
+                        ADD COLUMN IF NOT EXISTS device TEXT, ADD COLUMN IF NOT EXISTS pushkey TEXT,
+                        ADD COLUMN IF NOT EXISTS reason TEXT, ADD COLUMN IF NOT EXISTS detail TEXT,
+                        ADD COLUMN IF NOT EXISTS started_at DOUBLE PRECISION, ADD COLUMN IF NOT EXISTS finished_at DOUBLE PRECISION,
+                        ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS instance TEXT,
+                        ADD COLUMN IF NOT EXISTS provider_id TEXT, ADD COLUMN IF NOT EXISTS kept_until DOUBLE PRECISION NOT NULL DEFAULT 0
+                    """, logger: Self.logger)
+                _ = try await connection.query(
+                    "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)", logger: Self.logger)
                 _ = try await connection.query("COMMIT", logger: Self.logger)
             }
             ready.open(())

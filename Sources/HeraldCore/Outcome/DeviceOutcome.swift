@@ -31,7 +31,7 @@ package enum DeviceOutcome: Sendable, Equatable {
         case .provider(let answer): return answer.rejectionMeansDeadToken
         // The same delivery was rejected within the window: by the provider, or as invalid.
         case .repeatOfRecorded: return true
-        case .heldElsewhere, .answerDeadline: return false
+        case .heldElsewhere, .answerDeadline, .pushback: return false
         case .unknownAppId, .ambiguousAppId, .invalidPushkey, .invalidDefaultPayload, .nothingToSend, .eventsOnly, .endpointRefused,
             .payloadTooLarge, .inflightLimit, .noPushkin, .localError, .network, .authorization:
             return false

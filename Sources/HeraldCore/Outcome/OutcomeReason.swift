@@ -50,6 +50,9 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     case network(String)
     /// The OAuth token endpoint could not give an access token: why.
     case authorization(String)
+    /// The upstream origin asked for a pause (a 429, or a 503 with `Retry-After`) and it has not
+    /// ended: nothing was sent (docs/operations.md, "Pushback"). The whole seconds left.
+    case pushback(seconds: Int)
 
     /// The metric label: a bounded vocabulary (no free text, no pushkeys).
     package var label: String {
@@ -71,6 +74,7 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .provider(let reason): return reason.label
         case .network: return "network"
         case .authorization: return "authorization"
+        case .pushback: return "pushback"
         }
     }
 
@@ -94,6 +98,7 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         // The error itself (addresses, ports) is in Herald's log, never in what a sender reads.
         case .network: return "network error: the upstream could not be reached"
         case .authorization(let why): return "OAuth token: \(why)"
+        case .pushback(let seconds): return "the upstream asked for a pause; nothing is sent to it for \(seconds) s more"
         }
     }
 

@@ -71,7 +71,7 @@ package struct APNsConfig: Sendable {
         defaults.maxConnections = 1
         var upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, defaults: defaults)
         upstream.maxConnections = 1  // one HTTP/2 connection per pooled client
-        let retry = RetryPolicy.read(from: config)
+        let retry = RetryPolicy.read(from: config, pushback: false)
 
         let auth: Auth
         if let certfile {

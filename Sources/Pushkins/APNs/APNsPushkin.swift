@@ -32,7 +32,7 @@ package final class APNsPushkin: APNsSending {
         self.upstream = UpstreamCall(
             transport: pool, policy: config.retry,
             metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics, clock: environment.clock),
-            clock: environment.clock)
+            clock: environment.clock, providerId: { $0.headers.first(name: "apns-id") })
         switch config.auth {
         case .token(let key, let keyId, let teamId):
             providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId, clock: environment.clock)

@@ -1,4 +1,5 @@
 package import HeraldCore
+import HeraldUpstream
 package import Logging
 
 /// The one path from devices to outcomes, for every front end (docs/architecture.md, "Dispatch"):
@@ -48,6 +49,16 @@ package struct Dispatcher: Sendable {
     package struct Dispatched: Sendable {
         package var outcomes: [DeviceOutcome]
         package var repeats: Int
+        /// The keys of the deliveries answered for good (sent, or answered from the record): once
+        /// the sender has heard the answer, `heard()` says so, and a notify that repeats them is
+        /// sent again (docs/operations.md, "Once").
+        package var recorded: [RepeatKey] = []
+        let guardian: RepeatGuard?
+
+        /// The sender heard the answer to this notify (200, written on an open connection).
+        package func heard() async {
+            await guardian?.heard(recorded)
+        }
     }
 
     /// `dispatch`, with the count of repeats (docs/operations.md, "Once").
@@ -91,8 +102,10 @@ package struct Dispatcher: Sendable {
             await self.run(group, notification, context)
         }
         var repeats = 0
+        var recorded: [RepeatKey] = []
         for (group, result) in zip(groups, results) {
             repeats += result.repeats
+            recorded += result.recorded
             for (index, outcome) in zip(group.indices, result.outcomes) { outcomes[index] = outcome }
         }
         let final = outcomes.enumerated().map { index, outcome in
@@ -101,13 +114,14 @@ package struct Dispatcher: Sendable {
             log(result, app: device.appId, token: device.pushkey, logger: logger)
             return result
         }
-        return Dispatched(outcomes: final, repeats: repeats)
+        return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, guardian: once?.guardian)
     }
 
-    /// A group's outcomes, in its order, and its repeats.
+    /// A group's outcomes, in its order, its repeats and the keys answered for good.
     private struct GroupResult: Sendable {
         var outcomes: [DeviceOutcome]
         var repeats: Int
+        var recorded: [RepeatKey] = []
     }
 
     /// The devices of one request that route to one pushkin.
@@ -120,15 +134,17 @@ package struct Dispatcher: Sendable {
 
     /// Dispatches one group, at most `slots` devices at a time (all at once without a limit), and
     /// frees the slots. With `once`, a device whose delivery is recorded or under way is answered
-    /// without a second send (its key: the event, the app, the pushkey). Everything runs in the
-    /// request's own task: when the sender's patience ends first, the server answers it at the
-    /// route's deadline and this goes on, recording the outcomes for the retry.
+    /// without a second send (its key: the event, the app, the pushkey and the pusher's `data`).
+    /// Everything runs in the request's own task: when the sender's patience ends first, the
+    /// server answers it at the route's deadline and this goes on, recording the outcomes for the
+    /// retry.
     private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> GroupResult {
         let devices = group.indices.map { notification.devices[$0] }
         guard let once else { return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil), repeats: 0) }
         var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
         var sending: [(position: Int, device: Device, key: RepeatKey?)] = []
-        var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>)] = []
+        var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
+        var recorded: [RepeatKey] = []
         var repeats = 0
         let event = notification.eventId ?? ""
         for (position, device) in devices.enumerated() {
@@ -136,12 +152,17 @@ package struct Dispatcher: Sendable {
                 sending.append((position, device, nil))
                 continue
             }
-            switch await guardian.claim(RepeatKey([event, device.appId, device.pushkey]), app: group.pushkin.name) {
+            let key = Self.key(event: event, device)
+            let trace = TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey)
+            switch await guardian.claim(key, app: group.pushkin.name, trace: trace) {
             case .send(let key): sending.append((position, device, key))
             case .answered(let outcome):
                 outcomes[position] = outcome
-                if outcome.reason != .heldElsewhere { repeats += 1 }
-            case .join(let flight): joined.append((position, flight))
+                if outcome.reason != .heldElsewhere {
+                    repeats += 1
+                    recorded.append(key)
+                }
+            case .join(let flight): joined.append((position, flight, key))
             }
         }
         repeats += joined.count
@@ -153,10 +174,24 @@ package struct Dispatcher: Sendable {
         if sending.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         if !sending.isEmpty {
             let sent = await send(sending.map(\.device), group, notification, context, keys: sending.map(\.key))
-            for (entry, outcome) in zip(sending, sent) { outcomes[entry.position] = outcome }
+            for (entry, outcome) in zip(sending, sent) {
+                outcomes[entry.position] = outcome
+                if let key = entry.key, RecordedOutcome(outcome) != nil { recorded.append(key) }
+            }
         }
-        for entry in joined { outcomes[entry.position] = await once.outcome(of: entry.flight) }
-        return GroupResult(outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats)
+        for entry in joined {
+            let outcome = await once.outcome(of: entry.flight)
+            outcomes[entry.position] = outcome
+            if RecordedOutcome(outcome) != nil { recorded.append(entry.key) }
+        }
+        return GroupResult(
+            outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats, recorded: recorded)
+    }
+
+    /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
+    /// homeserver's retry carries it unchanged; two accounts' pushers on one phone differ in it).
+    static func key(event: String, _ device: Device) -> RepeatKey {
+        RepeatKey([event, device.appId, device.pushkey, device.data.map { JSONWriter.string(.object($0)) } ?? ""])
     }
 
     /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots, counts
@@ -167,15 +202,19 @@ package struct Dispatcher: Sendable {
         let wave = max(1, group.slots ?? devices.count)
         var outcomes: [DeviceOutcome] = []
         outcomes.reserveCapacity(devices.count)
+        // The traced devices' upstream calls leave their attempts and message ids here.
+        let guardian = keys == nil ? nil : once?.guardian
+        var context = context
+        if guardian != nil { context.notes = DeliveryNotes() }
         for start in stride(from: 0, to: devices.count, by: wave) {
             let chunk = Array(devices[start..<min(start + wave, devices.count)])
             outcomes += await group.pushkin.dispatch(notification, devices: chunk, context: context)
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
-        if let keys, let guardian = once?.guardian {
-            for (key, outcome) in zip(keys, outcomes) {
-                if let key { await guardian.settle(key, outcome) }
+        if let keys, let guardian, let notes = context.notes {
+            for (index, (key, outcome)) in zip(keys, outcomes).enumerated() {
+                if let key { await guardian.settle(key, outcome, note: notes.note(for: devices[index].pushkey)) }
             }
         }
         return outcomes

@@ -22,7 +22,8 @@ package final class FCMPushkin: FCMSending {
         self.name = name
         self.config = config
         let provider = try HTTPProvider(
-            type: .gcm, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment)
+            type: .gcm, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment,
+            providerId: "name")
         self.provider = provider
         switch config.credentials {
         case .v1(let project, let account):

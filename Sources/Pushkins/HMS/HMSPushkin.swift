@@ -50,7 +50,8 @@ package final class HMSPushkin: HMSSending {
         self.name = name
         self.config = config
         let provider = try HTTPProvider(
-            type: .hms, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment)
+            type: .hms, name: name, baseURL: config.baseURL, settings: config.upstream, retry: config.retry, environment: environment,
+            providerId: "requestId")
         self.provider = provider
         switch config.credentials {
         case .android(let appId, let secret, let tokenURL):

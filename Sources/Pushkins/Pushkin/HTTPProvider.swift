@@ -12,16 +12,27 @@ struct HTTPProvider: Sendable {
     let transport: NegotiatedUpstream
     let upstream: UpstreamCall
 
+    /// The provider's pushback holds its whole `base_url` for this app (one FCM project, one
+    /// Huawei app: docs/operations.md, "Pushback"); `providerId` is the field of an accepted
+    /// message's answer that names it (FCM's `name`, Huawei's `requestId`).
     init(
         type: PushkinType, name: String, baseURL: String, settings: UpstreamSettings, retry: RetryPolicy,
-        environment: PushkinEnvironment
+        environment: PushkinEnvironment, providerId: String
     ) throws {
         client = try UpstreamHTTPClient(settings: settings)
         transport = try NegotiatedUpstream(origin: baseURL, settings: settings, contexts: environment.tlsContexts)
+        let originClass = type == .gcm ? "fcm" : type.rawValue
         upstream = UpstreamCall(
             transport: transport, policy: retry,
             metrics: UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics, clock: environment.clock),
-            clock: environment.clock)
+            clock: environment.clock,
+            pushback: environment.holds.map {
+                PushbackScope(holds: $0, origin: .fixed("\(baseURL) (\(name))"), pushkin: name, originClass: { _ in originClass })
+            },
+            providerId: { response in
+                guard (200..<300).contains(response.status) else { return nil }
+                return (try? JSONParser.parse(response.body.readableBytesView))?[providerId]?.stringValue
+            })
     }
 
     func shutdown() async {

@@ -1,4 +1,5 @@
 package import HeraldCore
+package import HeraldUpstream
 package import Logging
 import Tracing
 
@@ -55,8 +56,16 @@ extension Pushkin {
 
     package var startupDetails: [String: String] { [:] }
 
-    /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason.
+    /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason;
+    /// with the context's `notes`, its upstream calls write the device's note there.
     func tracedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        guard let notes = context.notes else { return await spannedDispatch(notification, device: device, context: context) }
+        return await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: device.pushkey)) {
+            await spannedDispatch(notification, device: device, context: context)
+        }
+    }
+
+    private func spannedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard Spans.enabled else { return await dispatch(notification, device: device, context: context) }
         return await withSpan("dispatch \(name)", ofKind: .internal) { span in
             guard span.isRecording else { return await dispatch(notification, device: device, context: context) }
@@ -74,8 +83,12 @@ extension Pushkin {
 package struct DispatchContext: Sendable {
     /// Carries the request's id in its metadata (`request_id`), where one request has an id.
     package var logger: Logger
+    /// Where the devices' upstream calls leave their attempts and the provider's message id, for
+    /// the delivery trace (nil: not traced).
+    package var notes: DeliveryNotes?
 
-    package init(logger: Logger) {
+    package init(logger: Logger, notes: DeliveryNotes? = nil) {
         self.logger = logger
+        self.notes = notes
     }
 }

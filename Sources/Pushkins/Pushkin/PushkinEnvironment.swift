@@ -16,12 +16,17 @@ package struct PushkinEnvironment: Sendable {
     package var tlsContexts: TLSContexts
     /// What retries wait on (docs/architecture.md, "Time").
     package var clock: any HeraldClock
+    /// The gateway's pushback holds per upstream origin (docs/operations.md, "Pushback"); nil:
+    /// every call honours `Retry-After` by itself.
+    package var holds: UpstreamHolds?
 
     package init(
         logger: Logger, metrics: any MetricsFactory, proxy: ProxySettings? = nil, readOnly: Bool = false,
-        hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts(), clock: any HeraldClock
+        hostResolver: HostResolver = .system, tlsContexts: TLSContexts = TLSContexts(), clock: any HeraldClock,
+        holds: UpstreamHolds? = nil
     ) {
         self.clock = clock
+        self.holds = holds
         self.tlsContexts = tlsContexts
         self.logger = logger
         self.metrics = metrics

@@ -31,8 +31,16 @@ final class PushServiceClient: Sendable {
         let checked = OriginPools(
             settings: upstream, addressGuard: environment.hostResolver, contexts: environment.tlsContexts)
         let unchecked = OriginPools(settings: upstream, addressGuard: nil, contexts: environment.tlsContexts)
-        self.checked = UpstreamCall(transport: checked, policy: retry, metrics: metrics, clock: environment.clock)
-        self.unchecked = UpstreamCall(transport: unchecked, policy: retry, metrics: metrics, clock: environment.clock)
+        // A push service's pushback holds its origin for every subscription there; the message's
+        // URL (RFC 8030 §5: `Location`) is its id in the delivery trace.
+        let pushback = environment.holds.map {
+            PushbackScope(holds: $0, origin: .requestURL, pushkin: name, originClass: PushServiceKind.of(origin:))
+        }
+        let location: @Sendable (UpstreamResponse) -> String? = { $0.headers.first(name: "location") }
+        self.checked = UpstreamCall(
+            transport: checked, policy: retry, metrics: metrics, clock: environment.clock, pushback: pushback, providerId: location)
+        self.unchecked = UpstreamCall(
+            transport: unchecked, policy: retry, metrics: metrics, clock: environment.clock, pushback: pushback, providerId: location)
         self.transports = [checked, unchecked]
         self.refusals = Counter(label: MetricName.endpointRefusals, dimensions: [("pushkin", name)], factory: environment.metrics)
     }

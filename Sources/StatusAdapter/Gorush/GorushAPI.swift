@@ -151,11 +151,13 @@ package final class GorushAPI: Service {
         let context = DispatchContext(logger: logger)
         let delivery = self.delivery
         let notification = n
-        // A batch status-go sends again after a cut answer holds the same notifications: each is
-        // sent once per token (docs/operations.md, "Once"). A client that means to send the same
-        // notification twice varies `notif_id`.
-        let identity = JSONWriter.string(.object(object))
-        let keys = tokens.map { RepeatKey(["gorush", identity, $0]) }
+        // A notification is a repeat only by its `notif_id` (docs/operations.md, "Once"): the same
+        // id to the same token within the window is one delivery. Without one, every notification
+        // is new: status-go's push server sends byte-identical notifications for consecutive
+        // messages of one chat, and never retries a gorush request.
+        let keys: [RepeatKey?] = tokens.map { token in
+            n.notifId.map { RepeatKey(["gorush", JSONWriter.string($0), token]) }
+        }
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
         let outcomes = await dispatcher.deliverOnce(
             tokens, app: delivery.pushkinName(platform) ?? platformName, keys: keys, limit: 1, logger: logger

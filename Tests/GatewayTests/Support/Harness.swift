@@ -75,6 +75,19 @@ final class RunningGateway: Sendable {
         let port = try #require(gateway.metricsPort)
         return String(decoding: try await request(.GET, "/metrics", port: port).body, as: UTF8.self)
     }
+
+    /// The delivery trace of `event` (docs/operations.md, "Why didn't my phone ring?"), from the
+    /// metrics listener; `query` adds `&pushkey=…` or `&app_id=…`.
+    func deliveries(event: String, query: String = "") async throws -> [JSONValue] {
+        let response = try await trace(event: event, query: query)
+        return response.json?["deliveries"]?.arrayValue ?? []
+    }
+
+    func trace(event: String, query: String = "") async throws -> TestResponse {
+        let port = try #require(gateway.metricsPort)
+        let escaped = event.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? event
+        return try await request(.GET, "/_herald/v1/deliveries?event_id=\(escaped)\(query)", port: port)
+    }
 }
 
 struct TestResponse {

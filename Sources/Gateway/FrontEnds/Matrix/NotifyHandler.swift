@@ -95,6 +95,10 @@ package struct NotifyHandler: Sendable {
         var response = ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
         // The access log shows it (docs/operations.md, "Once").
         if dispatched.repeats > 0 { response.headers.add(name: "Herald-Repeats", value: String(dispatched.repeats)) }
+        // A 200 the homeserver hears ends its retries: the same notify sent again after it is sent
+        // on purpose (Element's push troubleshooter) and is sent again. A 502, or a 200 it cannot
+        // hear, leaves the record to answer its retry.
+        if !dispatched.recorded.isEmpty { response.onHeard = { await dispatched.heard() } }
         return response
     }
 }

@@ -47,13 +47,24 @@ package enum RecordClaim: Sendable, Equatable {
 /// Where deliveries are recorded (docs/configuration.md, `notify.repeat_store`): in memory on one
 /// instance, in PostgreSQL for a fleet. Every operation is bounded; a store that throws is
 /// replaced by the memory record for that call.
+///
+/// The record answers two questions: whether a notify is a repeat whose answer its sender may
+/// not have heard (docs/operations.md, "Once"), and, for an operator, what became of one event's
+/// deliveries (the trace).
 package protocol DeliveryRecords: Sendable {
     /// Claims `key` at `now`, for a delivery answered within `window`; a claim older than
-    /// `takeover` is an instance that died and is taken over.
-    func claim(_ key: RepeatKey, now: Date) async throws -> RecordClaim
-    /// Records the outcome of a claimed key (kept until `now + window`), or, with nil, releases
-    /// it (the delivery failed: the retry really retries).
-    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, now: Date) async throws
+    /// `takeover` is an instance that died and is taken over. `trace`: the delivery's trace
+    /// starts, under way, in the name of `instance`.
+    func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim
+    /// Records the outcome of a claimed key (answered from until `now + window`), or, with nil,
+    /// releases it (the delivery failed: the retry really retries). The trace ends with `end`.
+    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws
+    /// The senders heard these deliveries answered (200 on an open connection): a notify sent
+    /// again is meant to be sent again, so a repeat of them is no longer answered from the record.
+    /// Their traces stay.
+    func heard(_ keys: [RepeatKey], now: Date) async throws
+    /// The traced deliveries of one event, oldest first.
+    func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery]
     /// Its health, for `/health` and `herald_component_failing` (nil: it cannot fail).
     var health: ComponentHealth? { get }
 }

@@ -17,63 +17,84 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
         var state: State
         /// The place of its latest write in `order`.
         var serial: UInt64
+        /// Its delivery's place in `traces`.
+        var traced: UInt64?
     }
 
     private struct Table {
         var entries: [RepeatKey: Entry] = [:]
         var order = Deque<(key: RepeatKey, serial: UInt64)>()
         var serial: UInt64 = 0
+        var traces: TraceRing
     }
 
-    /// What one entry costs, about: its 32-character key twice (table and order), its state and
-    /// the tables' slots.
+    /// What one entry costs, about: its key twice (table and order), its state and the tables'
+    /// slots. The traces are bounded apart (`TraceRing`).
     package static let bytesPerEntry = 160
 
-    private let table = Mutex(Table())
+    private let table: Mutex<Table>
     let window: TimeInterval
     let takeover: TimeInterval
     package let maxEntries: Int
 
-    package init(window: Duration, takeover: Duration, maxEntries: Int, maxBytes: Int) {
+    /// `traceBytes`: the bound of the delivery traces kept beside the record (0: none).
+    package init(window: Duration, takeover: Duration, maxEntries: Int, maxBytes: Int, traceBytes: Int = 0) {
         self.window = window.seconds
         self.takeover = takeover.seconds
         self.maxEntries = max(1, min(maxEntries, maxBytes / Self.bytesPerEntry))
+        table = Mutex(Table(traces: TraceRing(maxBytes: traceBytes)))
     }
 
     package var health: ComponentHealth? { nil }
 
     package var count: Int { table.withLock { $0.entries.count } }
 
-    package func claim(_ key: RepeatKey, now: Date) -> RecordClaim {
+    package func claim(_ key: RepeatKey, trace: TraceStart? = nil, instance: String = InstanceName.current, now: Date) -> RecordClaim {
         table.withLock { table in
+            let found: RecordClaim
             switch table.entries[key]?.state {
             case .recorded(let outcome, let until)? where until > now:
                 return .recorded(outcome)
             case .claimed(let at)? where now.timeIntervalSince(at) < takeover:
                 return .heldElsewhere
-            case .claimed?:
-                write(&table, key, .claimed(at: now), now: now)
-                return .takenOver
-            default:
-                write(&table, key, .claimed(at: now), now: now)
-                return .claimed
+            case .claimed?: found = .takenOver
+            default: found = .claimed
             }
+            let traced = trace.flatMap { table.traces.append($0.inFlight(at: now, instance: instance), pushkey: $0.pushkey) }
+            write(&table, key, .claimed(at: now), traced: traced, now: now)
+            return found
         }
     }
 
-    package func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, now: Date) {
+    package func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd? = nil, now: Date) {
         table.withLock { table in
+            let traced = table.entries[key]?.traced
+            if let end, let traced { table.traces.update(traced) { end.applied(to: &$0, at: now) } }
             if let outcome {
-                write(&table, key, .recorded(outcome, until: now.addingTimeInterval(window)), now: now)
+                write(&table, key, .recorded(outcome, until: now.addingTimeInterval(window)), traced: traced, now: now)
             } else {
                 table.entries.removeValue(forKey: key)
             }
         }
     }
 
-    private func write(_ table: inout Table, _ key: RepeatKey, _ state: State, now: Date) {
+    /// A heard delivery is forgotten by the record (a repeat of it is sent); its trace stays.
+    package func heard(_ keys: [RepeatKey], now: Date) {
+        table.withLock { table in
+            for key in keys {
+                guard case .recorded? = table.entries[key]?.state else { continue }
+                table.entries.removeValue(forKey: key)
+            }
+        }
+    }
+
+    package func deliveries(_ query: DeliveryQuery, now: Date) -> [TracedDelivery] {
+        table.withLock { $0.traces.matching(query) }
+    }
+
+    private func write(_ table: inout Table, _ key: RepeatKey, _ state: State, traced: UInt64?, now: Date) {
         table.serial &+= 1
-        table.entries[key] = Entry(state: state, serial: table.serial)
+        table.entries[key] = Entry(state: state, serial: table.serial, traced: traced)
         table.order.append((key, table.serial))
         trim(&table, now: now)
     }

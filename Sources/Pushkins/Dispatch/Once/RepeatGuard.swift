@@ -1,5 +1,6 @@
 import Foundation
 package import HeraldCore
+package import HeraldUpstream
 package import Logging
 import Synchronization
 
@@ -43,8 +44,12 @@ package final class RepeatGuard: Sendable {
         _ = counters.counter(MetricName.notifyRepeatStoreFallbacks)
     }
 
-    /// Claims `key` for a delivery through `app`.
-    package func claim(_ key: RepeatKey, app: String) async -> Decision {
+    /// Who this instance is in the traces.
+    package var instance: String { InstanceName.current }
+
+    /// Claims `key` for a delivery through `app`; `trace`, the device whose delivery it is, when
+    /// it is to be traced (a Matrix notify's).
+    package func claim(_ key: RepeatKey, app: String, trace: TraceStart? = nil) async -> Decision {
         let joined = flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
             guard let flight = table[key] else {
                 table[key] = .some(nil)
@@ -61,13 +66,13 @@ package final class RepeatGuard: Sendable {
         }
         let found: RecordClaim
         if inMemory {
-            found = fallback.claim(key, now: clock.date)
+            found = fallback.claim(key, trace: trace, instance: instance, now: clock.date)
         } else {
             do {
-                found = try await store.claim(key, now: clock.date)
+                found = try await store.claim(key, trace: trace, instance: instance, now: clock.date)
             } catch {
                 storeFailed(error)
-                found = fallback.claim(key, now: clock.date)
+                found = fallback.claim(key, trace: trace, instance: instance, now: clock.date)
             }
         }
         switch found {
@@ -91,20 +96,46 @@ package final class RepeatGuard: Sendable {
     }
 
     /// Records the outcome of a claimed key (or releases it: a failure leaves no record) and
-    /// answers the repeats that joined it.
-    package func settle(_ key: RepeatKey, _ outcome: DeviceOutcome) async {
+    /// answers the repeats that joined it; `note`, what its upstream call left for the trace.
+    package func settle(_ key: RepeatKey, _ outcome: DeviceOutcome, note: DeliveryNote = DeliveryNote()) async {
         let recorded = RecordedOutcome(outcome)
+        let end = TraceEnd(outcome: outcome, note: note)
         if inMemory {
-            fallback.finish(key, recorded, now: clock.date)
+            fallback.finish(key, recorded, trace: end, now: clock.date)
         } else {
             do {
-                try await store.finish(key, recorded, now: clock.date)
+                try await store.finish(key, recorded, trace: end, now: clock.date)
             } catch {
                 storeFailed(error)
-                fallback.finish(key, recorded, now: clock.date)
+                fallback.finish(key, recorded, trace: end, now: clock.date)
             }
         }
         land(key, outcome)
+    }
+
+    /// The senders heard these deliveries answered: a notify that repeats one is sent again
+    /// (docs/operations.md, "Once").
+    package func heard(_ keys: [RepeatKey]) async {
+        guard !keys.isEmpty else { return }
+        fallback.heard(keys, now: clock.date)
+        guard !inMemory else { return }
+        do {
+            try await store.heard(keys, now: clock.date)
+        } catch {
+            storeFailed(error)
+        }
+    }
+
+    /// What became of one event's deliveries (docs/operations.md, "Why didn't my phone ring?"):
+    /// from the fleet's record, or this instance's memory while that fails.
+    package func deliveries(_ query: DeliveryQuery) async -> [TracedDelivery] {
+        guard !inMemory else { return fallback.deliveries(query, now: clock.date) }
+        do {
+            return try await store.deliveries(query, now: clock.date)
+        } catch {
+            storeFailed(error)
+            return fallback.deliveries(query, now: clock.date)
+        }
     }
 
     /// The delivery of `key` is over on this instance: the repeats that joined it get `outcome`.

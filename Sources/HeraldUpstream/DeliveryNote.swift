@@ -1,0 +1,51 @@
+import Synchronization
+
+/// What the upstream call of one device leaves for its delivery trace (docs/operations.md, "Why
+/// didn't my phone ring?"): how many attempts it made and the provider's id for the message.
+package struct DeliveryNote: Sendable, Equatable {
+    package var attempts: Int
+    /// APNs `apns-id`, an FCM message name, a Huawei request id, a push service's message URL.
+    package var providerId: String?
+
+    package init(attempts: Int = 0, providerId: String? = nil) {
+        self.attempts = attempts
+        self.providerId = providerId
+    }
+
+    /// Where the call running in this task writes its note: bound by the dispatcher for each device
+    /// it wants traced, nil elsewhere (a call of the Status server, the relay, a token endpoint).
+    @TaskLocal package static var sink: DeliveryNotes.Sink?
+}
+
+/// The notes of one group of devices, by pushkey.
+package final class DeliveryNotes: Sendable {
+    private let notes = Mutex<[String: DeliveryNote]>([:])
+
+    package init() {}
+
+    /// One device's place in `notes`.
+    package struct Sink: Sendable {
+        let notes: DeliveryNotes
+        let pushkey: String
+
+        package init(_ notes: DeliveryNotes, pushkey: String) {
+            self.notes = notes
+            self.pushkey = pushkey
+        }
+
+        /// Adds an upstream call's attempts (a device's dispatch may make more than one call:
+        /// an OAuth token, a sibling host) and keeps the last provider id.
+        func add(attempts: Int, providerId: String?) {
+            notes.notes.withLock { table in
+                var note = table[pushkey] ?? DeliveryNote()
+                note.attempts += attempts
+                if let providerId { note.providerId = providerId }
+                table[pushkey] = note
+            }
+        }
+    }
+
+    package func note(for pushkey: String) -> DeliveryNote {
+        notes.withLock { $0[pushkey] ?? DeliveryNote() }
+    }
+}

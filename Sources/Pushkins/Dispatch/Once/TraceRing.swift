@@ -1,0 +1,67 @@
+import DequeModule
+import HeraldCore
+
+/// The memory record's delivery traces (docs/operations.md, "Why didn't my phone ring?"): the most
+/// recent deliveries, bounded in bytes (`notify.trace_max_bytes`), the oldest dropped first. Each
+/// has a serial number, by which its delivery updates it in O(1); a question about one event reads
+/// the ring from the newest, which is an operator's rare request, never a notify's.
+struct TraceRing {
+    struct Entry {
+        var trace: TracedDelivery
+        /// The full pushkey, which a question names (the trace shows it shortened).
+        var pushkey: String
+        var bytes: Int
+    }
+
+    /// What one entry costs besides its strings, about: the struct, the deque's slot, the dates.
+    static let fixedBytes = 200
+
+    private var entries = Deque<Entry>()
+    /// The serial of `entries.first`.
+    private var first: UInt64 = 0
+    private var bytes = 0
+    let maxBytes: Int
+
+    init(maxBytes: Int) {
+        self.maxBytes = maxBytes
+    }
+
+    var count: Int { entries.count }
+
+    /// Appends a delivery's trace; its serial, or nil when traces are off (`maxBytes` 0).
+    mutating func append(_ trace: TracedDelivery, pushkey: String) -> UInt64? {
+        guard maxBytes > 0 else { return nil }
+        let size =
+            Self.fixedBytes + trace.eventId.utf8.count + trace.appId.utf8.count + pushkey.utf8.count + trace.pushkey.utf8.count
+        entries.append(Entry(trace: trace, pushkey: pushkey, bytes: size))
+        bytes += size
+        let serial = first + UInt64(entries.count - 1)
+        while bytes > maxBytes, let oldest = entries.popFirst() {
+            bytes -= oldest.bytes
+            first += 1
+        }
+        return serial
+    }
+
+    /// Updates the trace of `serial`, unless the ring dropped it already.
+    mutating func update(_ serial: UInt64, _ change: (inout TracedDelivery) -> Void) {
+        guard serial >= first, serial - first < UInt64(entries.count) else { return }
+        let index = Int(serial - first)
+        let before = entries[index].trace.detail?.utf8.count ?? 0
+        change(&entries[index].trace)
+        let after = (entries[index].trace.detail?.utf8.count ?? 0) + (entries[index].trace.providerId?.utf8.count ?? 0)
+        entries[index].bytes += after - before
+        bytes += after - before
+    }
+
+    /// The traces `query` asks for, oldest first.
+    func matching(_ query: DeliveryQuery) -> [TracedDelivery] {
+        var found: [TracedDelivery] = []
+        for entry in entries.reversed() where entry.trace.eventId == query.eventId {
+            if let pushkey = query.pushkey, entry.pushkey != pushkey { continue }
+            if let app = query.appId, entry.trace.appId != app { continue }
+            found.append(entry.trace)
+        }
+        return found.reversed()
+    }
+}
