@@ -96,8 +96,8 @@ adamant:
   passphrase_file: $(fake "['adamant']['passphrase_file']")
   apns_app: com.example.apns
   development_base_url: $(fake "['apns']['base_url']")
-  poll_interval: 0.5
-  signal_poll_interval: 0.5
+  poll_interval: 0.2
+  signal_poll_interval: 0.2
   lease_retry: 0.5
   lease_check: 0.5
   # The fake node's chain starts empty: read it from its first block.
@@ -158,7 +158,9 @@ case "$command" in
     echo "${out#* }" > "$FLEET_DIR/postgres-dir"
     url=${out%% *}
     echo "$url" > "$FLEET_DIR/postgres-url"
-    "$bin/herald-fakes" --directory "$FLEET_DIR/fakes" --adamant-devices 1 > "$FLEET_DIR/fakes.log" 2>&1 &
+    # FLEET_APNS_DELAY: seconds the fake APNs takes to answer (a slow upstream).
+    "$bin/herald-fakes" --directory "$FLEET_DIR/fakes" --adamant-devices 1 --apns-delay "${FLEET_APNS_DELAY:-0}" \
+      > "$FLEET_DIR/fakes.log" 2>&1 &
     echo $! > "$FLEET_DIR/fakes.pid"
     for _ in $(seq 1 600); do [ -s "$FLEET_DIR/fakes/fakes.json" ] && break; sleep 0.05; done
     echo "$n" > "$FLEET_DIR/n"

@@ -44,6 +44,9 @@ struct HeraldFakes: AsyncParsableCommand {
     @Option(help: "Also run a fake ADAMANT node with this many users registered (signals to the service account).")
     var adamantDevices = 0
 
+    @Option(help: "Seconds the fake APNs waits before answering each request (a slow upstream, for demos of \"once\").")
+    var apnsDelay: Double = 0
+
     func run() async throws {
         if let target = drive {
             let rate = try await FakeCeiling.drive(target: target, directory: directory, seconds: seconds, concurrency: concurrency)
@@ -74,6 +77,7 @@ struct HeraldFakes: AsyncParsableCommand {
             pki: pki, topic: "com.example.app", auth: .token(keyId: "FAKEKEY123", teamId: "FAKETEAM01", publicKey: apnsKey.publicKey),
             recordRequests: record)
 
+        if apnsDelay > 0 { apns.scriptDefault(.delay(.milliseconds(Int64(apnsDelay * 1000)), then: .accept)) }
         let fcm = try await FakeFCM.start(directory: directory, recordRequests: record)
         let hms = try await FakeHMS.start(directory: directory, recordRequests: record)
 

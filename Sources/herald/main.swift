@@ -9,7 +9,7 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "A push gateway for Matrix homeservers (Sygnal-compatible), Status, Mastodon (a Web Push relay) and ADAMANT.",
         version: HeraldVersion.description,
-        subcommands: [Serve.self, CheckConfig.self, VapidKey.self, SendTest.self],
+        subcommands: [Serve.self, CheckConfig.self, VapidKey.self, SendTest.self, Trace.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -134,5 +134,44 @@ struct SendTest: AsyncParsableCommand {
         await gateway.close()
         print(result.report)
         if !result.succeeded { Foundation.exit(1) }
+    }
+}
+
+struct Trace: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Ask the running Herald what became of an event's pushes: each device's outcome, when, the attempts and the provider's id.",
+        discussion: """
+            Asks the instance of this config on its metrics listener (GET /_herald/v1/deliveries, with admin.token_file's \
+            bearer token when set). With notify.repeat_store on PostgreSQL the answer covers the whole fleet. Exits 1 \
+            when no instance answers.
+            """)
+    @OptionGroup var options: ConfigOption
+
+    @Option(name: .long, help: "The event id, as the homeserver's notify gave it.")
+    var eventId: String
+
+    @Option(name: .long, help: "Only this device's delivery (its full pushkey).")
+    var pushkey: String?
+
+    @Option(name: .long, help: "Only this app's deliveries.")
+    var appId: String?
+
+    func validate() throws {
+        if pushkey != nil && appId != nil { throw ValidationError("give --pushkey or --app-id, not both") }
+    }
+
+    func run() async throws {
+        let config: GatewayConfig
+        do {
+            config = try ConfigLoading.load(path: options.path).0
+        } catch {
+            fail(error.errors)
+        }
+        do {
+            print(try await TraceCommand.run(config: config, eventId: eventId, pushkey: pushkey, appId: appId))
+        } catch {
+            FileHandle.standardError.write(Data("herald: \(error.description)\n".utf8))
+            Foundation.exit(1)
+        }
     }
 }

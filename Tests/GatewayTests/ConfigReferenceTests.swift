@@ -50,6 +50,7 @@ import Testing
             metrics: {prometheus: {enabled: false}}
             tracing: {enabled: false}
             notify: {repeat_window: 60}
+            admin: {token_file: \(dir)/secret}
             proxy: 'http://p:1'
             no_proxy: [x]
             status: {gorush: {}, apns_app: a, hms_app: h}

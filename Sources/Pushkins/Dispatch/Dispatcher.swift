@@ -190,7 +190,7 @@ package struct Dispatcher: Sendable {
 
     /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
     /// homeserver's retry carries it unchanged; two accounts' pushers on one phone differ in it).
-    static func key(event: String, _ device: Device) -> RepeatKey {
+    package static func key(event: String, _ device: Device) -> RepeatKey {
         RepeatKey([event, device.appId, device.pushkey, device.data.map { JSONWriter.string(.object($0)) } ?? ""])
     }
 

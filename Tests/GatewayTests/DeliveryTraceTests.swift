@@ -1,0 +1,156 @@
+import AsyncHTTPClient
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Testing
+
+@testable import Gateway
+
+/// "Why didn't my phone ring?" (docs/operations.md): an operator asks any instance what became of
+/// an event for a device, on the metrics listener (`GET /_herald/v1/deliveries`) or with
+/// `herald trace`, and gets the upstream's answer, the attempts, the instance and the provider's
+/// id for the message.
+@Suite(.serialized)
+struct DeliveryTraceTests {
+    static let message = APNsEndToEndTests.message
+    static var eventId: String { message["event_id"]?.stringValue ?? "" }
+
+    func notify(_ herald: RunningGateway, _ keys: [String]) async throws -> TestResponse {
+        try await herald.notify(notifyBody(Self.message, devices: keys.map { APNsEndToEndTests().device($0) }))
+    }
+
+    /// A GET with a bearer token.
+    static func get(_ url: String, bearer: String) async throws -> TestResponse {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let collected = try await response.body.collect(upTo: 1 << 20)
+        return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(collected.readableBytesView))
+    }
+
+    func escaped(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
+
+    /// Delivered (with Apple's `apns-id`), rejected (410, with Apple's reason), failed after its
+    /// retries; filtered by pushkey and by app; an unknown event has no delivery.
+    @Test func theTraceShowsWhatTheUpstreamAnswered() async throws {
+        let setup = try await APNsEndToEndTests().start(extra: "max_attempts: 2")
+        let (ok, dead, down) = (APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey())
+        setup.apns.script(APNsEndToEndTests.hex(dead), .fail(410, "Unregistered"))
+        setup.apns.script(APNsEndToEndTests.hex(down), .fail(500, "InternalServerError"))
+        let answer = try await notify(setup.herald, [ok, dead, down])
+        let all = try await setup.herald.deliveries(event: Self.eventId)
+        let one = try await setup.herald.deliveries(event: Self.eventId, query: "&pushkey=\(escaped(dead))")
+        let byApp = try await setup.herald.deliveries(event: Self.eventId, query: "&app_id=com.example.apns")
+        let otherApp = try await setup.herald.deliveries(event: Self.eventId, query: "&app_id=com.example.other")
+        let unknown = try await setup.herald.trace(event: "$never-seen")
+        await setup.stop()
+        #expect(answer.status == 502)  // one device failed: the homeserver retries
+        #expect(all.count == 3 && byApp.count == 3 && otherApp.isEmpty)
+        let outcomes = Dictionary(uniqueKeysWithValues: all.compactMap { d in d["pushkey"]?.stringValue.map { ($0, d) } })
+        let delivered = try #require(outcomes[Redaction.pushkey(ok)])
+        #expect(delivered["outcome"]?.stringValue == "delivered")
+        #expect(delivered["attempts"] == 1)
+        let apnsId = setup.apns.received(token: APNsEndToEndTests.hex(ok)).first?.headers["apns-id"]
+        #expect(delivered["provider_id"]?.stringValue != nil)
+        #expect(apnsId == nil || delivered["provider_id"]?.stringValue == apnsId)
+        #expect(delivered["instance"]?.stringValue?.contains(":") == true)
+        #expect(delivered["finished_at"]?.stringValue?.hasSuffix("Z") == true)
+        #expect(one.count == 1 && one.first?["outcome"]?.stringValue == "rejected")
+        #expect(one.first?["reason"]?.stringValue == "Unregistered" || one.first?["detail"]?.stringValue?.contains("Unregistered") == true)
+        let failed = try #require(outcomes[Redaction.pushkey(down)])
+        #expect(failed["outcome"]?.stringValue == "failed" && failed["attempts"] == 2)
+        #expect(all.allSatisfy { $0["pushkey"]?.stringValue?.hasSuffix("…") == true })
+        #expect(!all.contains { JSONWriter.string($0).contains(ok) || JSONWriter.string($0).contains(dead) })
+        #expect(unknown.status == 200 && unknown.json?["deliveries"] == [])
+    }
+
+    /// A delivery whose upstream has not answered is shown in flight, then with its outcome.
+    @Test func aStalledDeliveryIsShownInFlight() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: "  com.example.probe:\n    type: probe\n", extra: "notify:\n  answer_within: 0.2"),
+            registry: .withProbe(probe))
+        let device: JSONValue = ["app_id": "com.example.probe", "pushkey": "hold-1"]
+        let first = try await herald.notify(notifyBody(Self.message, devices: [device]))
+        let during = try await herald.deliveries(event: Self.eventId)
+        probe.release()
+        let done = await eventually(within: .seconds(60)) {
+            (try? await herald.deliveries(event: Self.eventId))?.first?["outcome"]?.stringValue == "delivered"
+        }
+        await herald.stop()
+        #expect(first.status == 502)
+        #expect(during.map { $0["outcome"]?.stringValue } == ["in_flight"])
+        #expect(during.first?["finished_at"] == nil)
+        #expect(done)
+    }
+
+    /// The endpoint's errors, and `admin.token_file`'s bearer token.
+    @Test func theEndpointAsksForWhatItNeeds() async throws {
+        let dir = temporaryDirectory()
+        try "s3cret\n".write(toFile: "\(dir)/admin-token", atomically: true, encoding: .utf8)
+        let probe = Probe()
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: "  com.example.probe:\n    type: probe\n", extra: "admin:\n  token_file: \(dir)/admin-token"),
+            registry: .withProbe(probe))
+        let port = try #require(herald.gateway.metricsPort)
+        let anonymous = try await herald.trace(event: "$e")
+        let wrong = try await Self.get("http://127.0.0.1:\(port)/_herald/v1/deliveries?event_id=x", bearer: "nope")
+        let missing = try await Self.get("http://127.0.0.1:\(port)/_herald/v1/deliveries", bearer: "s3cret")
+        let both = try await Self.get(
+            "http://127.0.0.1:\(port)/_herald/v1/deliveries?event_id=x&pushkey=a&app_id=b", bearer: "s3cret")
+        let good = try await Self.get("http://127.0.0.1:\(port)/_herald/v1/deliveries?event_id=x", bearer: "s3cret")
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(anonymous.status == 401 && anonymous.json?["errcode"]?.stringValue == "M_MISSING_TOKEN")
+        #expect(wrong.status == 401 && wrong.json?["errcode"]?.stringValue == "M_UNKNOWN_TOKEN")
+        #expect(missing.status == 400 && missing.json?["errcode"]?.stringValue == "M_MISSING_PARAM")
+        #expect(both.status == 400 && both.json?["errcode"]?.stringValue == "M_INVALID_PARAM")
+        #expect(good.status == 200 && good.json == ["event_id": "x", "deliveries": []])
+        #expect(metrics.contains("herald_"))  // the metrics themselves need no token
+
+        let off = try await RunningGateway.start(
+            gatewayYAML(apps: "  com.example.probe:\n    type: probe\n", extra: "notify:\n  repeat_window: 0"), registry: .withProbe(probe))
+        let none = try await off.trace(event: "$e")
+        await off.stop()
+        #expect(none.status == 404 && none.json?["errcode"]?.stringValue == "M_NOT_FOUND")
+    }
+
+    /// `herald trace` asks the instance of its config and prints one line per delivery.
+    @Test(.enabled(if: OperatorBinaryTests.binary != nil, "needs the herald executable"))
+    func heraldTracePrintsTheDeliveries() async throws {
+        let probe = Probe()
+        let metricsPort = StatusDurabilityTests.freePort()
+        let dir = temporaryDirectory()
+        let yaml = gatewayYAML(apps: "  com.example.probe:\n    type: probe\n")
+            .replacingOccurrences(of: "address: 127.0.0.1\n    port: 0", with: "address: 127.0.0.1\n    port: \(metricsPort)")
+        let herald = try await RunningGateway.start(yaml, registry: .withProbe(probe))
+        try yaml.write(toFile: "\(dir)/herald.yaml", atomically: true, encoding: .utf8)
+        let device: JSONValue = ["app_id": "com.example.probe", "pushkey": "reject-me"]
+        _ = try await herald.notify(notifyBody(Self.message, devices: [device]))
+        let traced = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--event-id", Self.eventId])
+        let unknown = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--event-id", "$nothing"])
+        await herald.stop()
+        let down = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--event-id", Self.eventId])
+        #expect(traced.status == 0)
+        #expect(traced.output.contains("event \(Self.eventId): 1 delivery"), "\(traced.output)")
+        #expect(traced.output.contains("com.example.probe  reject…  rejected (invalid_pushkey: probe)"), "\(traced.output)")
+        #expect(unknown.status == 0 && unknown.output.contains("no delivery recorded"))
+        #expect(down.status == 1)
+    }
+
+    /// With the record in PostgreSQL, any instance answers for the fleet.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func anyInstanceOfAFleetAnswersForTheFleet() async throws {
+        let fleet = try await OnceTests.Fleet.start(count: 2)
+        let (ok, dead) = (APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey())
+        fleet.apns.script(APNsEndToEndTests.hex(dead), .fail(410, "Unregistered"))
+        let answer = try await notify(fleet.instances[0], [ok, dead])
+        let seen = try await fleet.instances[1].deliveries(event: Self.eventId)
+        let one = try await fleet.instances[1].deliveries(event: Self.eventId, query: "&pushkey=\(escaped(ok))")
+        await fleet.stop()
+        #expect(answer.status == 200)
+        #expect(Set(seen.compactMap { $0["outcome"]?.stringValue }) == ["delivered", "rejected"])
+        #expect(one.count == 1 && one.first?["pushkey"]?.stringValue == Redaction.pushkey(ok))
+        #expect(one.first?["provider_id"]?.stringValue != nil && one.first?["attempts"] == 1)
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Logging
+import Testing
+
+@testable import Gateway
+
+/// The fleet recipe an operator copies (scripts/fleet.sh, docs/deployment.md "A fleet") delivers
+/// once: its instances share the delivery record on the fleet's PostgreSQL, `check-config` says
+/// when a fleet's config leaves that out, and the chaos test runs the recipe's own file.
+@Suite struct FleetRecipeTests {
+    /// The recipe's config for instance 1, for fakes started here, and the fakes' directory.
+    static func recipe(postgres: String) async throws -> (yaml: String, directory: String, stop: @Sendable () async -> Void) {
+        let dir = temporaryDirectory()
+        let (pki, apns) = try await StatusDurabilityTests.fakeAPNs(directory: dir)
+        let fcm = try await FakeFCM.start(directory: dir)
+        let node = try await FakeAdamantNode.start()
+        try AdamantEndToEndTests.servicePassphrase.write(toFile: "\(dir)/passphrase", atomically: true, encoding: .utf8)
+        let yaml = try await FleetChaosTests.config(
+            index: 1, port: StatusDurabilityTests.freePort(), metricsPort: StatusDurabilityTests.freePort(), directory: dir, apns: apns,
+            fcm: fcm, node: node, postgres: postgres, pki: pki)
+        return (yaml, dir, { await apns.stop(); await fcm.stop(); await node.stop() })
+    }
+
+    static func gateway(_ yaml: String) throws -> (Gateway, ConfigDiagnostics) {
+        let (config, diagnostics) = try ConfigLoading.parse(yaml)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return (Gateway(config: config, diagnostics: diagnostics, logger: logger, readOnly: true, clock: SystemClock()), diagnostics)
+    }
+
+    @Test func theRecipeSharesTheDeliveryRecordOnTheFleetsDatabase() async throws {
+        let url = "postgres://postgres@127.0.0.1:1/fleet"
+        let recipe = try await Self.recipe(postgres: url)
+        let (gateway, diagnostics) = try Self.gateway(recipe.yaml)
+        await gateway.close()
+        await recipe.stop()
+        #expect(recipe.yaml.hasPrefix("# Instance 1 of the fleet"))  // the recipe's own file
+        #expect(diagnostics.errors.isEmpty, "\(diagnostics.errors)")
+        #expect(gateway.config.notify.repeatStore == url)
+        #expect(!gateway.configNotes.contains { $0.hasPrefix("notify.repeat_store") })
+    }
+
+    /// `check-config` on the recipe's file without its `notify:` section: a note says that the
+    /// instances sharing the database would each send a repeated notify.
+    @Test(.enabled(if: OperatorBinaryTests.binary != nil, "needs the herald executable"))
+    func checkConfigNotesAFleetWithoutASharedRecord() async throws {
+        let recipe = try await Self.recipe(postgres: "postgres://postgres@127.0.0.1:1/fleet")
+        let lines = recipe.yaml.split(separator: "\n", omittingEmptySubsequences: false)
+        var kept: [Substring] = []
+        var inNotify = false
+        for line in lines {
+            if line.hasPrefix("notify:") {
+                inNotify = true
+                continue
+            }
+            if inNotify, line.hasPrefix(" ") || line.hasPrefix("#") { continue }
+            inNotify = false
+            kept.append(line)
+        }
+        let path = "\(recipe.directory)/without-record.yaml"
+        try kept.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try recipe.yaml.write(toFile: "\(recipe.directory)/recipe.yaml", atomically: true, encoding: .utf8)
+        let without = try await OperatorBinaryTests.run(["check-config", "--config", path])
+        let with = try await OperatorBinaryTests.run(["check-config", "--config", "\(recipe.directory)/recipe.yaml"])
+        await recipe.stop()
+        #expect(without.status == 0, "\(without.output)")
+        #expect(
+            without.output.contains(
+                "note: notify.repeat_store: memory, while status.store is a PostgreSQL database: instances sharing this database each send a repeated notify"
+            ), "\(without.output)")
+        #expect(with.status == 0 && !with.output.contains("note: notify.repeat_store"), "\(with.output)")
+    }
+}
