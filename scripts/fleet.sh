@@ -113,7 +113,8 @@ haproxy_config() {
     cat <<CFG
 # HAProxy in front of the fleet: round robin over the instances that answer GET /health, a
 # request retried on another instance only when its connection could not be made (a POST is not
-# idempotent: one that reached an instance is never sent to a second).
+# idempotent: one that reached an instance is never sent to a second), and a request its client
+# gave up on aborted at the instance too.
 global
   maxconn 4096
   pidfile $FLEET_DIR/haproxy.pid
@@ -125,6 +126,9 @@ defaults
   retries 3
   retry-on conn-failure empty-response
   option redispatch
+  # A client that gives up closes the connection to the instance too: Herald then knows its answer
+  # went unheard, and keeps it for the client's retry (docs/operations.md, "Once").
+  option abortonclose
 frontend herald
   bind 127.0.0.1:$LB_PORT
   default_backend heralds

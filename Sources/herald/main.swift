@@ -139,7 +139,8 @@ struct SendTest: AsyncParsableCommand {
 
 struct Trace: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Ask the running Herald what became of an event's pushes: each device's outcome, when, the attempts and the provider's id.",
+        abstract:
+            "Ask the running Herald what became of an event's pushes: each device's outcome, when, the attempts and the provider's id.",
         discussion: """
             Asks the instance of this config on its metrics listener (GET /_herald/v1/deliveries, with admin.token_file's \
             bearer token when set). With notify.repeat_store on PostgreSQL the answer covers the whole fleet. Exits 1 \

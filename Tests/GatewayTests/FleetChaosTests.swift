@@ -159,6 +159,7 @@ import Testing
           retries 3
           retry-on conn-failure empty-response
           option redispatch
+          option abortonclose
         frontend herald
           bind 127.0.0.1:\(port)
           default_backend heralds

@@ -20,7 +20,12 @@ import Testing
         let yaml = try await FleetChaosTests.config(
             index: 1, port: StatusDurabilityTests.freePort(), metricsPort: StatusDurabilityTests.freePort(), directory: dir, apns: apns,
             fcm: fcm, node: node, postgres: postgres, pki: pki)
-        return (yaml, dir, { await apns.stop(); await fcm.stop(); await node.stop() })
+        return (
+            yaml, dir,
+            {
+                await apns.stop(); await fcm.stop(); await node.stop()
+            }
+        )
     }
 
     static func gateway(_ yaml: String) throws -> (Gateway, ConfigDiagnostics) {

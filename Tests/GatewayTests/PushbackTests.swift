@@ -76,7 +76,10 @@ struct PushbackTests {
         #expect(holds.first?["pushkin"]?.stringValue == "com.example.held" && holds.first?["origin_class"]?.stringValue == "fcm")
         #expect(health.text.contains("127.0.0.1") == false)
         #expect(trace.first?["outcome"]?.stringValue == "held" && trace.first?["attempts"] == 0)
-        #expect(Self.value(in: metrics, of: "herald_upstream_pushback_seconds_total", labels: ["pushkin=\"com.example.held\"", "origin_class=\"fcm\""]) == 5)
+        #expect(
+            Self.value(
+                in: metrics, of: "herald_upstream_pushback_seconds_total", labels: ["pushkin=\"com.example.held\"", "origin_class=\"fcm\""])
+                == 5)
     }
 
     /// The value of the series of `name` whose labels include `labels`, in a Prometheus exposition.
@@ -92,7 +95,9 @@ struct PushbackTests {
     @Test func a429WithoutRetryAfterHoldsForADoublingBackoffBoundedByPushbackMax() async throws {
         let clock = ManualClock(date: Date())
         let holds = UpstreamHolds(clock: clock, metrics: GatewayMetrics().factory, logger: Logger(label: "test"))
-        let backoff = { holds.pushedBack("o", pushkin: "p", originClass: "fcm", retryAfter: nil, initial: .seconds(1), maximum: .seconds(3)) }
+        let backoff = {
+            holds.pushedBack("o", pushkin: "p", originClass: "fcm", retryAfter: nil, initial: .seconds(1), maximum: .seconds(3))
+        }
         #expect(backoff() == .seconds(1))
         clock.advance(by: .seconds(1))
         #expect(holds.remaining("o") == nil)
