@@ -35,7 +35,70 @@ import Testing
         #expect(sent.headers["apns-push-type"] == type)
         #expect(sent.headers["apns-topic"] == topic)
         #expect(sent.headers["apns-priority"] == priority)
-        #expect(sent.payload?["aps"]?["alert"] != nil)
+        // A background push wakes the app and shows nothing; every other type keeps the alert.
+        if type == "background" {
+            #expect(sent.payload?["aps"] == ["content-available": 1])
+            #expect(sent.payload?["event_id"] != nil && sent.payload?["room_id"] != nil)
+        } else {
+            #expect(sent.payload?["aps"]?["alert"] != nil)
+        }
+    }
+
+    /// A `push_type: background` app: whatever the notify holds, `aps` is exactly
+    /// `{"content-available": 1}` (Apple: nothing that triggers user interaction), and the
+    /// Matrix keys stay at the top level for the app to fetch with; `default_payload`'s own `aps`
+    /// does not make it a mix.
+    @Test func aBackgroundAppsPayloadWakesTheAppAndShowsNothing() async throws {
+        let setup = try await APNsEndToEndTests().start(extra: "push_type: background")
+        let (full, eventOnly, withDefault) = (APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey())
+        var message = APNsEndToEndTests.message
+        message["prio"] = "high"
+        message["counts"] = ["unread": 3, "missed_calls": 1]
+        _ = try await setup.herald.notify(notifyBody(message, devices: [APNsEndToEndTests().device(full)]))
+        let idOnly: JSONObject = ["event_id": "$only", "room_id": "!r:example.org", "counts": ["unread": 2]]
+        _ = try await setup.herald.notify(notifyBody(idOnly, devices: [APNsEndToEndTests().device(eventOnly)]))
+        let device: JSONValue = [
+            "app_id": "com.example.apns", "pushkey": .string(withDefault),
+            "data": ["default_payload": ["aps": ["content-available": 1, "mutable-content": 1], "cs": "secret"]],
+        ]
+        _ = try await setup.herald.notify(notifyBody(idOnly, devices: [device]))
+        await setup.stop()
+        let sent = [full, eventOnly, withDefault].map { setup.apns.received(token: APNsEndToEndTests.hex($0)).first }
+        #expect(sent.allSatisfy { $0?.status == 200 })
+        #expect(sent.allSatisfy { $0?.headers["apns-push-type"] == "background" && $0?.headers["apns-priority"] == "5" })
+        #expect(sent.allSatisfy { $0?.payload?["aps"] == ["content-available": 1] })
+        #expect(sent[0]?.payload?["event_id"] == message["event_id"] && sent[0]?.payload?["room_id"] == message["room_id"])
+        #expect(sent[1]?.payload?["event_id"] == "$only" && sent[1]?.payload?["unread_count"] == 2)
+        #expect(sent[2]?.payload?["cs"] == "secret" && sent[2]?.payload?["event_id"] == "$only")
+    }
+
+    /// An app with no `push_type`: every request names one, the one its payload is: `alert` for
+    /// a message (10, or 5 for `prio: low`), `background` at 5 for a `default_payload` that only
+    /// wakes the app.
+    @Test func anAppWithoutAPushTypeNamesThePayloadsOwn() async throws {
+        let setup = try await APNsEndToEndTests().start()
+        let (high, low, wake) = (APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey())
+        _ = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [APNsEndToEndTests().device(high)]))
+        var lowMessage = APNsEndToEndTests.message
+        lowMessage["prio"] = "low"
+        _ = try await setup.herald.notify(notifyBody(lowMessage, devices: [APNsEndToEndTests().device(low)]))
+        let device: JSONValue = [
+            "app_id": "com.example.apns", "pushkey": .string(wake), "data": ["default_payload": ["aps": ["content-available": 1]]],
+        ]
+        _ = try await setup.herald.notify(notifyBody(["event_id": "$wake", "room_id": "!r:example.org"], devices: [device]))
+        await setup.stop()
+        let sent = [high, low, wake].map { setup.apns.received(token: APNsEndToEndTests.hex($0)).first }
+        #expect(sent.map { $0?.status } == [200, 200, 200])
+        #expect(sent.map { $0?.headers["apns-push-type"] } == ["alert", "alert", "background"])
+        #expect(sent.map { $0?.headers["apns-priority"] } == ["10", "5", "5"])
+        #expect(sent[2]?.payload?["aps"] == ["content-available": 1])
+    }
+
+    /// The fake refuses a background request whose `aps` shows something, or does not wake the app.
+    @Test func theFakeRefusesABackgroundPushThatShowsSomething() {
+        #expect(FakeAPNs.backgroundProblem(["aps": ["content-available": 1]]) == nil)
+        #expect(FakeAPNs.backgroundProblem(["aps": ["content-available": 1, "badge": 1]]) == "BackgroundWithVisibleContent")
+        #expect(FakeAPNs.backgroundProblem(["event_id": "$e"]) == "BackgroundWithoutContentAvailable")
     }
 
     /// The fake refuses what Apple refuses, so that the rules above are what makes a push pass.

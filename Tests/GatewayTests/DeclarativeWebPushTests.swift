@@ -44,6 +44,33 @@ import Testing
         #expect(payload["content"]?["body"] == "I'm floating in a most peculiar way.")
     }
 
+    /// A badge update (counts, no event, no room) has nothing to show: a declarative app's
+    /// subscription would show "New message" for it and open an empty room. It is not sent
+    /// (answered as not rejected); with `declarative_badge_updates: true` it is sent silent, with
+    /// the app's room-less title and its start URL.
+    @Test func aBadgeUpdateIsNotDressedAsANotification() async throws {
+        let badge: JSONObject = ["counts": ["unread": 5]]
+        let setup = try await start(Self.navigate)
+        let sub = setup.service.subscribe()
+        let skipped = try await setup.herald.notify(notifyBody(badge, devices: [WebPushEndToEndTests().device(sub)]))
+        let message = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [WebPushEndToEndTests().device(sub)]))
+        await setup.stop()
+        #expect(skipped.status == 200 && skipped.json == ["rejected": []])
+        #expect(message.status == 200)
+        #expect(setup.service.received.map(\.declarative) == [true])  // the message only
+
+        let sending = try await start(Self.navigate + "\ndeclarative_badge_updates: true\ndeclarative_title: Chat")
+        let other = sending.service.subscribe()
+        let sent = try await sending.herald.notify(notifyBody(badge, devices: [WebPushEndToEndTests().device(other)]))
+        await sending.stop()
+        #expect(sent.status == 200)
+        let received = try #require(sending.service.received.first)
+        #expect(received.problems.isEmpty, "\(received.problems)")
+        #expect(received.declarative)
+        #expect(
+            received.payload?["notification"] == ["title": "Chat", "navigate": "https://app.example.org/", "silent": true, "app_badge": 5])
+    }
+
     @Test func aLowPriorityNotificationIsSilentAndWithoutContentHasNoBody() async throws {
         let setup = try await start(Self.navigate)
         let sub = setup.service.subscribe()

@@ -37,6 +37,30 @@ import Testing
             ])
     }
 
+    /// The push type a gorush notification names wins, and the payload follows it: `background`
+    /// wakes the app with `aps` `{"content-available": 1}` alone; without a `push_type`, the
+    /// request names the payload's own (`alert` for a message, `background` at 5 for
+    /// `content_available` alone) (docs/compatibility/apns.md, "Push type and payload").
+    @Test func thePayloadFollowsThePushTypeAndEveryRequestNamesOne() async throws {
+        let setup = try await StatusEndToEndTests().start(statusExtra: "  gorush:\n    sync: true")
+        let background: JSONValue = [
+            "tokens": ["0a01"], "platform": 1, "message": "hidden", "badge": 3, "push_type": "background", "content_available": true,
+            "data": ["chatId": "0x1"],
+        ]
+        let message: JSONValue = ["tokens": ["0a02"], "platform": 1, "message": "You have a new message"]
+        let wake: JSONValue = ["tokens": ["0a03"], "platform": 1, "content_available": true]
+        var answers: [Int] = []
+        for notification in [background, message, wake] { answers.append(try await push(setup, notification).status) }
+        await setup.stop()
+        let sent = ["0a01", "0a02", "0a03"].map { token in setup.apns.received.first { $0.token == token } }
+        #expect(answers == [200, 200, 200])
+        #expect(sent.map { $0?.status } == [200, 200, 200])
+        #expect(sent.map { $0?.headers["apns-push-type"] } == ["background", "alert", "background"])
+        #expect(sent[0]?.headers["apns-priority"] == "5" && sent[2]?.headers["apns-priority"] == "5")
+        #expect(sent[0]?.payload == ["aps": ["content-available": 1], "chatId": "0x1"])
+        #expect(sent[1]?.payload?["aps"]?["alert"] == "You have a new message")
+    }
+
     /// The alert dictionary, localization, badge, sound dictionary, grouping, Live Activity fields
     /// and the headers gorush sets.
     @Test func everyAPNsFieldGroupBecomesWhatGorushSends() async throws {

@@ -284,12 +284,25 @@ package final class FakeAPNs: Sendable {
             return Reply(status: 400, reason: "InvalidPushType")
         }
         if body.count > 4096 { return Reply(status: 413, reason: "PayloadTooLarge") }
-        guard case .object? = try? JSONParser.parse(body) else { return Reply(status: 400, reason: "PayloadEmpty") }
+        guard case .object(let payload)? = try? JSONParser.parse(body) else { return Reply(status: 400, reason: "PayloadEmpty") }
+        // Apple: a background notification's `aps` holds `content-available` and nothing that
+        // triggers user interaction; the header must reflect the payload, or APNs may return an
+        // error, delay the notification or drop it. This fake refuses it.
+        if headers["apns-push-type"] == "background", let problem = Self.backgroundProblem(payload) {
+            return Reply(status: 400, reason: problem)
+        }
         return nil
     }
 }
 
 extension FakeAPNs {
+    /// Why a payload sent as `apns-push-type: background` is not one: its `aps` must be
+    /// `{"content-available": 1}` alone.
+    package static func backgroundProblem(_ payload: JSONObject) -> String? {
+        guard let aps = payload["aps"]?.objectValue, aps["content-available"] == .int(1) else { return "BackgroundWithoutContentAvailable" }
+        return aps.keys.allSatisfy({ $0 == "content-available" }) ? nil : "BackgroundWithVisibleContent"
+    }
+
     /// What Apple refuses in a request's topic, priority and push type (lower-cased header
     /// names), as its 400 reason: the topic is the bundle id with the push type's suffix, and some
     /// types take one priority only (`APNsPushType`, docs/compatibility/apns.md, "Push types").

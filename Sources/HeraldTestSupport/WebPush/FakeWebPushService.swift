@@ -43,6 +43,10 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
         package let vapidClaims: JSONValue?
 
         package func header(_ name: String) -> String? { headers.first(name: name) }
+
+        /// Whether it is a Declarative Web Push message (`web_push: 8030`), which WebKit shows by
+        /// itself.
+        package var declarative: Bool { payload?["web_push"] == 8030 }
     }
 
     private struct State {

@@ -1,3 +1,5 @@
+package import HeraldCore
+
 /// Apple's rules per `apns-push-type` (docs/compatibility/apns.md, "Push types"): the priorities
 /// APNs accepts with it and the suffix its topic needs. Herald derives what the config leaves out
 /// and `check-config` refuses what contradicts them, so that a misconfigured app fails at start-up
@@ -48,5 +50,27 @@ package struct APNsPushType: Sendable, Equatable {
         guard !topic.hasSuffix(topicSuffix) else { return nil }
         return Self.all.values.compactMap(\.topicSuffix).filter { $0 != topicSuffix && !topicSuffix.hasSuffix($0) }
             .first { topic.hasSuffix($0) }
+    }
+}
+
+extension APNsPushType {
+    package static let background = "background"
+
+    /// The push type a payload is, for an app and a message that name none: `background` when its
+    /// `aps` asks only to wake the app (`content-available`, no `alert`, `badge` or `sound`), else
+    /// `alert`. Bytes sent as they are (the relay's) are `alert`.
+    package static func derived(from body: APNsMessage.Body) -> String {
+        guard case .payload(let payload) = body, let aps = payload["aps"]?.objectValue else { return "alert" }
+        let shows = aps["alert"] != nil || aps["badge"] != nil || aps["sound"] != nil
+        return !shows && aps["content-available"].map { $0 != .int(0) && $0 != .null } == true ? background : "alert"
+    }
+
+    /// A background notification's payload: `aps` is `{"content-available": 1}` and nothing that
+    /// shows, whatever the notification held; every other top-level key (the Matrix ids and
+    /// counts, `default_payload`'s own keys) stays for the app to fetch with.
+    package static func backgroundPayload(_ payload: JSONObject) -> JSONObject {
+        var payload = payload
+        payload["aps"] = ["content-available": 1]
+        return payload
     }
 }

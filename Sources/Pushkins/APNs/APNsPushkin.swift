@@ -102,6 +102,13 @@ package final class APNsPushkin: APNsSending {
     /// One message to one device: its headers, then the one upstream-call path with Apple's answer
     /// classified; `UpstreamCall` renews the provider token once when Apple says it expired.
     private func send(_ message: APNsMessage, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
+        // The payload follows the push type, and every request names one (docs/compatibility/apns.md,
+        // "Push type and payload"): the message's, the app's, else the one its payload is.
+        var message = message
+        let pushType = message.pushType ?? config.pushType ?? APNsPushType.derived(from: message.body)
+        if pushType == APNsPushType.background, case .payload(let payload) = message.body {
+            message.body = .payload(APNsPushType.backgroundPayload(payload))
+        }
         let body: [UInt8]
         switch message.body {
         case .payload(let payload):
@@ -112,14 +119,13 @@ package final class APNsPushkin: APNsSending {
             body = bytes
         }
         // Apple's rules for the push type win over what the message asks (APNsPushType).
-        let pushType = message.pushType ?? config.pushType
-        let rule = pushType.flatMap(APNsPushType.named)
+        let rule = APNsPushType.named(pushType)
         var headers = HTTPHeaders()
         let topic = message.topic ?? config.topic
         headers.add(name: "apns-topic", value: rule?.topic(topic) ?? topic)
         let wanted = config.priority ?? message.priority
         if let priority = rule.map({ $0.priority(wanted) }) ?? wanted { headers.add(name: "apns-priority", value: String(priority)) }
-        if let pushType { headers.add(name: "apns-push-type", value: pushType) }
+        headers.add(name: "apns-push-type", value: pushType)
         if let expiration = message.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
         if let collapseId = message.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
         headers.add(name: "apns-id", value: message.id ?? SecureRandom.uuid().lowercasedString)

@@ -13,6 +13,8 @@ package struct FCMConfig: Sendable {
     package var sendBadgeCounts: Bool
     /// Adds a visible `notification` block to v1 messages (Sygnal issue 366).
     package var visibleNotification: Bool
+    /// `badge_priority`: a badge update's priority (`BadgePriority`).
+    package var badgePriority: BadgePriority = .normal
     package var baseURL: String
     package var upstream: UpstreamSettings
     package var retry: RetryPolicy
@@ -39,6 +41,7 @@ package struct FCMConfig: Sendable {
         let options = config.jsonObject("fcm_options") ?? [:]
         let badges = config.bool("send_badge_counts", default: true)
         let visible = config.bool("visible_notification", default: false)
+        let badgePriority = BadgePriority.read(config)
         var baseURL = config.string("base_url") ?? "https://fcm.googleapis.com"
         if baseURL.hasSuffix("/") { baseURL.removeLast() }
         let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, multiplexed: true)
@@ -68,7 +71,7 @@ package struct FCMConfig: Sendable {
             }
         }
         return FCMConfig(
-            credentials: credentials, fcmOptions: options, sendBadgeCounts: badges, visibleNotification: visible, baseURL: baseURL,
-            upstream: upstream, retry: retry)
+            credentials: credentials, fcmOptions: options, sendBadgeCounts: badges, visibleNotification: visible,
+            badgePriority: badgePriority, baseURL: baseURL, upstream: upstream, retry: retry)
     }
 }

@@ -25,12 +25,13 @@ struct FCMLegacySender: Sendable {
             }
         }
         let options = config.fcmOptions
+        let badgePriority = config.badgePriority
         let chunks = requestBatches(ready, limit: Self.batchSize)
         let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (message: JSONObject, indices: [Int])) in
             let (data, indices) = chunk
             let keys = indices.map { devices[$0].pushkey }
             let chunkOutcomes = await self.send(pushkeys: keys, context: context) { pending in
-                FCMMessage.legacy(data: data, tokens: pending, notification: notification, options: options)
+                FCMMessage.legacy(data: data, tokens: pending, notification: notification, options: options, badgePriority: badgePriority)
             }
             return Array(zip(indices, chunkOutcomes))
         }

@@ -5,13 +5,14 @@ package enum FCMMessage {
     /// `{"message": {…fcm_options, data, android.priority, token}}` for HTTP v1, with data values
     /// made strings and an `aps` object routed to `apns.payload.aps`.
     package static func v1(
-        data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool
+        data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool,
+        badgePriority: BadgePriority = .normal
     ) -> JSONValue {
         var message = options
         let (strings, aps) = FCMData.stringify(data)
         message["data"] = .object(strings)
         var android = message["android"]?.objectValue ?? JSONObject()
-        android["priority"] = .string(n.isLowPriority ? "normal" : "high")
+        android["priority"] = .string(badgePriority.isHigh(n) ? "high" : "normal")
         message["android"] = .object(android)
         if let aps {
             var apns = message["apns"]?.objectValue ?? JSONObject()
@@ -30,10 +31,12 @@ package enum FCMMessage {
     }
 
     /// `{…fcm_options, data, priority, to | registration_ids}` for the legacy API.
-    package static func legacy(data: JSONObject, tokens: [String], notification n: PushNotification, options: JSONObject) -> JSONValue {
+    package static func legacy(
+        data: JSONObject, tokens: [String], notification n: PushNotification, options: JSONObject, badgePriority: BadgePriority = .normal
+    ) -> JSONValue {
         var body = options
         body["data"] = .object(data)
-        body["priority"] = .string(n.isLowPriority ? "normal" : "high")
+        body["priority"] = .string(badgePriority.isHigh(n) ? "high" : "normal")
         if tokens.count == 1 {
             body["to"] = .string(tokens[0])
         } else {

@@ -59,7 +59,8 @@ package final class FCMPushkin: FCMSending {
         case .send(let built): data = built
         }
         let body = FCMMessage.v1(
-            data: data, token: device.pushkey, notification: notification, options: config.fcmOptions, visible: config.visibleNotification)
+            data: data, token: device.pushkey, notification: notification, options: config.fcmOptions, visible: config.visibleNotification,
+            badgePriority: config.badgePriority)
         return await sendV1(body: body, tokens: tokens, pushkey: device.pushkey, context: context)
     }
 

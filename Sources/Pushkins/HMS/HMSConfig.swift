@@ -54,6 +54,8 @@ package struct HMSConfig: Sendable {
     package var sendBadgeCounts: Bool
     /// Android: merged into `message.android` (`urgency`, `ttl`, `category`, `notification`…).
     package var androidOptions: JSONObject
+    /// `badge_priority`: a badge update's `urgency` (`BadgePriority`).
+    package var badgePriority: BadgePriority = .normal
     /// HarmonyOS: the scenario of full notifications, and of `event_id_only` ones.
     package var pushType: PushType
     package var eventIdOnlyPushType: PushType
@@ -83,6 +85,7 @@ package struct HMSConfig: Sendable {
         let badges = config.bool("send_badge_counts", default: true)
         let ttl = config.int("ttl", default: 86_400, range: 0...1_296_000)
         let androidOptions = config.jsonObject("android_options") ?? [:]
+        let badgePriority = BadgePriority.read(config)
         let category = config.string("category") ?? "IM"
         let title = config.string("title") ?? "New message"
         let body = config.string("body") ?? "You have a new message"
@@ -142,7 +145,8 @@ package struct HMSConfig: Sendable {
         guard let full, let idOnly else { return nil }
         return HMSConfig(
             credentials: credentials, baseURL: baseURL, upstream: upstream, retry: retry, sendBadgeCounts: badges,
-            androidOptions: androidOptions, pushType: full, eventIdOnlyPushType: idOnly, category: category, title: title, body: body,
+            androidOptions: androidOptions, badgePriority: badgePriority, pushType: full, eventIdOnlyPushType: idOnly, category: category,
+            title: title, body: body,
             ttl: ttl)
     }
 }

@@ -156,7 +156,8 @@ package final class HMSPushkin: HMSSending {
         case .android:
             built = Built(
                 body: HMSMessage.android(
-                    data: map, highPriority: !notification.isLowPriority, ttl: config.ttl, options: config.androidOptions, tokens: []),
+                    data: map, highPriority: config.badgePriority.isHigh(notification), ttl: config.ttl, options: config.androidOptions,
+                    tokens: []),
                 pushType: nil)
         case .harmony:
             let eventIdOnly = device.data?["format"]?.stringValue == "event_id_only"

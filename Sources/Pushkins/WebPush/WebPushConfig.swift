@@ -16,6 +16,12 @@ package struct WebPushConfig: Sendable {
     /// `notification` a browser shows without a service worker; `navigate` is
     /// `declarative_navigate` with the room (docs/compatibility/webpush.md, "Declarative Web Push").
     package var declarativeNavigate: String?
+    /// `declarative_badge_updates`: a notify with no event and no room is sent to a declarative
+    /// app as a silent declarative message (`declarative_title`, `declarative_start_url`) rather
+    /// than not at all (docs/compatibility/webpush.md, "Declarative Web Push").
+    package var declarativeBadgeUpdates = false
+    package var declarativeTitle = "New message"
+    package var declarativeStartURL: String?
 
     /// Reads the app's keys; problems go to the reader's diagnostics and nil is returned.
     package static func read(_ config: ConfigSection, environment: PushkinEnvironment) -> WebPushConfig? {
@@ -36,6 +42,12 @@ package struct WebPushConfig: Sendable {
                 config.keyPath("declarative_navigate"),
                 "required with declarative: true: the https URL a click opens, with {room_id} where the room goes")
         }
+        let badgeUpdates = config.bool("declarative_badge_updates", default: false)
+        let title = config.string("declarative_title") ?? "New message"
+        let startURL = config.string("declarative_start_url") ?? navigate.flatMap(WebPushPayload.origin)
+        if declarative, let startURL, !startURL.hasPrefix("https://") {
+            config.diagnostics.error(config.keyPath("declarative_start_url"), "must be an https URL, got '\(startURL)'")
+        }
         if let email, let problem = VAPIDSubject.problem(email) {
             config.diagnostics.error(
                 config.keyPath("vapid_contact_email"),
@@ -53,6 +65,7 @@ package struct WebPushConfig: Sendable {
         return WebPushConfig(
             vapidKey: key, contactEmail: email, allowedEndpoints: allowed, ttl: ttl, allowInsecureEndpoints: insecure,
             allowPrivateEndpoints: privateEndpoints, upstream: upstream, retry: retry,
-            declarativeNavigate: declarative ? navigate : nil)
+            declarativeNavigate: declarative ? navigate : nil, declarativeBadgeUpdates: badgeUpdates, declarativeTitle: title,
+            declarativeStartURL: startURL)
     }
 }

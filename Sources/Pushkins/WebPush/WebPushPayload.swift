@@ -54,6 +54,26 @@ package enum WebPushPayload {
         return declarative
     }
 
+    /// A badge update for a declarative app (`declarative_badge_updates`): WebKit shows every
+    /// declarative message, so it is silent, titled with the app's room-less `title`, and opens the
+    /// app's start URL, never an empty room path.
+    package static func declarativeBadge(_ payload: JSONObject, _ notification: PushNotification, title: String, startURL: String)
+        -> JSONObject
+    {
+        var shown: JSONObject = ["title": .string(clipped(title, to: 100)), "navigate": .string(startURL), "silent": true]
+        if let unread = notification.counts.unread { shown["app_badge"] = .int(unread) }
+        var declarative: JSONObject = ["web_push": 8030, "notification": .object(shown), "mutable": true]
+        for (key, value) in payload where declarative[key] == nil { declarative[key] = value }
+        return declarative
+    }
+
+    /// `https://host[:port]/` of a URL (a declarative app's default start URL, from its
+    /// `declarative_navigate`).
+    static func origin(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme, let host = components.host else { return nil }
+        return "\(scheme)://\(host)\(components.port.map { ":\($0)" } ?? "")/"
+    }
+
     /// `text` cut to `limit` characters, with "…" when cut.
     static func clipped(_ text: String, to limit: Int) -> String {
         guard text.count > limit else { return text }

@@ -52,7 +52,18 @@ package final class WebPushPushkin: Pushkin {
 
         let defaultPayload = data["default_payload"]?.objectValue
         var payload = WebPushPayload.build(notification, defaultPayload: defaultPayload)
-        if let navigate = config.declarativeNavigate { payload = WebPushPayload.declarative(payload, notification, navigate: navigate) }
+        if let navigate = config.declarativeNavigate {
+            // A push with nothing to show (a badge update: no event, no room) is not dressed as a
+            // notification: WebKit would show it (docs/compatibility/webpush.md, "Declarative Web Push").
+            if notification.eventId?.isEmpty ?? true, notification.roomId?.isEmpty ?? true {
+                guard config.declarativeBadgeUpdates, let start = config.declarativeStartURL else {
+                    return .skipped(reason: .nothingToSend)
+                }
+                payload = WebPushPayload.declarativeBadge(payload, notification, title: config.declarativeTitle, startURL: start)
+            } else {
+                payload = WebPushPayload.declarative(payload, notification, navigate: navigate)
+            }
+        }
         guard let plaintext = WebPushPayload.encode(payload) else {
             return .dropped(reason: .payloadTooLarge)
         }
