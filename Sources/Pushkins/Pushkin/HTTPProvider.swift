@@ -31,8 +31,26 @@ struct HTTPProvider: Sendable {
             },
             providerId: { response in
                 guard (200..<300).contains(response.status) else { return nil }
-                return (try? JSONParser.parse(response.body.readableBytesView))?[providerId]?.stringValue
+                return Self.stringField(providerId, in: response.body.readableBytesView)
             })
+    }
+
+    /// The value of `"field": "…"` in a small JSON answer, found by a scan rather than a parse (an
+    /// accepted message's answer is one short object; ids hold no escapes). Nil when absent.
+    static func stringField(_ field: String, in body: some Collection<UInt8>) -> String? {
+        let bytes = Array(body)
+        let key = Array("\"\(field)\"".utf8)
+        guard bytes.count > key.count,
+            let start = (0...(bytes.count - key.count)).first(where: { bytes[$0..<($0 + key.count)].elementsEqual(key) })
+        else { return nil }
+        var index = start + key.count
+        while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: ":") { index += 1 }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        guard let end = bytes[index...].firstIndex(of: UInt8(ascii: "\"")), !bytes[index..<end].contains(UInt8(ascii: "\\")) else {
+            return nil
+        }
+        return String(decoding: bytes[index..<end], as: UTF8.self)
     }
 
     func shutdown() async {

@@ -1,0 +1,18 @@
+import Testing
+
+@testable import Pushkins
+
+/// The provider's id for an accepted message, as the delivery trace shows it: FCM's `name`,
+/// Huawei's `requestId`, read from the answer by a scan.
+@Suite struct ProviderIdTests {
+    @Test func theFieldIsReadFromTheAnswer() {
+        let fcm = Array(#"{"name": "projects/herald/messages/0:1700000000%31"}"#.utf8)
+        #expect(HTTPProvider.stringField("name", in: fcm) == "projects/herald/messages/0:1700000000%31")
+        let hms = Array(#"{"code":"80000000","msg":"Success","requestId":"171234567890123456789"}"#.utf8)
+        #expect(HTTPProvider.stringField("requestId", in: hms) == "171234567890123456789")
+        #expect(HTTPProvider.stringField("requestId", in: fcm) == nil)
+        #expect(HTTPProvider.stringField("name", in: Array(#"{"name": 3}"#.utf8)) == nil)
+        #expect(HTTPProvider.stringField("name", in: Array(#"{"name": "a\"b"}"#.utf8)) == nil)
+        #expect(HTTPProvider.stringField("name", in: Array(#"{"name": "unterminated"#.utf8)) == nil)
+    }
+}
