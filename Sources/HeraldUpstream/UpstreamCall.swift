@@ -192,7 +192,9 @@ package struct UpstreamCall: Sendable {
     /// Between steps 1 and 2: while the request's origin is held (its pushback), nothing is sent
     /// and the call fails at once as temporary.
     private func held(_ request: UpstreamRequest) -> OutcomeReason? {
-        guard let pushback, let left = pushback.holds.remaining(pushback.origin(of: request)) else { return nil }
+        guard let pushback, !pushback.holds.isEmpty, let left = pushback.holds.remaining(pushback.origin(of: request)) else {
+            return nil
+        }
         return .pushback(seconds: Int(left.seconds.rounded(.up)))
     }
 
@@ -209,14 +211,15 @@ package struct UpstreamCall: Sendable {
             RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date)
         }
         if let pushback, policy.pushbackMax > .zero {
-            let origin = pushback.origin(of: request)
             if case .retry(let reason) = verdict, response.status == 429 || (response.status == 503 && retryAfter != nil) {
+                let origin = pushback.origin(of: request)
                 let hold = pushback.holds.pushedBack(
                     origin, pushkin: pushback.pushkin, originClass: pushback.originClass(origin), retryAfter: retryAfter,
                     initial: policy.initialBackoff, maximum: policy.pushbackMax)
                 return .retry(reason: reason, after: hold)
             }
-            pushback.holds.answered(origin)
+            // The origin is worked out only where a hold exists: a call to an origin never held costs nothing.
+            if !pushback.holds.isEmpty { pushback.holds.answered(pushback.origin(of: request)) }
         }
         switch verdict {
         case .done(let value):

@@ -42,6 +42,9 @@ package final class UpstreamHolds: Sendable {
         self.logger = logger
     }
 
+    /// Whether no origin has a hold (or a backoff streak): a call then needs no origin at all.
+    package var isEmpty: Bool { entries.load(ordering: .relaxed) == 0 }
+
     /// The time left of `origin`'s hold; nil when it is not held.
     package func remaining(_ origin: String) -> Duration? {
         guard entries.load(ordering: .relaxed) > 0 else { return nil }
