@@ -24,7 +24,9 @@ struct OnceTests {
 
     /// Synapse's pusher: the same notify again until it is answered 200 (here without its
     /// backoff, the harshest case: every retry arrives while the first call is still under way).
-    func notifyUntilAnswered(_ herald: RunningGateway, _ key: String, attempts: Int = 50) async throws -> [Int] {
+    /// A retry that joins the call under way waits for it until its own `answer_within`, so the
+    /// attempts bound the wait at about `attempts × answer_within`, with room for a loaded machine.
+    func notifyUntilAnswered(_ herald: RunningGateway, _ key: String, attempts: Int = 300) async throws -> [Int] {
         var statuses: [Int] = []
         for _ in 0..<attempts {
             let status = (try? await notify(herald, key))?.status ?? 0
@@ -170,7 +172,7 @@ struct OnceTests {
         let device: JSONValue = ["app_id": "com.example.apns", "pushkey": .string(key), "data": .object(accounts[1])]
         let cut = try await setup.herald.notify(notifyBody(third, devices: [device]))
         var retried: [Int] = []
-        for _ in 0..<50 {
+        for _ in 0..<300 {
             let status = try await setup.herald.notify(notifyBody(third, devices: [device])).status
             retried.append(status)
             if status == 200 { break }
