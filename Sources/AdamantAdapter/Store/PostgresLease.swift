@@ -93,7 +93,7 @@ final class PostgresLease: Sendable {
     /// prove and give it back) and ends at once on cancellation: a connection whose server died
     /// without a goodbye may never answer, and neither a lease attempt nor a shutdown waits for it.
     private func leadOnce(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
-        let (logger, holder, check, timeout) = (self.logger, Self.holderName, self.check, self.timeout)
+        let (logger, holder, check, timeout) = (self.logger, InstanceName.current, self.check, self.timeout)
         return try await client.withConnection { connection in
             do {
                 let taken = try await PostgresDeadline.rows(
@@ -173,13 +173,4 @@ final class PostgresLease: Sendable {
         for try await ended in rows.decode(Bool.self) where ended { count += 1 }
         return count
     }
-
-    /// Who holds the lease, as `adamant_lease.holder` shows it: host and process id.
-    static let holderName: String = {
-        var buffer = [CChar](repeating: 0, count: 256)
-        let host =
-            gethostname(&buffer, buffer.count - 1) == 0
-            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-        return "\(host):\(getpid())"
-    }()
 }

@@ -202,8 +202,9 @@ package struct Dispatcher: Sendable {
         let wave = max(1, group.slots ?? devices.count)
         var outcomes: [DeviceOutcome] = []
         outcomes.reserveCapacity(devices.count)
-        // The traced devices' upstream calls leave their attempts and message ids here.
-        let guardian = keys == nil ? nil : once?.guardian
+        // The traced devices' upstream calls leave their attempts and message ids here (none
+        // without a keyed device: a badge update is not traced).
+        let guardian = keys?.contains { $0 != nil } == true ? once?.guardian : nil
         var context = context
         if guardian != nil { context.notes = DeliveryNotes() }
         for start in stride(from: 0, to: devices.count, by: wave) {

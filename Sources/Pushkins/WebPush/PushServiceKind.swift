@@ -1,13 +1,12 @@
-import HeraldUpstream
-
-/// The kind of a push service, from its origin: what `herald_upstream_pushback_seconds_total`'s
-/// `origin_class` names, so that the metric's cardinality stays bounded and no subscriber's
-/// server is named in it (the host is in the log line).
+/// The kind of a push service, from its origin (`scheme://host[:port]`): what
+/// `herald_upstream_pushback_seconds_total`'s `origin_class` names, so that the metric's
+/// cardinality stays bounded and no subscriber's server is named in it (the host is in the log
+/// line).
 enum PushServiceKind {
     static func of(origin: String) -> String {
-        let host = PushbackScope.origin(ofURL: origin).split(separator: "/").last.map(String.init) ?? origin
-        let name = host.split(separator: ":").first.map(String.init) ?? host
-        for (suffix, kind) in known where name == suffix || name.hasSuffix("." + suffix) { return kind }
+        let authority = origin.split(separator: "/").last ?? Substring(origin)
+        let host = authority.split(separator: ":").first.map(String.init) ?? String(authority)
+        for (suffix, kind) in known where host == suffix || host.hasSuffix("." + suffix) { return kind }
         return "other"
     }
 

@@ -108,14 +108,3 @@ package struct DeliveryQuery: Sendable {
         self.appId = appId
     }
 }
-
-/// Who this process is in a trace (and in the ADAMANT lease): its host and process id.
-package enum InstanceName {
-    package static let current: String = {
-        var buffer = [CChar](repeating: 0, count: 256)
-        let host =
-            gethostname(&buffer, buffer.count - 1) == 0
-            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
-        return "\(host):\(getpid())"
-    }()
-}

@@ -31,8 +31,7 @@ struct TraceRing {
     /// Appends a delivery's trace; its serial, or nil when traces are off (`maxBytes` 0).
     mutating func append(_ trace: TracedDelivery, pushkey: String) -> UInt64? {
         guard maxBytes > 0 else { return nil }
-        let size =
-            Self.fixedBytes + trace.eventId.utf8.count + trace.appId.utf8.count + pushkey.utf8.count + trace.pushkey.utf8.count
+        let size = Self.fixedBytes + trace.eventId.utf8.count + trace.appId.utf8.count + pushkey.utf8.count + Self.variableBytes(trace)
         entries.append(Entry(trace: trace, pushkey: pushkey, bytes: size))
         bytes += size
         let serial = first + UInt64(entries.count - 1)
@@ -47,11 +46,17 @@ struct TraceRing {
     mutating func update(_ serial: UInt64, _ change: (inout TracedDelivery) -> Void) {
         guard serial >= first, serial - first < UInt64(entries.count) else { return }
         let index = Int(serial - first)
-        let before = entries[index].trace.detail?.utf8.count ?? 0
+        let before = Self.variableBytes(entries[index].trace)
         change(&entries[index].trace)
-        let after = (entries[index].trace.detail?.utf8.count ?? 0) + (entries[index].trace.providerId?.utf8.count ?? 0)
-        entries[index].bytes += after - before
-        bytes += after - before
+        let grown = Self.variableBytes(entries[index].trace) - before
+        entries[index].bytes += grown
+        bytes += grown
+    }
+
+    /// The bytes of the strings a delivery's end may change.
+    private static func variableBytes(_ trace: TracedDelivery) -> Int {
+        trace.pushkey.utf8.count + (trace.reason?.utf8.count ?? 0) + (trace.detail?.utf8.count ?? 0)
+            + (trace.providerId?.utf8.count ?? 0)
     }
 
     /// The traces `query` asks for, oldest first.
