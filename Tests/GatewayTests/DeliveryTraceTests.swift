@@ -99,6 +99,7 @@ struct DeliveryTraceTests {
         let both = try await Self.get(
             "http://127.0.0.1:\(port)/_herald/v1/deliveries?event_id=x&pushkey=a&app_id=b", bearer: "s3cret")
         let good = try await Self.get("http://127.0.0.1:\(port)/_herald/v1/deliveries?event_id=x", bearer: "s3cret")
+        let posted = try await herald.request(.POST, "/_herald/v1/deliveries?event_id=x", body: [], port: port)
         let metrics = try await herald.metricsText()
         await herald.stop()
         #expect(anonymous.status == 401 && anonymous.json?["errcode"]?.stringValue == "M_MISSING_TOKEN")
@@ -106,6 +107,7 @@ struct DeliveryTraceTests {
         #expect(missing.status == 400 && missing.json?["errcode"]?.stringValue == "M_MISSING_PARAM")
         #expect(both.status == 400 && both.json?["errcode"]?.stringValue == "M_INVALID_PARAM")
         #expect(good.status == 200 && good.json == ["event_id": "x", "deliveries": []])
+        #expect(posted.status == 405 && posted.json?["errcode"]?.stringValue == "M_UNRECOGNIZED")
         #expect(metrics.contains("herald_"))  // the metrics themselves need no token
 
         let off = try await RunningGateway.start(
@@ -136,6 +138,54 @@ struct DeliveryTraceTests {
         #expect(traced.output.contains("com.example.probe  reject…  rejected (invalid_pushkey: probe)"), "\(traced.output)")
         #expect(unknown.status == 0 && unknown.output.contains("no delivery recorded"))
         #expect(down.status == 1)
+    }
+
+    /// `herald trace`'s errors, each on standard error with exit 1 (64 for a wrong call): no
+    /// metrics listener in the config, an instance that does not answer, a wrong token, both
+    /// filters at once.
+    @Test(.enabled(if: OperatorBinaryTests.binary != nil, "needs the herald executable"))
+    func heraldTraceSaysWhyItHasNoAnswer() async throws {
+        let dir = temporaryDirectory()
+        try "s3cret\n".write(toFile: "\(dir)/token", atomically: true, encoding: .utf8)
+        try "wrong\n".write(toFile: "\(dir)/wrong", atomically: true, encoding: .utf8)
+        let probe = Probe()
+        let metricsPort = StatusDurabilityTests.freePort()
+        let yaml = gatewayYAML(apps: "  com.example.probe:\n    type: probe\n", extra: "admin:\n  token_file: \(dir)/token")
+            .replacingOccurrences(of: "address: 127.0.0.1\n    port: 0", with: "address: 127.0.0.1\n    port: \(metricsPort)")
+        let herald = try await RunningGateway.start(yaml, registry: .withProbe(probe))
+        try yaml.replacingOccurrences(of: "\(dir)/token", with: "\(dir)/wrong").write(
+            toFile: "\(dir)/wrong.yaml", atomically: true, encoding: .utf8)
+        try yaml.write(toFile: "\(dir)/right.yaml", atomically: true, encoding: .utf8)
+        try yaml.replacingOccurrences(of: "enabled: true", with: "enabled: false").write(
+            toFile: "\(dir)/off.yaml", atomically: true, encoding: .utf8)
+        let wrong = try await Self.trace(["--config", "\(dir)/wrong.yaml", "--event-id", "$e"], directory: dir)
+        let right = try await Self.trace(["--config", "\(dir)/right.yaml", "--event-id", "$e"], directory: dir)
+        let both = try await Self.trace(
+            ["--config", "\(dir)/right.yaml", "--event-id", "$e", "--pushkey", "k", "--app-id", "a"], directory: dir)
+        await herald.stop()
+        let gone = try await Self.trace(["--config", "\(dir)/right.yaml", "--event-id", "$e"], directory: dir)
+        let off = try await Self.trace(["--config", "\(dir)/off.yaml", "--event-id", "$e"], directory: dir)
+        #expect(right.status == 0 && right.output.contains("no delivery recorded"), "\(right)")
+        #expect(wrong.status == 1)
+        #expect(wrong.error.contains("the metrics listener answered 401: the bearer token is not admin.token_file's"), "\(wrong)")
+        #expect(both.status == 64 && both.error.contains("give --pushkey or --app-id, not both"), "\(both)")
+        #expect(gone.status == 1 && gone.error.contains("no answer from the metrics listener at 127.0.0.1:\(metricsPort)"), "\(gone)")
+        #expect(off.status == 1 && off.error.contains("metrics.prometheus is not enabled"), "\(off)")
+    }
+
+    /// `herald trace ARGUMENTS`: exit status, standard output and standard error.
+    static func trace(_ arguments: [String], directory: String) async throws -> (status: Int32, output: String, error: String) {
+        let errorFile = "\(directory)/trace-\(UUID().uuidString).err"
+        let pipe = Pipe()
+        let process = try ChildProcess.launch(
+            try #require(OperatorBinaryTests.binary), ["trace"] + arguments, error: errorFile,
+            outputDescriptor: pipe.fileHandleForWriting.fileDescriptor)
+        try pipe.fileHandleForWriting.close()
+        let reader = pipe.fileHandleForReading
+        let data = await offPool { reader.readDataToEndOfFile() }
+        let status = await process.exit()
+        let error = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
+        return (status, String(decoding: data, as: UTF8.self), error)
     }
 
     /// With the record in PostgreSQL, any instance answers for the fleet.

@@ -35,6 +35,22 @@ import Testing
         return (Gateway(config: config, diagnostics: diagnostics, logger: logger, readOnly: true, clock: SystemClock()), diagnostics)
     }
 
+    /// The new keys' refusals, each naming its key.
+    @Test func anEmptyAdminTokenAndAnInsecureStartURLAreRefused() async throws {
+        let dir = temporaryDirectory()
+        try "\n".write(toFile: "\(dir)/empty", atomically: true, encoding: .utf8)
+        let app = webpushApp(
+            "w", directory: dir,
+            extra: "declarative: true\ndeclarative_navigate: https://app.example.org/#/room/{room_id}\n"
+                + "declarative_start_url: http://app.example.org/")
+        let (gateway, diagnostics) = try Self.gateway(gatewayYAML(apps: app, extra: "admin:\n  token_file: \(dir)/empty"))
+        await gateway.close()
+        #expect(diagnostics.errors.contains("admin.token_file: '\(dir)/empty' holds no token"), "\(diagnostics.errors)")
+        #expect(
+            diagnostics.errors.contains("apps.w.declarative_start_url: must be an https URL, got 'http://app.example.org/'"),
+            "\(diagnostics.errors)")
+    }
+
     @Test func theRecipeSharesTheDeliveryRecordOnTheFleetsDatabase() async throws {
         let url = "postgres://postgres@127.0.0.1:1/fleet"
         let recipe = try await Self.recipe(postgres: url)
