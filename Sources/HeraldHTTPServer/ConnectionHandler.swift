@@ -53,10 +53,10 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var turningAway = false
     private var waiter: CheckedContinuation<ReadRequest?, Never>?
     private var writabilityWaiter: CheckedContinuation<Void, Never>?
-    /// The answer deadline of the request being handled, while it runs.
+    /// The answer deadline's timer, while it runs.
     private var deadlineTimer: Scheduled<Void>?
-    /// What the server answered at that deadline, once it did.
-    private var answeredAtDeadline: ServerResponse?
+    /// Which of the deadline and the handler answers the request being handled.
+    private var answerDeadline = AnswerDeadlineStateMachine<ServerResponse>()
 
     init(router: any HTTPHandler, limits: InboundLimits, deadline: RequestReadDeadline) {
         self.router = router
@@ -172,6 +172,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         guard let context, !finished else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        answerDeadline.start()
         deadlineTimer = context.eventLoop.scheduleTask(in: TimeAmount(deadline.within)) {
             var response = deadline.response
             response.headers.replaceOrAdd(name: "X-Request-Id", value: requestId)
@@ -181,8 +182,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func answerAtDeadline(_ response: ServerResponse, to head: HTTPRequestHead) {
         deadlineTimer = nil
-        guard machine.isResponding, answeredAtDeadline == nil, context != nil, !finished else { return }
-        answeredAtDeadline = response
+        guard answerDeadline.fired(answering: response, responding: machine.isResponding && context != nil && !finished) else { return }
         var closing = head
         closing.headers.replaceOrAdd(name: "Connection", value: "close")
         _ = write(response, to: closing)
@@ -194,7 +194,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func claimAnswer() -> Bool {
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        return answeredAtDeadline == nil && context != nil && !finished && machine.isResponding
+        return answerDeadline.claim(open: context != nil && !finished && machine.isResponding)
     }
 
     /// Writes the handler's answer to the request last handed out, unless the server answered it
@@ -202,10 +202,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func respond(_ response: ServerResponse, to head: HTTPRequestHead) -> Responded {
         deadlineTimer?.cancel()
         deadlineTimer = nil
-        if let early = answeredAtDeadline {
-            answeredAtDeadline = nil
-            return .answeredAtDeadline(early)
-        }
+        if let early = answerDeadline.respond() { return .answeredAtDeadline(early) }
         return write(response, to: head) ? .open : .closing
     }
 

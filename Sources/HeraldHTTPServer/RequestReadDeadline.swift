@@ -49,7 +49,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         if !awaitingRequest {
             pipelining = true
         } else if expiry == nil {
-            let expiry = NIODeadline.now() + timeout
+            let expiry = context.eventLoop.now + timeout
             self.expiry = expiry
             arm(by: expiry, context: context)
         }
@@ -89,7 +89,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     private func fire(context: ChannelHandlerContext) {
         timer.fired()
         guard let expiry else { return }
-        guard NIODeadline.now() >= expiry else {
+        guard context.eventLoop.now >= expiry else {
             arm(by: expiry, context: context)
             return
         }

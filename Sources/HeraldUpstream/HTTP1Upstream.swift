@@ -59,7 +59,8 @@ package final class HTTP1Upstream: UpstreamTransport {
     }
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
-        let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
+        let deadline = loop.now + TimeAmount(settings.requestTimeout)
         let head = try requestHead(request)
         try await permits.acquire()
         defer { permits.release() }

@@ -4,77 +4,32 @@ import NIOHPACK
 import NIOHTTP1
 import NIOHTTP2
 
-/// One request on an HTTP/2 connection: what it sends, and the answer collected so far (at most
-/// `maxBodyBytes` of its body). `HTTP2Streams` gives it a stream, feeds it that stream's frames and
-/// fails it at its deadline; completing `promise` twice is ignored, so cancellation may fail it from
-/// outside at any time. Its state is touched only on the connection's event loop.
+/// One request on an HTTP/2 connection, as handed to the connection's event loop: what it sends,
+/// the promise its answer completes, and its deadline. `HTTP2Streams` gives it a stream
+/// (`HTTP2StreamsStateMachine` keeps the answer read so far); completing `promise` twice is
+/// ignored, so cancellation may fail it from outside at any time. `streamID` and `abandoned` are
+/// touched only on the connection's event loop.
 final class HTTP2Exchange: @unchecked Sendable {
     let requestHeaders: HPACKHeaders
     let requestBody: ByteBuffer?
-    let maxBodyBytes: Int
     let promise: EventLoopPromise<UpstreamResponse>
     /// When it fails unanswered, and the `request_timeout` that says so.
     let deadline: NIODeadline
     let timeout: Duration
     /// Its stream, once `HTTP2Streams` has opened one.
     var streamID: HTTP2StreamID?
-    /// Given up on (deadline, cancellation) before it was started: it is not started.
+    /// Given up on (cancellation) before it was started: it is not started.
     var abandoned = false
-    /// DATA bytes received on its stream since the last stream WINDOW_UPDATE.
-    var unacknowledged = 0
-    private var status: Int?
-    private var headers = HTTPHeaders()
-    private var body = ByteBuffer()
 
     init(
-        headers: HPACKHeaders, body: ByteBuffer?, maxBodyBytes: Int, promise: EventLoopPromise<UpstreamResponse>,
-        deadline: NIODeadline, timeout: Duration
+        headers: HPACKHeaders, body: ByteBuffer?, promise: EventLoopPromise<UpstreamResponse>, deadline: NIODeadline,
+        timeout: Duration
     ) {
         self.requestHeaders = headers
         self.requestBody = body
-        self.maxBodyBytes = maxBodyBytes
         self.promise = promise
         self.deadline = deadline
         self.timeout = timeout
-    }
-
-    enum Progress {
-        case reading
-        case done
-        /// The answer cannot be read: fail with this, and reset the stream.
-        case failed(UpstreamConnectionError)
-    }
-
-    /// Takes one frame of the answer.
-    func receive(_ payload: HTTP2Frame.FramePayload) -> Progress {
-        switch payload {
-        case .headers(let frame):
-            if status == nil {
-                guard let text = frame.headers.first(name: ":status"), let code = Int(text), (100..<600).contains(code) else {
-                    return .failed(.malformedResponse)
-                }
-                if code < 200 { return .reading }  // informational: the real answer follows
-                status = code
-                for (name, value, _) in frame.headers where !name.hasPrefix(":") { headers.add(name: name, value: value) }
-            }
-            return frame.endStream ? finish() : .reading
-        case .data(let frame):
-            if case .byteBuffer(var chunk) = frame.data {
-                let room = maxBodyBytes - body.readableBytes
-                if room > 0, var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { body.writeBuffer(&slice) }
-            }
-            return frame.endStream ? finish() : .reading
-        case .rstStream(let code):
-            return .failed(.reset(code))
-        default:
-            return .reading
-        }
-    }
-
-    private func finish() -> Progress {
-        guard let status else { return .failed(.malformedResponse) }
-        promise.succeed(UpstreamResponse(status: status, headers: headers, body: body))
-        return .done
     }
 
     /// The request's headers for HTTP/2: pseudo-headers first, names in lower case, each field

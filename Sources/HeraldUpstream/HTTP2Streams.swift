@@ -4,12 +4,14 @@ import NIOHTTP2
 
 /// The requests in flight on one HTTP/2 connection, each on a stream of its own, handled on the
 /// connection's event loop without a channel per stream (docs/architecture.md, "The upstream-call
-/// path"). It opens a stream per `HTTP2Exchange` (client stream ids: odd, increasing), routes each
-/// stream's frames to its exchange, and fails an exchange whose stream is reset, closed unanswered
-/// or never sent (SwiftNIO holds streams over the server's `MAX_CONCURRENT_STREAMS` and drops them
-/// on GOAWAY), and fails one unanswered by its deadline with `Deadline.Exceeded` and resets its
-/// stream: one `LoopTimer` for the connection, armed by the earliest deadline in flight. It gives the server back its flow-control window as answers are read, on the
-/// connection and on each stream. Frames of the connection itself go on to the next handler.
+/// path"). Which stream carries which request, each one's deadline and answer, and the window owed
+/// to the server live in `HTTP2StreamsStateMachine`; this handler turns the connection's events
+/// into its calls and its actions into frames, promises and the timer. A request fails when its
+/// stream is reset, closed unanswered or never sent (SwiftNIO holds streams over the server's
+/// `MAX_CONCURRENT_STREAMS` and drops them on GOAWAY), and when unanswered by its deadline
+/// (`Deadline.Exceeded`, its stream reset): one `LoopTimer` for the connection, armed by the
+/// earliest deadline in flight on the event loop's clock (`EventLoop.now`), so a test drives it by
+/// advancing an embedded loop's time. Frames of the connection itself go on to the next handler.
 final class HTTP2Streams: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
@@ -19,19 +21,15 @@ final class HTTP2Streams: ChannelDuplexHandler {
     /// The connection has used its last stream id: it retires like one the server sent GOAWAY on.
     struct StreamIDsExhausted: Sendable {}
 
-    /// Bytes read before the window is given back: half of HTTP/2's initial window (RFC 9113 §6.9.2).
-    static let windowUpdateThreshold = 32_768
+    static var windowUpdateThreshold: Int { HTTP2StreamsStateMachine<Void>.windowUpdateThreshold }
 
     private var context: ChannelHandlerContext?
-    /// The next stream's id (an `Int`: one past the last id must not trap).
-    private var nextStreamID: Int
-    private var exchanges: [HTTP2StreamID: HTTP2Exchange] = [:]
-    private var closed = false
-    /// DATA bytes received on the connection since its last WINDOW_UPDATE.
-    private var unacknowledged = 0
+    private var machine: HTTP2StreamsStateMachine<EventLoopPromise<UpstreamResponse>>
     private var timer = LoopTimer()
 
-    init(firstStreamID: HTTP2StreamID = 1) { nextStreamID = Int(firstStreamID) }
+    init(firstStreamID: HTTP2StreamID = 1, maxBodyBytes: Int) {
+        machine = HTTP2StreamsStateMachine(firstStreamID: firstStreamID, maxBodyBytes: maxBodyBytes)
+    }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
@@ -43,20 +41,24 @@ final class HTTP2Streams: ChannelDuplexHandler {
     /// Opens a stream for `exchange` and sends its request.
     func start(_ exchange: HTTP2Exchange) {
         guard !exchange.abandoned else { return }
-        guard let context, !closed, context.channel.isActive else {
+        guard let context else {
             exchange.promise.fail(UpstreamConnectionError.closedUnanswered)
             return
         }
-        guard nextStreamID <= Int(HTTP2StreamID.maxID) else {
-            exchange.promise.fail(UpstreamConnectionError.closedUnanswered)
+        switch machine.open(exchange.promise, deadline: exchange.deadline, timeout: exchange.timeout, active: context.channel.isActive) {
+        case .refuse(let promise):
+            promise.fail(UpstreamConnectionError.closedUnanswered)
+        case .exhausted(let promise):
+            promise.fail(UpstreamConnectionError.closedUnanswered)
             context.fireUserInboundEventTriggered(StreamIDsExhausted())
-            return
+        case .open(let id, let deadline):
+            exchange.streamID = id
+            arm(by: deadline, context: context)
+            send(exchange, on: id, context: context)
         }
-        let id = HTTP2StreamID(nextStreamID)
-        nextStreamID += 2
-        exchange.streamID = id
-        exchanges[id] = exchange
-        arm(by: exchange.deadline, context: context)
+    }
+
+    private func send(_ exchange: HTTP2Exchange, on id: HTTP2StreamID, context: ChannelHandlerContext) {
         let written = context.eventLoop.makePromise(of: Void.self)
         let body = exchange.requestBody.flatMap { $0.readableBytes > 0 ? $0 : nil }
         let headers = HTTP2Frame(streamID: id, payload: .headers(.init(headers: exchange.requestHeaders, endStream: body == nil)))
@@ -68,13 +70,13 @@ final class HTTP2Streams: ChannelDuplexHandler {
         }
         context.flush()
         let streams = NIOLoopBound(self, eventLoop: context.eventLoop)
-        written.futureResult.whenFailure { error in streams.value.fail(id, error, reset: false) }
+        written.futureResult.whenFailure { error in streams.value.machine.streamEnded(id)?.fail(error) }
     }
 
-    /// The request's deadline passed or its caller gave up: its stream, if it has one, is reset.
+    /// The request's caller gave up: it is not started, or its stream is reset.
     func abandon(_ exchange: HTTP2Exchange) {
         exchange.abandoned = true
-        guard let id = exchange.streamID, exchanges.removeValue(forKey: id) != nil else { return }
+        guard let id = exchange.streamID, machine.abandon(id) else { return }
         reset(id)
     }
 
@@ -85,19 +87,14 @@ final class HTTP2Streams: ChannelDuplexHandler {
         }
     }
 
-    /// Fails the exchanges whose deadline passed, and arms the timer by the earliest one left.
+    /// Fails the requests whose deadline passed, and arms the timer by the earliest one left.
     private func fireTimer() {
         timer.fired()
         guard let context else { return }
-        let now = NIODeadline.now()
-        var next: NIODeadline?
-        for exchange in exchanges.values {
-            if exchange.deadline <= now {
-                exchange.promise.fail(Deadline.Exceeded(after: exchange.timeout))
-                abandon(exchange)
-            } else {
-                next = min(next ?? exchange.deadline, exchange.deadline)
-            }
+        let (expired, next) = machine.timerFired(now: context.eventLoop.now)
+        for gone in expired {
+            gone.waiter.fail(Deadline.Exceeded(after: gone.timeout))
+            reset(gone.id)
         }
         if let next { arm(by: next, context: context) }
     }
@@ -108,27 +105,22 @@ final class HTTP2Streams: ChannelDuplexHandler {
             context.fireChannelRead(data)
             return
         }
-        let exchange = exchanges[frame.streamID]
         if case .data(let payload) = frame.payload {
-            acknowledge(payload, on: frame.streamID, of: exchange, context: context)
+            let length = payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
+            giveBack(machine.received(length, on: frame.streamID, endStream: payload.endStream), on: frame.streamID, context: context)
         }
-        guard let exchange else { return }  // abandoned, or unknown
-        switch exchange.receive(frame.payload) {
-        case .reading:
-            break
-        case .done:
-            exchanges.removeValue(forKey: frame.streamID)
-        case .failed(let error):
-            let open: Bool
-            if case .reset = error { open = false } else { open = true }
-            fail(frame.streamID, error, reset: open)
+        switch machine.read(frame.payload, on: frame.streamID) {
+        case .none: break
+        case .answer(let promise, let response): promise.succeed(response)
+        case .fail(let promise, let error, let open):
+            promise.fail(error)
+            if open { reset(frame.streamID) }
         }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent, exchanges[closed.streamID] != nil {
-            let error = closed.reason.map { UpstreamConnectionError.reset($0) } ?? .closedUnanswered
-            fail(closed.streamID, error, reset: false)
+        if let closed = event as? StreamClosedEvent, let promise = machine.streamEnded(closed.streamID) {
+            promise.fail(closed.reason.map { UpstreamConnectionError.reset($0) } ?? .closedUnanswered)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -136,7 +128,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // An error on one stream is that stream's; anything else is the connection's.
         if let streamError = error as? NIOHTTP2Errors.StreamError {
-            fail(streamError.streamID, streamError.baseError, reset: false)
+            machine.streamEnded(streamError.streamID)?.fail(streamError.baseError)
             return
         }
         context.fireErrorCaught(error)
@@ -147,51 +139,25 @@ final class HTTP2Streams: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
-    /// Gives back the window the server used for `payload`: on the connection always, and on its
-    /// stream while the answer is still coming (a WINDOW_UPDATE on a closed stream is an error).
-    private func acknowledge(
-        _ payload: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID, of exchange: HTTP2Exchange?, context: ChannelHandlerContext
-    ) {
-        let length = payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
-        guard length > 0 else { return }
-        unacknowledged += length
-        var flush = false
-        if unacknowledged >= Self.windowUpdateThreshold {
+    /// Sends the WINDOW_UPDATEs the machine says are owed.
+    private func giveBack(_ owed: (connection: Int?, stream: Int?), on id: HTTP2StreamID, context: ChannelHandlerContext) {
+        if let increment = owed.connection {
             context.write(
-                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledged))),
-                promise: nil)
-            unacknowledged = 0
-            flush = true
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
         }
-        if let exchange, !payload.endStream {
-            exchange.unacknowledged += length
-            if exchange.unacknowledged >= Self.windowUpdateThreshold {
-                context.write(
-                    wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: exchange.unacknowledged))),
-                    promise: nil)
-                exchange.unacknowledged = 0
-                flush = true
-            }
+        if let increment = owed.stream {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
         }
-        if flush { context.flush() }
-    }
-
-    private func fail(_ id: HTTP2StreamID, _ error: any Error, reset open: Bool) {
-        guard let exchange = exchanges.removeValue(forKey: id) else { return }
-        exchange.promise.fail(error)
-        if open { reset(id) }
+        if owed.connection != nil || owed.stream != nil { context.flush() }
     }
 
     private func reset(_ id: HTTP2StreamID) {
-        guard let context, !closed else { return }
+        guard let context, !machine.isClosed else { return }
         context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
     }
 
     private func failAll() {
         timer.cancel()
-        closed = true
-        let all = exchanges.values
-        exchanges = [:]
-        for exchange in all { exchange.promise.fail(UpstreamConnectionError.closedUnanswered) }
+        for promise in machine.close() { promise.fail(UpstreamConnectionError.closedUnanswered) }
     }
 }

@@ -74,16 +74,14 @@ package final class HTTP2Upstream: UpstreamTransport {
     }
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
-        let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
+        let deadline = clockLoop.now + TimeAmount(settings.requestTimeout)
         let path = try origin.path(of: request.url)
         let headers = try HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let connection = try await connection()
         let loop = connection.channel.eventLoop
         let promise = loop.makePromise(of: UpstreamResponse.self)
-        let maxBodyBytes = settings.maxResponseBytes
         let exchange = HTTP2Exchange(
-            headers: headers, body: request.body, maxBodyBytes: maxBodyBytes, promise: promise, deadline: deadline,
-            timeout: settings.requestTimeout)
+            headers: headers, body: request.body, promise: promise, deadline: deadline, timeout: settings.requestTimeout)
         let streams = connection.streams
         if loop.inEventLoop {
             streams.value.start(exchange)
@@ -96,6 +94,11 @@ package final class HTTP2Upstream: UpstreamTransport {
             promise.fail(CancellationError())
             loop.execute { streams.value.abandon(exchange) }
         }
+    }
+
+    /// The event loop whose clock dates a request's deadline: where connections are opened.
+    private var clockLoop: any EventLoop {
+        eventLoop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
     }
 
     /// Whether the connection is ready and lives on the calling thread's event loop.
@@ -171,6 +174,7 @@ package final class HTTP2Upstream: UpstreamTransport {
         }
         let linger = TimeAmount(settings.requestTimeout)
         let firstStreamID = self.firstStreamID
+        let maxBodyBytes = settings.maxResponseBytes
         connector.connect(on: future.eventLoop) { [weak self] channel in
             let ready = channel.eventLoop.makePromise(of: Void.self)
             let operations = channel.pipeline.syncOperations
@@ -180,7 +184,7 @@ package final class HTTP2Upstream: UpstreamTransport {
             // its `:status`, checked, and header values as text (`HTTP2Exchange`): NIOHTTP2's
             // validation of every header block, both ways, would repeat that work per request.
             try operations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))
-            let streams = HTTP2Streams(firstStreamID: firstStreamID)
+            let streams = HTTP2Streams(firstStreamID: firstStreamID, maxBodyBytes: maxBodyBytes)
             try operations.addHandler(streams)
             try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })
             channel.closeFuture.whenComplete { [weak self] _ in self?.retire(channel) }

@@ -29,12 +29,9 @@ package final class NegotiatedUpstream: UpstreamTransport {
     private let http1 = Mutex<HTTP1Upstream?>(nil)
     private let shutDown = Atomic<Bool>(false)
     private let streams: AsyncLimiter
-    private let spoken = Atomic<UInt8>(Spoken.unknown.rawValue)
+    private let choice: Mutex<ProtocolChoice>
 
-    /// What the origin's server agreed to.
-    package enum Spoken: UInt8, Sendable {
-        case unknown, http2, http1
-    }
+    package typealias Spoken = ProtocolChoice.Spoken
 
     /// `origin` is `http(s)://host[:port]`. With an `addressGuard`, connections made without the
     /// proxy go to checked addresses only. TLS contexts are those of `contexts`.
@@ -55,25 +52,25 @@ package final class NegotiatedUpstream: UpstreamTransport {
                 addressGuard: addressGuard, contexts: contexts)
         } else {
             http2 = nil
-            spoken.store(Spoken.http1.rawValue, ordering: .relaxed)
         }
+        choice = Mutex(ProtocolChoice(offersHTTP2: http2 != nil))
         streams = AsyncLimiter(limit: settings.maxConcurrentStreams)
     }
 
     /// What the server agreed to so far (for tests and diagnostics).
-    package var protocolSpoken: Spoken { Spoken(rawValue: spoken.load(ordering: .relaxed)) ?? .unknown }
+    package var protocolSpoken: Spoken { choice.withLock(\.spoken) }
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
-        if let http2, protocolSpoken != .http1 {
+        if let http2, choice.withLock(\.triesHTTP2) {
             do {
                 try await streams.acquire()
                 defer { streams.release() }
                 let response = try await http2.send(request)
-                spoken.store(Spoken.http2.rawValue, ordering: .relaxed)
+                choice.withLock { $0.answeredOverHTTP2() }
                 return response
             } catch UpstreamConnectionError.notHTTP2 {
                 // Nothing was written on that connection: the request goes out once, over HTTP/1.1.
-                spoken.store(Spoken.http1.rawValue, ordering: .relaxed)
+                choice.withLock { $0.refusedHTTP2() }
             }
         }
         return try await http1Upstream().send(request)

@@ -117,7 +117,7 @@ struct UpstreamConnector: Sendable {
         let (origin, proxy, tls, addressGuard, connectTimeout) = (self.origin, self.proxy, self.tls, self.addressGuard, self.connectTimeout)
         let connected: EventLoopFuture<any Channel>
         if let addressGuard {
-            let deadline = NIODeadline.now() + connectTimeout
+            let deadline = loop.now + connectTimeout
             connected = loop.makeFutureWithTask {
                 try await Self.checkedAddresses(of: origin, resolver: addressGuard)
             }.flatMap { addresses in
@@ -200,7 +200,7 @@ struct UpstreamConnector: Sendable {
         guard let first = addresses.first else { return loop.makeFailedFuture(UpstreamConnectionError.connectTimeout) }
         let rest = addresses.dropFirst()
         return bootstrap(loop, timeout).connect(to: first).flatMapError { error in
-            guard !rest.isEmpty, NIODeadline.now() < deadline else { return loop.makeFailedFuture(error) }
+            guard !rest.isEmpty, loop.now < deadline else { return loop.makeFailedFuture(error) }
             return connectFirst(rest, on: loop, timeout: timeout, until: deadline)
         }
     }
