@@ -34,15 +34,14 @@ import Testing
     /// until the client gives it back: answers far larger than both are read whole, on one
     /// connection, each request once (a stalled answer would time out and be sent again).
     @Test func answersLargerThanTheFlowControlWindowsAreReadWhole() async throws {
-        let setup = try await e2e.start(extra: "max_connections: 1\nrequest_timeout: 60", limit: 5000)
+        // A stalled answer would wait out the request timeout (300 s): the notify would go
+        // unanswered past the client's 60 s and fail.
+        let setup = try await e2e.start(extra: "max_connections: 1\nrequest_timeout: 300", limit: 5000)
         setup.apns.scriptDefault(.fail(400, String(repeating: "x", count: 100_000)))
         let keys = (0..<20).map { _ in APNsEndToEndTests.pushkey() }
-        let started = ContinuousClock.now
         let response = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: keys.map { e2e.device($0) }))
-        let elapsed = ContinuousClock.now - started
         await setup.stop()
         #expect(response.status == 502)  // every device failed: APNs documents no such 400
-        #expect(elapsed < .seconds(30))
         #expect(setup.apns.received.count == 20)
         #expect(setup.apns.received.allSatisfy { $0.status == 400 })
         #expect(setup.apns.connectionsAccepted == 1)

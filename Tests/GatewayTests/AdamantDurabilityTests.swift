@@ -39,16 +39,15 @@ import Testing
         /// Sends `signal` and waits for the process to end.
         func kill(_ signal: Int32) async { await process.stop(signal) }
 
-        /// Sends SIGTERM and expects what docs/operations.md ("Shutdown") promises: exit 0, before
-        /// the cancellation limit (the grace period plus 10 s; within `limit`), and, unless the
-        /// grace period is meant to run out, no service that held the shutdown up.
-        func expectCleanStop(within limit: Duration = .seconds(20), graceMayRunOut: Bool = false) async {
-            let asked = ContinuousClock.now
+        /// Sends SIGTERM and expects what docs/operations.md ("Shutdown") promises: exit 0 through
+        /// the awaited path ("Shut down"; a service still running at the cancellation limit aborts
+        /// the process instead), and, unless the grace period is meant to run out, no service that
+        /// held the shutdown up.
+        func expectCleanStop(graceMayRunOut: Bool = false) async {
             await kill(SIGTERM)
-            let took = ContinuousClock.now - asked
             let tail = String(output.suffix(4000))
             #expect(process.terminationStatus == 0, "\(tail)")
-            #expect(took < limit, "\(tail)")
+            #expect(output.contains("Shut down"), "\(tail)")
             if !graceMayRunOut { #expect(!output.contains("Did not stop within the shutdown grace period"), "\(tail)") }
         }
 
@@ -203,10 +202,8 @@ import Testing
         await leader.kill(SIGKILL)
 
         let two = try node.addChat(from: sender, to: user)
-        let killed = ContinuousClock.now
+        // Taken over: the follower asks for the lease every 0.2 s (`lease_retry`).
         #expect(try await AdamantEndToEndTests.eventually { ids(apns).count == 2 })
-        // Taken over within seconds (lease_retry is 0.2 s; the bound leaves room for a loaded machine).
-        #expect(ContinuousClock.now - killed < .seconds(15))
         #expect(follower.output.contains("ADAMANT polling lease taken"))
         #expect(try await follower.settled(at: node.height))
         await follower.kill(SIGTERM)
@@ -308,7 +305,7 @@ import Testing
             binary, config: try config(dir, node: node, apns: apns, dev: dev, store: store), log: "\(dir)/b.log")
         #expect(try await Self.serving(follower))
         // A follower waits for nothing: it ends at once.
-        await follower.expectCleanStop(within: .seconds(8))
+        await follower.expectCleanStop()
 
         let seeker = try Herald.launch(
             binary, config: try config(dir, node: node, apns: apns, dev: dev, store: store), log: "\(dir)/c.log")
@@ -339,7 +336,7 @@ import Testing
         let herald = try Herald.launch(binary, config: (path, metricsPort), log: "\(dir)/a.log")
         #expect(try await Self.serving(herald))
         #expect(try await AdamantEndToEndTests.eventually { herald.output.contains("ADAMANT poller starts") })
-        await herald.expectCleanStop(within: .seconds(10), graceMayRunOut: true)
+        await herald.expectCleanStop(graceMayRunOut: true)
         for service in ["GorushAPI", "StatusService", "AdamantService", "PushkinsService"] {
             #expect(herald.output.contains("Stopped after cancellation service=\(service)"), "\(herald.output.suffix(4000))")
         }

@@ -254,12 +254,12 @@ import Testing
                 base_url: http://127.0.0.1:1
                 max_attempts: 2
                 retry_initial_backoff: 0.01
-                connect_timeout: 0.5
+                connect_timeout: 300
             """
+        // A refused connection fails at its refusal: were it left to the connect timeout (300 s),
+        // the notify would go unanswered past the client's 60 s and fail.
         let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
-        let started = ContinuousClock.now
         let response = try await herald.notify(notifyBody(Self.message, devices: [device("x")]))
-        let elapsed = ContinuousClock.now - started
         let metrics = try await herald.metricsText()
         let health = try await herald.request(.GET, "/health")
         await herald.stop()
@@ -270,7 +270,6 @@ import Testing
         #expect(metrics.contains(#"sygnal_gcm_status_codes_total{pushkin="com.example.gcm",code="error"} 2"#))
         #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.gcm",outcome="failed",reason="network"} 1"#))
         #expect(health.status == 200)  // the server still serves
-        #expect(elapsed < .seconds(20))  // two attempts of at most 0.5 s to connect, with a short backoff
     }
 
     @Test func missingApiVersionMeansV1() async throws {

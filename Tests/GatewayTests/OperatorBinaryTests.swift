@@ -200,9 +200,9 @@ import Testing
         for _ in 0..<2 {
             let herald = try AdamantDurabilityTests.Herald.launch(try #require(Self.binary), config: path, log: "\(dir)/herald.log")
             try await StatusDurabilityTests().waitForHealth(port: port)
-            let signalled = ContinuousClock.now
             await herald.kill(SIGTERM)
-            #expect(try #require(herald.process.endedAt) - signalled < .seconds(1))
+            // Idle, nothing holds the shutdown up: no service waits out the grace period.
+            #expect(!herald.output.contains("Did not stop within the shutdown grace period"))
             #expect(herald.process.terminationStatus == 0)
             #expect(herald.output.contains("Shut down"))  // every stop ends the same awaited way
         }

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// Time comes from the injected clock, everywhere (docs/architecture.md, "Time"): no code of
-/// Herald's reads the system's clocks or sleeps on its own, and no initialiser falls back to the
+/// Herald's reads the system's clocks or sleeps on its own (a transport's deadlines read its event
+/// loop's clock, `EventLoop.now`, which a test's embedded loop advances), and no initialiser falls back to the
 /// system clock when its caller forgot to pass one. Only the clock type itself reads the system,
 /// and only the composition root (Bootstrap.swift) and the process-wide log throttle choose the
 /// system clock. The test support and the benchmark's helpers are not the product and may.
@@ -28,6 +29,10 @@ import Testing
                     (#/Date\(\)/#, "reads the wall clock (`Date()`): use the injected clock's `date`"),
                     (#/ContinuousClock/#, "uses ContinuousClock: use the injected clock's `now` and `HeraldInstant`"),
                     (#/sleep\(/#, "sleeps: wait on the injected clock (`clock.wait`)"),
+                    (
+                        #/NIODeadline\.now\(\)/#,
+                        "reads the system's uptime clock (`NIODeadline.now()`): use the event loop's (`eventLoop.now`)"
+                    ),
                 ] where code.contains(pattern) {
                     found.append("\(path) \(what)")
                 }
@@ -60,6 +65,7 @@ import Testing
     @Test(arguments: [
         "let now = Date()", "let start = ContinuousClock.now", "try await Task.sleep(for: .seconds(1))",
         "init(clock: any HeraldClock = SystemClock()) {}", "let clock = SystemClock()",
+        "let deadline = NIODeadline.now() + .seconds(5)",
     ])
     func theGuardCatches(line: String) throws {
         var files = try Self.productFiles()

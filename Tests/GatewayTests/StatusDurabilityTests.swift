@@ -362,9 +362,9 @@ struct URLRequestLite {
         }
 
         try postgres.crash()
-        let asked = ContinuousClock.now
+        // Answered at the store timeout (1 s): a request held while the database is down would
+        // never be answered before the restart below, and would fail at the client's 60 s.
         let during = try await herald.request(.POST, "/api/push", body: batch)
-        let waited = ContinuousClock.now - asked
         let registration = try await register()
         let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let notify = try await herald.notify(
@@ -384,7 +384,6 @@ struct URLRequestLite {
         #expect(during.status == 503)
         #expect(during.headers.first(name: "Retry-After") == "5")
         #expect(during.json == ["code": 503, "message": "Queue is unavailable, try again later."])
-        #expect(waited < .seconds(20))  // the store timeout (1 s), not a request held while the database is down
         #expect(!registration.success && registration.error == .internalError)
         #expect(notify.status == 200)  // the Matrix API needs no database
         #expect(after.status == 200)

@@ -92,41 +92,12 @@ import Testing
         server.set(slow)
         let transport = try HTTP1Upstream(
             origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(4)))
-        let started = ContinuousClock.now
+        // Without the timeout the server's answer after 30 s would come back, and nothing would throw.
         await #expect(throws: Deadline.Exceeded.self) { _ = try await post(transport, server.baseURL, "/slow", "") }
-        #expect(ContinuousClock.now - started < .seconds(20))  // not the server's 30 s
         server.set(EchoHTTP1Server.Options())
         let response = try await post(transport, server.baseURL, "/next", "")
         #expect(String(buffer: response.body) == "/next ")  // not the slow request's late answer
         #expect(server.connections == 2)
-        await transport.shutdown()
-        await server.stop()
-    }
-
-    /// A connection's one deadline timer, armed by its first request, is armed again for the next:
-    /// a request sent part-way through the first one's timeout gets the whole of its own.
-    @Test func aLaterRequestOnAConnectionGetsTheWholeRequestTimeout() async throws {
-        let server = try await EchoHTTP1Server.start()
-        let transport = try HTTP1Upstream(
-            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(2)))
-        // The first request also opens the connection within its 2 s: on a loaded machine that
-        // can take longer, so it is sent again until it is answered.
-        var (answered, attempts) = (false, 0)
-        while !answered && attempts < 5 {
-            attempts += 1
-            answered = (try? await post(transport, server.baseURL, "/quick", "")) != nil
-        }
-        #expect(answered)
-        try await letRealTimePass(.seconds(1))
-        var slow = EchoHTTP1Server.Options()
-        slow.delay = .seconds(30)
-        server.set(slow)
-        let started = ContinuousClock.now
-        await #expect(throws: Deadline.Exceeded.self) { _ = try await post(transport, server.baseURL, "/slow", "") }
-        let elapsed = ContinuousClock.now - started
-        #expect(elapsed >= .milliseconds(1950))  // not when the first request's timeout ran out
-        #expect(elapsed < .seconds(20))  // not the server's 30 s
-        #expect(server.connections == attempts)  // the answered request's connection carried the slow one
         await transport.shutdown()
         await server.stop()
     }
@@ -306,9 +277,8 @@ import Testing
         let base = "https://127.0.0.1:\(silent.port)"
         let transport = try HTTP2Upstream(
             origin: base, settings: UpstreamSettings(connectTimeout: .milliseconds(300)), tls: .makeClientConfiguration())
-        let started = ContinuousClock.now
+        // The connect timeout's own error: the silent server would otherwise hold the request for ever.
         await #expect(throws: UpstreamConnectionError.connectTimeout) { _ = try await post(transport, base, "/3/device/ab", "") }
-        #expect(ContinuousClock.now - started < .seconds(10))
         await transport.shutdown()
         await silent.stop()
     }

@@ -189,6 +189,36 @@ import Testing
         #expect(try channel.readOutbound(as: HTTP2Frame.self) == nil)
     }
 
+    /// The connection's one timer, armed by the first request's deadline, fires during the second:
+    /// it is armed again by the second one's own deadline, a whole timeout after it was sent for.
+    @Test func aLaterStreamGetsTheWholeRequestTimeout() throws {
+        let streams = HTTP2Streams(maxBodyBytes: 100)
+        let channel = EmbeddedChannel(handler: streams)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let loop = channel.embeddedEventLoop
+        func exchange() -> HTTP2Exchange {
+            HTTP2Exchange(
+                headers: HPACKHeaders([(":method", "POST")]), body: nil, promise: loop.makePromise(), deadline: loop.now + .seconds(2),
+                timeout: .seconds(2))
+        }
+        let first = exchange()
+        streams.start(first)
+        loop.advanceTime(by: .seconds(1))
+        try channel.writeInbound(HTTP2Frame(streamID: 1, payload: headers(status: "200", endStream: true)))
+        #expect(try first.promise.futureResult.wait().status == 200)
+        let second = exchange()
+        streams.start(second)
+        let outcome = Outcome(second.promise.futureResult)
+        loop.advanceTime(by: .milliseconds(1999))  // past the first request's deadline, not this one's
+        #expect(outcome.value == nil)
+        loop.advanceTime(by: .milliseconds(1))
+        guard case .failure(let error) = outcome.value else {
+            Issue.record("not failed at its own deadline")
+            return
+        }
+        #expect((error as? Deadline.Exceeded)?.after == .seconds(2))
+    }
+
     @Test func theHandlerFailsEveryStreamWhenTheConnectionCloses() throws {
         let streams = HTTP2Streams(maxBodyBytes: 100)
         let channel = EmbeddedChannel(handler: streams)
