@@ -221,7 +221,7 @@ struct OnceTests {
         records.finish(keys[4], .delivered, now: start + 61)
         records.heard([keys[4]], now: start + 62)  // its answer was heard: a repeat is sent again
         #expect(records.claim(keys[4], now: start + 63) == .claimed)
-        #expect(MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(10), maxEntries: 100, maxBytes: 4096).maxEntries == 25)
+        #expect(MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(10), maxEntries: 100, maxBytes: 1000).maxEntries == 25)
     }
 
     /// A Mastodon server that retries after a timeout sends the same message (the same body and

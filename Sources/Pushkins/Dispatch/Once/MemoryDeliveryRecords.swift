@@ -1,124 +1,122 @@
-import DequeModule
 package import Foundation
 package import HeraldCore
 import Synchronization
 
 /// The record of one instance: in memory, bounded in entries and bytes, the oldest dropped first
 /// and every entry forgotten once its window passed. A restart forgets it (docs/operations.md,
-/// "Once"). Every operation is O(1): a table by key, and the keys in the order they were last
-/// written, whose stale places (a key written again since) are skipped when they reach the front.
+/// "Once"). Each delivery is a fixed-size entry of `CompactRecordTable` (its key's digest, a time
+/// and its state: at most `bytesPerEntry`); its trace, when traces are kept, lives apart in a
+/// `TraceRing` bounded in bytes of its own. Every operation is O(1).
 package final class MemoryDeliveryRecords: DeliveryRecords {
-    private enum State {
-        case claimed(at: Date)
-        case recorded(RecordedOutcome, until: Date)
-    }
-
-    private struct Entry {
-        var state: State
-        /// The place of its latest write in `order`.
-        var serial: UInt64
-        /// Its delivery's place in `traces`.
-        var traced: UInt64?
-    }
-
-    private struct Table {
-        var entries: [RepeatKey: Entry] = [:]
-        var order = Deque<(key: RepeatKey, serial: UInt64)>()
-        var serial: UInt64 = 0
+    private struct State {
+        var table: CompactRecordTable
         var traces: TraceRing
+        /// The table's times are tenths of a second from this one, the first it saw.
+        var base: Date?
+
+        mutating func tenths(_ date: Date) -> Int32 {
+            let base = self.base ?? date
+            self.base = base
+            return Int32(clamping: Int64((date.timeIntervalSince(base) * 10).rounded(.down)))
+        }
     }
 
-    /// What one entry costs, about: its key twice (table and order), its state and the tables'
-    /// slots. The traces are bounded apart (`TraceRing`).
-    package static let bytesPerEntry = 160
+    /// What one entry costs at most (`CompactRecordTable`). The traces are bounded apart (`TraceRing`).
+    package static var bytesPerEntry: Int { CompactRecordTable.bytesPerEntry }
 
-    private let table: Mutex<Table>
-    let window: TimeInterval
-    let takeover: TimeInterval
+    private let state: Mutex<State>
+    /// The window and the takeover bound, in the table's tenths of a second.
+    private let window: Int32
+    private let takeover: Int32
+    private let windowSeconds: TimeInterval
     package let maxEntries: Int
 
     /// `traceBytes`: the bound of the delivery traces kept beside the record (0: none).
     package init(window: Duration, takeover: Duration, maxEntries: Int, maxBytes: Int, traceBytes: Int = 0) {
-        self.window = window.seconds
-        self.takeover = takeover.seconds
+        windowSeconds = window.seconds
+        self.window = Int32(clamping: Int64((window.seconds * 10).rounded(.up)))
+        self.takeover = Int32(clamping: Int64((takeover.seconds * 10).rounded(.up)))
         self.maxEntries = max(1, min(maxEntries, maxBytes / Self.bytesPerEntry))
-        table = Mutex(Table(traces: TraceRing(maxBytes: traceBytes)))
+        state = Mutex(State(table: CompactRecordTable(capacity: self.maxEntries), traces: TraceRing(maxBytes: traceBytes)))
     }
 
     package var health: ComponentHealth? { nil }
 
-    package var count: Int { table.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.table.count } }
 
     package func claim(_ key: RepeatKey, trace: TraceStart? = nil, instance: String = InstanceName.current, now: Date) -> RecordClaim {
-        table.withLock { table in
+        state.withLock { state in
+            let at = state.tenths(now)
             let found: RecordClaim
-            switch table.entries[key]?.state {
-            case .recorded(let outcome, let until)? where until > now:
-                return .recorded(outcome)
-            case .claimed(let at)? where now.timeIntervalSince(at) < takeover:
-                return .heldElsewhere
-            case .claimed?: found = .takenOver
-            default: found = .claimed
+            switch state.table.find(key) {
+            case let entry? where entry.kind == .claimed:
+                guard at &- entry.time >= takeover else { return .heldElsewhere }
+                found = .takenOver
+            case let entry? where entry.kind != .empty && entry.time > at:
+                return .recorded(Self.outcome(entry.kind))
+            default:
+                found = .claimed
             }
-            let traced = trace.flatMap { table.traces.append($0.inFlight(at: now, instance: instance), pushkey: $0.pushkey) }
-            write(&table, key, .claimed(at: now), traced: traced, now: now)
+            let traced = trace.flatMap { state.traces.append($0.inFlight(at: now, instance: instance), pushkey: $0.pushkey) }
+            state.table.set(key, .init(kind: .claimed, time: at, trace: traced.map { UInt32(truncatingIfNeeded: $0) & 0xFF_FFFF }))
+            trim(&state.table, now: at)
             return found
         }
     }
 
     package func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd? = nil, now: Date) {
-        table.withLock { table in
-            let traced = table.entries[key]?.traced
-            if let end, let traced { table.traces.update(traced) { end.applied(to: &$0, at: now) } }
+        state.withLock { state in
+            let traced = state.table.find(key)?.trace
+            if let end, let traced { state.traces.update(traced) { end.applied(to: &$0, at: now) } }
             if let outcome {
-                write(&table, key, .recorded(outcome, until: now.addingTimeInterval(window)), traced: traced, now: now)
+                let until = state.tenths(now.addingTimeInterval(windowSeconds))
+                state.table.set(key, .init(kind: Self.kind(outcome), time: until, trace: traced))
             } else {
-                table.entries.removeValue(forKey: key)
+                state.table.remove(key)
             }
+            trim(&state.table, now: state.tenths(now))
         }
     }
 
     /// A heard delivery is forgotten by the record (a repeat of it is sent); its trace stays.
     package func heard(_ keys: [RepeatKey], now: Date) {
-        table.withLock { table in
+        state.withLock { state in
             for key in keys {
-                guard case .recorded? = table.entries[key]?.state else { continue }
-                table.entries.removeValue(forKey: key)
+                guard let entry = state.table.find(key), entry.kind != .claimed else { continue }
+                state.table.remove(key)
             }
         }
     }
 
     package func deliveries(_ query: DeliveryQuery, now: Date) -> [TracedDelivery] {
-        table.withLock { $0.traces.matching(query) }
+        state.withLock { $0.traces.matching(query) }
     }
 
-    private func write(_ table: inout Table, _ key: RepeatKey, _ state: State, traced: UInt64?, now: Date) {
-        table.serial &+= 1
-        table.entries[key] = Entry(state: state, serial: table.serial, traced: traced)
-        table.order.append((key, table.serial))
-        trim(&table, now: now)
-    }
-
-    /// Drops from the front (the oldest writes): places whose key was written again since or
-    /// removed, entries whose time passed, and the oldest beyond the bound.
-    private func trim(_ table: inout Table, now: Date) {
-        while let first = table.order.first {
-            guard let entry = table.entries[first.key], entry.serial == first.serial else {
-                table.order.removeFirst()
-                continue
-            }
-            let expired: Bool
-            switch entry.state {
-            case .recorded(_, let until): expired = until <= now
-            case .claimed(let at): expired = now.timeIntervalSince(at) >= max(takeover, window)
-            }
-            guard expired || table.entries.count > maxEntries else { break }
-            table.entries.removeValue(forKey: first.key)
-            table.order.removeFirst()
+    /// Drops from the front (the oldest entries) those whose time passed: an answer's window, or a
+    /// claim older than both the takeover bound and the window. The ring's size bounds the rest.
+    private func trim(_ table: inout CompactRecordTable, now: Int32) {
+        while true {
+            table.skipRemoved()
+            guard let oldest = table.oldestEntry else { return }
+            let expired = oldest.kind == .claimed ? now &- oldest.time >= max(takeover, window) : oldest.time <= now
+            guard expired else { return }
+            table.dropOldest()
         }
-        // Stale places of keys written again pile up only as fast as writes: bound them too.
-        if table.order.count > 2 * maxEntries + 1024 {
-            table.order = Deque(table.order.filter { table.entries[$0.key]?.serial == $0.serial })
+    }
+
+    private static func kind(_ outcome: RecordedOutcome) -> CompactRecordTable.Kind {
+        switch outcome {
+        case .delivered: .delivered
+        case .rejected: .rejected
+        case .dropped: .dropped
+        }
+    }
+
+    private static func outcome(_ kind: CompactRecordTable.Kind) -> RecordedOutcome {
+        switch kind {
+        case .rejected: .rejected
+        case .dropped: .dropped
+        default: .delivered
         }
     }
 }

@@ -10,6 +10,11 @@ package struct RepeatKey: Hashable, Sendable, CustomStringConvertible {
     let high: UInt64
     let low: UInt64
 
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
     package init(_ parts: [String]) {
         var hasher = SHA256()
         for part in parts {

@@ -35,17 +35,22 @@ struct TraceRing {
         entries.append(Entry(trace: trace, pushkey: pushkey, bytes: size))
         bytes += size
         let serial = first + UInt64(entries.count - 1)
-        while bytes > maxBytes, let oldest = entries.popFirst() {
+        while bytes > maxBytes || entries.count > Self.maxEntries, let oldest = entries.popFirst() {
             bytes -= oldest.bytes
             first += 1
         }
         return serial
     }
 
-    /// Updates the trace of `serial`, unless the ring dropped it already.
-    mutating func update(_ serial: UInt64, _ change: (inout TracedDelivery) -> Void) {
-        guard serial >= first, serial - first < UInt64(entries.count) else { return }
-        let index = Int(serial - first)
+    /// Entries held at most, whatever their bytes: a serial's low 24 bits name one unambiguously
+    /// (the memory record keeps only those, `CompactRecordTable`).
+    static var maxEntries: Int { (1 << 24) - 1 }
+
+    /// Updates the trace whose serial's low 24 bits are `serial`, unless the ring dropped it already.
+    mutating func update(_ serial: UInt32, _ change: (inout TracedDelivery) -> Void) {
+        let offset = (UInt64(serial) &- first) & 0xFF_FFFF
+        guard offset < UInt64(entries.count) else { return }
+        let index = Int(offset)
         let before = Self.variableBytes(entries[index].trace)
         change(&entries[index].trace)
         let grown = Self.variableBytes(entries[index].trace) - before
