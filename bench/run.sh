@@ -117,7 +117,9 @@ if [ "${COUNT_ALLOCATIONS:-}" = 1 ]; then
   cc -O2 -shared -fPIC -o "$work/malloc-count.so" bench/malloc-count.c -lpthread
   preload=(env LD_PRELOAD="$work/malloc-count.so" MALLOC_COUNT_FILE="$work/allocations")
 fi
-"${preload[@]}" "$HERALD" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
+# HERALD_WRAP='heaptrack -o dir/herald' runs the main Herald under a tool, e.g. to count allocations
+# by caller (heaptrack_print then lists the callers; see docs/operations.md, "Performance").
+"${preload[@]}" ${HERALD_WRAP:-} "$HERALD" serve --config "$work/herald.yaml" 2>"$work/herald.log" &
 HERALD_PID=$!
 pids+=($HERALD_PID)
 wait_http "http://127.0.0.1:$HERALD_PORT/health"

@@ -53,10 +53,14 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var turningAway = false
     private var waiter: CheckedContinuation<ReadRequest?, Never>?
     private var writabilityWaiter: CheckedContinuation<Void, Never>?
-    /// The answer deadline's timer, while it runs.
-    private var deadlineTimer: Scheduled<Void>?
+    /// The connection's one answer-deadline timer (`LoopTimer`): armed by a request, it finds a
+    /// later request not yet due when it fires and is armed again for it.
+    private var deadlineTimer = LoopTimer()
     /// Which of the deadline and the handler answers the request being handled.
     private var answerDeadline = AnswerDeadlineStateMachine<ServerResponse>()
+    /// What the server answers at the deadline of the request being handled: the route's answer,
+    /// the request's head and id (the answer is made only if it is written).
+    private var deadlineAnswer: (deadline: AnswerDeadline, head: HTTPRequestHead, requestId: String)?
 
     init(router: any HTTPHandler, limits: InboundLimits, deadline: RequestReadDeadline) {
         self.router = router
@@ -171,37 +175,49 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// server writes `deadline.response` then and the connection closes after it.
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         guard let context, !finished else { return }
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        answerDeadline.start()
-        deadlineTimer = context.eventLoop.scheduleTask(in: TimeAmount(deadline.within)) {
-            var response = deadline.response
-            response.headers.replaceOrAdd(name: "X-Request-Id", value: requestId)
-            bound.value.answerAtDeadline(response, to: head)
+        deadlineAnswer = (deadline, head, requestId)
+        armDeadline(by: answerDeadline.start(due: context.eventLoop.now + TimeAmount(deadline.within)), context: context)
+    }
+
+    private func armDeadline(by due: NIODeadline, context: ChannelHandlerContext) {
+        deadlineTimer.arm(by: due, on: context.eventLoop) {
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            return { bound.value.deadlineFired() }
         }
     }
 
-    private func answerAtDeadline(_ response: ServerResponse, to head: HTTPRequestHead) {
-        deadlineTimer = nil
-        guard answerDeadline.fired(answering: response, responding: machine.isResponding && context != nil && !finished) else { return }
-        var closing = head
-        closing.headers.replaceOrAdd(name: "Connection", value: "close")
-        _ = write(response, to: closing)
+    private func deadlineFired() {
+        deadlineTimer.fired()
+        guard let context else { return }
+        let action = answerDeadline.timerFired(now: context.eventLoop.now, responding: machine.isResponding && !finished) {
+            guard let pending = deadlineAnswer else { return ServerResponse(status: .gatewayTimeout) }
+            var response = pending.deadline.response
+            response.headers.replaceOrAdd(name: "X-Request-Id", value: pending.requestId)
+            return response
+        }
+        switch action {
+        case .none: break
+        case .rearm(let due): armDeadline(by: due, context: context)
+        case .answer(let response):
+            guard var closing = deadlineAnswer?.head else { return }
+            deadlineAnswer = nil
+            closing.headers.replaceOrAdd(name: "Connection", value: "close")
+            _ = write(response, to: closing)
+        }
     }
 
     /// The handler's answer is about to be written: its deadline can no longer answer first.
     /// False when the server answered at the deadline already, or the connection is gone: the
     /// sender will not hear the handler's answer.
     func claimAnswer() -> Bool {
-        deadlineTimer?.cancel()
-        deadlineTimer = nil
+        deadlineAnswer = nil
         return answerDeadline.claim(open: context != nil && !finished && machine.isResponding)
     }
 
     /// Writes the handler's answer to the request last handed out, unless the server answered it
     /// at its deadline.
     func respond(_ response: ServerResponse, to head: HTTPRequestHead) -> Responded {
-        deadlineTimer?.cancel()
-        deadlineTimer = nil
+        deadlineAnswer = nil
         if let early = answerDeadline.respond() { return .answeredAtDeadline(early) }
         return write(response, to: head) ? .open : .closing
     }
@@ -273,6 +289,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The connection is gone: wake its task, and give back the budget held by a request still being
     /// read (a request being handled gives its share back when it is answered).
     private func end() {
+        deadlineTimer.cancel()
         finish(closing: nil)
         if !machine.isResponding {
             bodyBudget?.release(held)

@@ -54,10 +54,11 @@ package struct ServerResponse: Sendable {
     }
 
     package static func json(_ status: HTTPResponseStatus, _ value: JSONValue) -> ServerResponse {
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/json")
-        return ServerResponse(status: status, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(value)))
+        ServerResponse(status: status, headers: jsonHeaders, body: ByteBuffer(bytes: JSONWriter.serialize(value)))
     }
+
+    /// `Content-Type: application/json`, made once and shared (copied only when a response adds to it).
+    private static let jsonHeaders = HTTPHeaders([("Content-Type", "application/json")])
 
     package static func empty(_ status: HTTPResponseStatus = .ok) -> ServerResponse {
         ServerResponse(status: status)

@@ -51,12 +51,9 @@ struct HTTP1ExchangeStateMachine<Waiter> {
 
     /// A part of the answer's body: kept up to `maxBodyBytes`, the rest read and dropped.
     mutating func body(_ chunk: ByteBuffer) {
-        guard case .inFlight(var request) = state else { return }
-        let room = maxBodyBytes - request.body.readableBytes
-        guard room > 0 else { return }
+        guard case .inFlight(var request) = state, request.body.readableBytes < maxBodyBytes else { return }
         state = .idle  // the buffer is not shared while it grows
-        var chunk = chunk
-        if var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { request.body.writeBuffer(&slice) }
+        request.body.keep(chunk, upTo: maxBodyBytes)
         state = .inFlight(request)
     }
 

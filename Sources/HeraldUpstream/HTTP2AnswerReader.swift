@@ -34,10 +34,7 @@ struct HTTP2AnswerReader {
             }
             return frame.endStream ? finish() : .reading
         case .data(let frame):
-            if case .byteBuffer(var chunk) = frame.data {
-                let room = maxBodyBytes - body.readableBytes
-                if room > 0, var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { body.writeBuffer(&slice) }
-            }
+            if case .byteBuffer(let chunk) = frame.data { body.keep(chunk, upTo: maxBodyBytes) }
             return frame.endStream ? finish() : .reading
         case .rstStream(let code):
             return .failed(.reset(code))
@@ -49,5 +46,21 @@ struct HTTP2AnswerReader {
     private func finish() -> Progress {
         guard let status else { return .failed(.malformedResponse) }
         return .done(UpstreamResponse(status: status, headers: headers, body: body))
+    }
+}
+
+extension ByteBuffer {
+    /// Appends `chunk` while this answer body holds fewer than `maxBytes`, the rest read and
+    /// dropped. The first chunk of a body that fits is kept as it is, without a copy: an answer that
+    /// comes in one read costs no buffer of its own.
+    mutating func keep(_ chunk: ByteBuffer, upTo maxBytes: Int) {
+        let room = maxBytes - readableBytes
+        guard room > 0 else { return }
+        if readableBytes == 0, chunk.readableBytes <= room {
+            self = chunk
+            return
+        }
+        var chunk = chunk
+        if var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { writeBuffer(&slice) }
     }
 }

@@ -12,30 +12,43 @@ package struct JSONParser {
 
     package static let defaultMaxDepth = 64
 
+    /// Parses `bytes` where they lie when they are contiguous (a request's `ByteBuffer`, an
+    /// array), without copying them.
     package static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
-        let array = Array(bytes)
-        var parser = JSONParser(bytes: array, maxDepth: maxDepth)
+        if let parsed = bytes.withContiguousStorageIfAvailable({ parse(buffer: $0, maxDepth: maxDepth) }) { return try parsed.get() }
+        return try Array(bytes).withUnsafeBufferPointer { parse(buffer: $0, maxDepth: maxDepth) }.get()
+    }
+
+    private static func parse(buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Result<JSONValue, Error> {
+        var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
         parser.skipWhitespace()
-        let value = try parser.parseValue(depth: 0)
-        parser.skipWhitespace()
-        guard parser.index == array.count else { throw parser.error("trailing data after JSON value") }
-        return value
+        do throws(Error) {
+            let value = try parser.parseValue(depth: 0)
+            parser.skipWhitespace()
+            guard parser.index == buffer.count else { throw parser.error("trailing data after JSON value") }
+            return .success(value)
+        } catch {
+            return .failure(error)
+        }
     }
 
     package static func parse(_ string: String, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
         try parse(Array(string.utf8), maxDepth: maxDepth)
     }
 
-    private let bytes: [UInt8]
+    /// The bytes parsed, valid for the parse (`parse(buffer:maxDepth:)`).
+    private let bytes: UnsafeBufferPointer<UInt8>
     private let maxDepth: Int
     private var index = 0
     /// The members of the objects being parsed, innermost last, and likewise the elements of the
     /// arrays: one buffer each for the whole parse, so that each object's and array's own storage
     /// is allocated once, at its final size, instead of growing (and reallocating) member by member.
+    /// Each is made at its first use with room for a notify's members (`scratch`), not grown.
     private var members: [(key: String, value: JSONValue)] = []
     private var elements: [JSONValue] = []
+    private static var scratch: Int { 32 }
 
-    private init(bytes: [UInt8], maxDepth: Int) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
     }
@@ -83,6 +96,7 @@ package struct JSONParser {
             index += 1
             return .object(JSONObject())
         }
+        if members.capacity == 0 { members.reserveCapacity(Self.scratch) }
         let start = members.count
         defer { members.removeSubrange(start...) }
         while true {
@@ -118,6 +132,7 @@ package struct JSONParser {
             index += 1
             return .array([])
         }
+        if elements.capacity == 0 { elements.reserveCapacity(Self.scratch) }
         let start = elements.count
         defer { elements.removeSubrange(start...) }
         while true {

@@ -8,7 +8,8 @@ package struct JSONWriter {
 
     package static func serialize(_ value: JSONValue, style: Style = .compact) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256)
+        // Room for a whole notification's payload (an APNs alert is about 400 bytes): one allocation.
+        out.reserveCapacity(1024)
         write(value, style: style, into: &out)
         return out
     }

@@ -121,6 +121,7 @@ package final class APNsPushkin: APNsSending {
         // Apple's rules for the push type win over what the message asks (APNsPushType).
         let rule = APNsPushType.named(pushType)
         var headers = HTTPHeaders()
+        headers.reserveCapacity(8)  // these and the provider token's: one allocation
         let topic = message.topic ?? config.topic
         headers.add(name: "apns-topic", value: rule?.topic(topic) ?? topic)
         let wanted = config.priority ?? message.priority

@@ -105,7 +105,7 @@ package struct Dispatcher: Sendable {
         var recorded: [RepeatKey] = []
         for (group, result) in zip(groups, results) {
             repeats += result.repeats
-            recorded += result.recorded
+            if recorded.isEmpty { recorded = result.recorded } else { recorded += result.recorded }
             for (index, outcome) in zip(group.indices, result.outcomes) { outcomes[index] = outcome }
         }
         let final = outcomes.enumerated().map { index, outcome in
@@ -191,7 +191,8 @@ package struct Dispatcher: Sendable {
     /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
     /// homeserver's retry carries it unchanged; two accounts' pushers on one phone differ in it).
     package static func key(event: String, _ device: Device) -> RepeatKey {
-        RepeatKey([event, device.appId, device.pushkey, device.data.map { JSONWriter.string(.object($0)) } ?? ""])
+        let data = device.data.map { $0.isEmpty ? "{}" : JSONWriter.string(.object($0)) } ?? ""
+        return RepeatKey([event, device.appId, device.pushkey, data])
     }
 
     /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots, counts
@@ -201,15 +202,18 @@ package struct Dispatcher: Sendable {
     ) async -> [DeviceOutcome] {
         let wave = max(1, group.slots ?? devices.count)
         var outcomes: [DeviceOutcome] = []
-        outcomes.reserveCapacity(devices.count)
         // The traced devices' upstream calls leave their attempts and message ids here (none
         // without a keyed device: a badge update is not traced).
         let guardian = keys?.contains { $0 != nil } == true ? once?.guardian : nil
         var context = context
         if guardian != nil { context.notes = DeliveryNotes() }
-        for start in stride(from: 0, to: devices.count, by: wave) {
-            let chunk = Array(devices[start..<min(start + wave, devices.count)])
-            outcomes += await group.pushkin.dispatch(notification, devices: chunk, context: context)
+        if wave >= devices.count {
+            outcomes = await group.pushkin.dispatch(notification, devices: devices, context: context)
+        } else {
+            for start in stride(from: 0, to: devices.count, by: wave) {
+                let chunk = Array(devices[start..<min(start + wave, devices.count)])
+                outcomes += await group.pushkin.dispatch(notification, devices: chunk, context: context)
+            }
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }

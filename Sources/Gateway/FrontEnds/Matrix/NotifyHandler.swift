@@ -60,6 +60,9 @@ package struct NotifyHandler: Sendable {
         }
     }
 
+    /// The answer to nearly every notify, made once: its body is shared, not written again.
+    private static let noneRejected = ServerResponse.json(.ok, ["rejected": []])
+
     private func process(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
         let requestId = request.requestId
         var logger = self.logger
@@ -92,7 +95,7 @@ package struct NotifyHandler: Sendable {
         if let first = failures.first {
             throw .dispatchFailed(count: failures.count, first: first, rejected: rejected)
         }
-        var response = ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
+        var response = rejected.isEmpty ? Self.noneRejected : ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
         // The access log shows it (docs/operations.md, "Once").
         if dispatched.repeats > 0 { response.headers.add(name: "Herald-Repeats", value: String(dispatched.repeats)) }
         // A 200 the homeserver hears ends its retries: the same notify sent again after it is sent
