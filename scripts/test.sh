@@ -54,3 +54,7 @@ TMPDIR=$testtmp HERALD_CHAOS=1 swift test --skip-build --filter FleetChaosTests
 
 # The package unpacks into an empty directory and runs there.
 scripts/test-package.sh
+
+# A notify's heap allocations stay within bench/allocation-limits (a release build; counts are
+# stable where CPU time is not).
+scripts/allocation-limits.sh

@@ -63,6 +63,11 @@ struct ConnectionStateMachine {
                 state = .draining(discarded: 0, limit: limit)
                 return .refuse(limit: limit, version: head.version)
             }
+            if body.readableBytes == 0 {
+                // A body that comes in one read is kept as it is, without a copy.
+                state = .receiving(head: head, body: chunk, limit: limit)
+                return .none
+            }
             var chunk = chunk
             state = .idle  // no copy-on-write of `body` while it is mutated
             body.writeBuffer(&chunk)

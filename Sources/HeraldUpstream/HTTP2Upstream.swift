@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HeraldCore
 package import NIOCore
 package import NIOHTTP2

@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import HeraldCore
 import NIOCore
 import NIOPosix

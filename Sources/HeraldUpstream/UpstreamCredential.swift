@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import HeraldCore
 
 /// What an upstream call authenticates with (an APNs provider token, an OAuth access token, a

@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 
 /// Time as a dependency (docs/architecture.md, "Time"): what waits or reads the time (retries,
 /// the ADAMANT pollers, the Status response cache, rate limiters, log throttles) takes a clock.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Who this process is where several instances share a database: its host and process id, as
 /// the delivery trace and the ADAMANT lease's `holder` show it.

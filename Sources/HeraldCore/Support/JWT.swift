@@ -1,5 +1,5 @@
 package import Crypto
-import Foundation
+import FoundationEssentials
 
 /// Compact JWS tokens (RFC 7515) signed with ES256, for VAPID and APNs. (Google OAuth's RS256
 /// assertion is made in `GoogleServiceAccount`.)

@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)

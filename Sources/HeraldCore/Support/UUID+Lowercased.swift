@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension UUID {
     /// The lowercase text form (8-4-4-4-12 hex digits), as APNs' `apns-id` and request ids use it.

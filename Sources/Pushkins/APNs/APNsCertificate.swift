@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import HeraldCore
 import SwiftASN1
 import X509

@@ -1,5 +1,5 @@
 package import Crypto
-import Foundation
+import FoundationEssentials
 package import HeraldCore
 package import HeraldUpstream
 

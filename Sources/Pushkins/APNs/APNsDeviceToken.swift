@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HeraldCore
 
 /// Turns a pushkey into the APNs device token of the request path.

@@ -1,5 +1,5 @@
 package import Crypto
-package import Foundation
+package import FoundationEssentials
 package import HeraldCore
 package import HeraldUpstream
 import Synchronization

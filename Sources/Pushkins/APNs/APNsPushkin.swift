@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 package import HeraldCore
 import HeraldUpstream
 import Metrics

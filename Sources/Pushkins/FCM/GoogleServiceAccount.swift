@@ -1,5 +1,5 @@
 import Crypto
-package import Foundation
+package import FoundationEssentials
 import HeraldCore
 import _CryptoExtras
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 package import HeraldCore
 package import HeraldUpstream
 

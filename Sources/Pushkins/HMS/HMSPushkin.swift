@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 package import HeraldCore
 import HeraldUpstream
 import NIOCore

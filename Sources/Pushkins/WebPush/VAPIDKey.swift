@@ -1,5 +1,5 @@
 package import Crypto
-import Foundation
+import FoundationEssentials
 import HeraldCore
 package import Logging
 

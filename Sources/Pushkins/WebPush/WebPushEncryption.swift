@@ -1,5 +1,5 @@
 package import Crypto
-import Foundation
+import FoundationEssentials
 import HeraldCore
 
 /// Message encryption for Web Push: `aes128gcm` (RFC 8188) with the key derivation of RFC 8291.

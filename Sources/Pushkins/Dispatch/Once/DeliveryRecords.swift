@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 package import HeraldCore
 
 /// What is remembered of a delivery the upstream answered for good: a repeat within the window
