@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import HeraldCore
@@ -229,5 +230,29 @@ import Testing
     @Test func collapseIdIsAtMost64Bytes() {
         #expect(APNsPushkin.collapseId("$short") == "$short")
         #expect(APNsPushkin.collapseId(String(repeating: "e", count: 200)).utf8.count <= 64)
+    }
+}
+
+/// The canonical-base64 fast path of `APNsDeviceToken` decodes exactly as Foundation does, and
+/// leaves everything else to it.
+@Suite struct APNsCanonicalPushkeyTests {
+    @Test func canonicalPushkeysDecodeAsFoundationDecodesThem() {
+        var random = SystemRandomNumberGenerator()
+        for length in 1...40 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let pushkey = Data(bytes).base64EncodedString()
+            let fast = pushkey.utf8.withContiguousStorageIfAvailable(APNsDeviceToken.canonicalHex) ?? nil
+            #expect(fast == Hex.encode(bytes), "\(pushkey)")
+            #expect(APNsDeviceToken.token(fromPushkey: pushkey, convertToHex: true) == Hex.encode(bytes))
+        }
+    }
+
+    @Test(arguments: ["AAE", "AAE=A===", "AB==", "ABC=", "====", "AA-_", "AAECAwQ FBgc="])
+    func anythingElseGoesTheGeneralWay(pushkey: String) {
+        let fast = pushkey.utf8.withContiguousStorageIfAvailable(APNsDeviceToken.canonicalHex) ?? nil
+        #expect(fast == nil)
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=".utf8)
+        let general = Data(base64Encoded: Data(pushkey.utf8.filter(alphabet.contains))).map { Hex.encode($0) }
+        #expect(APNsDeviceToken.token(fromPushkey: pushkey, convertToHex: true) == (general?.isEmpty == true ? nil : general))
     }
 }

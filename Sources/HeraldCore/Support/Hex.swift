@@ -27,7 +27,7 @@ package enum Hex {
     }
 
     @inline(__always)
-    private static func digit(_ nibble: UInt8) -> UInt8 {
+    package static func digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &- 10 &+ nibble
     }
 }

@@ -5,13 +5,22 @@ extension UUID {
     /// Written from the bytes directly: `uuidString.lowercased()` built two strings per request.
     package var lowercasedString: String {
         withUnsafeBytes(of: uuid) { bytes in
-            var out: [UInt8] = []
-            out.reserveCapacity(36)
-            for group in Self.groups {
-                if group.lowerBound > 0 { out.append(UInt8(ascii: "-")) }
-                Hex.append(bytes[group], to: &out)
+            // Written into the string's own storage: one allocation.
+            String(unsafeUninitializedCapacity: 36) { out in
+                var at = 0
+                for group in Self.groups {
+                    if group.lowerBound > 0 {
+                        out[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    for byte in bytes[group] {
+                        out[at] = Hex.digit(byte >> 4)
+                        out[at + 1] = Hex.digit(byte & 0x0F)
+                        at += 2
+                    }
+                }
+                return at
             }
-            return String(decoding: out, as: UTF8.self)
         }
     }
 
