@@ -24,20 +24,13 @@ package final class HTTP2Upstream: UpstreamTransport {
     private let connector: UpstreamConnector
     /// Where connections are opened; without one, on the requesting event loop.
     private let eventLoop: (any EventLoop)?
-    private let state = Mutex(State.idle)
+    private let state = Mutex(HTTP2ConnectionStateMachine<Connection, EventLoopPromise<Connection>>())
     /// The first stream id of each connection (tests start near the last to see a connection use them up).
     let firstStreamID: HTTP2StreamID
 
     private struct Connection: Sendable {
         let channel: any Channel
         let streams: NIOLoopBound<HTTP2Streams>
-    }
-
-    private enum State {
-        case idle
-        case connecting(EventLoopFuture<Connection>)
-        case ready(Connection)
-        case shutDown
     }
 
     /// `origin` is `https://host[:port]`. Connections are opened on `eventLoop`, or without one on
@@ -104,73 +97,45 @@ package final class HTTP2Upstream: UpstreamTransport {
     /// Whether the connection is ready and lives on the calling thread's event loop.
     package var isOnCurrentEventLoop: Bool {
         state.withLock { state in
-            if case .ready(let connection) = state { return connection.channel.eventLoop.inEventLoop }
+            if case .ready(let connection) = state.state { return connection.channel.eventLoop.inEventLoop }
             return false
         }
     }
 
     package func shutdown() async {
-        let current = state.withLock { state -> Connection? in
-            defer { state = .shutDown }
-            if case .ready(let connection) = state { return connection }
-            return nil
-        }
+        let current = state.withLock { $0.shutDown() }
         try? await current?.channel.close()
     }
 
     // MARK: The connection
 
-    private enum Next {
-        case use(Connection)
-        case wait(EventLoopFuture<Connection>)
-        case open(EventLoopPromise<Connection>)
-        case fail
-    }
-
     private func connection() async throws -> Connection {
-        let next = state.withLock { state -> Next in
-            switch state {
-            case .ready(let connection) where connection.channel.isActive:
-                return .use(connection)
-            case .connecting(let future):
-                return .wait(future)
-            case .shutDown:
-                return .fail
-            case .idle, .ready:
+        let next = state.withLock { state in
+            state.next(usable: { $0.channel.isActive }) {
                 let loop = eventLoop ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
-                let promise = loop.makePromise(of: Connection.self)
-                state = .connecting(promise.futureResult)
-                return .open(promise)
+                return loop.makePromise(of: Connection.self)
             }
         }
         switch next {
         case .use(let connection): return connection
-        case .wait(let future): return try await future.get()
-        case .open(let promise):
-            open(promise)
-            return try await promise.futureResult.get()
+        case .wait(let pending): return try await pending.futureResult.get()
+        case .open(let attempt, let pending):
+            open(pending, attempt: attempt)
+            return try await pending.futureResult.get()
         case .fail: throw UpstreamConnectionError.shutDown
         }
     }
 
     /// Forgets `channel` as the current connection (closed, or going away).
     private func retire(_ channel: any Channel) {
-        state.withLock { state in
-            if case .ready(let connection) = state, connection.channel === channel { state = .idle }
-        }
+        state.withLock { $0.retire { $0.channel === channel } }
     }
 
-    /// Opens a connection for `promise`, and makes it the current one once it is ready.
-    private func open(_ promise: EventLoopPromise<Connection>) {
+    /// Opens a connection for `promise` (attempt `attempt`), and makes it the current one once it is ready.
+    private func open(_ promise: EventLoopPromise<Connection>, attempt: Int) {
         let future = promise.futureResult
         future.whenComplete { result in
-            self.state.withLock { state in
-                guard case .connecting(let pending) = state, pending === future else { return }
-                switch result {
-                case .success(let connection): state = .ready(connection)
-                case .failure: state = .idle
-                }
-            }
+            self.state.withLock { $0.opened(attempt: attempt, try? result.get()) }
         }
         let linger = TimeAmount(settings.requestTimeout)
         let firstStreamID = self.firstStreamID
