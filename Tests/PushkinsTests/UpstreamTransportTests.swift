@@ -247,7 +247,9 @@ import Testing
     @Test func overHTTPSTheServerIsVerifiedWithTheExtraCA() async throws {
         let pki = try TestPKI(directory: Self.directory())
         let server = try await EchoHTTP1Server.start(tls: pki)
-        let trusting = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]))
+        // Patient timeouts: loading the CA and the handshake may wait for a loaded machine's cores.
+        let patient = UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile])
+        let trusting = try HTTP1Upstream(origin: server.baseURL, settings: patient)
         let response = try await post(trusting, server.baseURL, "/tls", "ok")
         #expect(String(buffer: response.body) == "/tls ok")
         // Without the test CA the certificate is refused (the handshake fails, or the server sees the

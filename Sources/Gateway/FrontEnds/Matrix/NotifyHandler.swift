@@ -64,9 +64,9 @@ package struct NotifyHandler: Sendable {
     private static let noneRejected = ServerResponse.json(.ok, ["rejected": []])
 
     private func process(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
-        let requestId = request.requestId
-        var logger = self.logger
-        logger[metadataKey: "request_id"] = .string(requestId)
+        // Its lines carry `request_id` through `RequestContext.metadataProvider` (the server binds
+        // the id around the request): no logger of its own per notify.
+        let logger = self.logger
 
         let notification: PushNotification
         do {
