@@ -19,15 +19,9 @@ package final class HTTP1Upstream: UpstreamTransport {
     private let origin: UpstreamOrigin
     private let connector: UpstreamConnector
     private let permits: AsyncLimiter
-    private let state = Mutex(State())
+    private let state = Mutex(HTTP1PoolStateMachine<any Channel>())
 
     static let idleTimeout = TimeAmount.seconds(60)
-
-    private struct State {
-        var idle: [any Channel] = []
-        var open: [ObjectIdentifier: any Channel] = [:]
-        var shutDown = false
-    }
 
     /// `origin` is `http(s)://host[:port]`. With an `addressGuard`, a connection made without the
     /// proxy goes only to addresses of the host that are all global, checked before it is opened
@@ -81,11 +75,7 @@ package final class HTTP1Upstream: UpstreamTransport {
     }
 
     package func shutdown() async {
-        let open = state.withLock { state -> [any Channel] in
-            state.shutDown = true
-            state.idle = []
-            return Array(state.open.values)
-        }
+        let open = state.withLock { $0.shutDown() }
         // Closed together, then awaited: a TLS close may wait for the peer's answer.
         let closing = open.map { channel in
             let promise = channel.eventLoop.makePromise(of: Void.self)
@@ -108,16 +98,12 @@ package final class HTTP1Upstream: UpstreamTransport {
     /// event loop come first, and a new one is opened there: a request then stays on one thread
     /// (docs/architecture.md, "One thread per request").
     private func connection() async throws -> any Channel {
-        while true {
-            let reused = try state.withLock { state -> (any Channel)? in
-                if state.shutDown { throw UpstreamConnectionError.shutDown }
-                if let local = state.idle.lastIndex(where: { $0.eventLoop.inEventLoop }) {
-                    return state.idle.remove(at: local)
-                }
-                return state.idle.popLast()
+        reuse: while true {
+            switch state.withLock({ $0.take { $0.eventLoop.inEventLoop } }) {
+            case .shutDown: throw UpstreamConnectionError.shutDown
+            case .open: break reuse
+            case .reuse(let reused): if reused.isActive { return reused }  // else: closed while idle, take again
             }
-            guard let reused else { break }
-            if reused.isActive { return reused }
         }
         let maxBodyBytes = settings.maxResponseBytes
         let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
@@ -128,11 +114,7 @@ package final class HTTP1Upstream: UpstreamTransport {
             try operations.addHandler(HTTP1Exchange(maxBodyBytes: maxBodyBytes))
             return channel.eventLoop.makeSucceededFuture(channel)
         }.get()
-        let admitted = state.withLock { state -> Bool in
-            guard !state.shutDown else { return false }
-            state.open[ObjectIdentifier(channel)] = channel
-            return true
-        }
+        let admitted = state.withLock { $0.admit(channel, id: ObjectIdentifier(channel)) }
         guard admitted else {
             channel.close(promise: nil)
             throw UpstreamConnectionError.shutDown
@@ -142,21 +124,14 @@ package final class HTTP1Upstream: UpstreamTransport {
     }
 
     /// The event loops of the idle connections, oldest first (for tests and diagnostics).
-    var idleConnectionLoops: [any EventLoop] { state.withLock { $0.idle.map(\.eventLoop) } }
+    var idleConnectionLoops: [any EventLoop] { state.withLock { $0.idleConnections.map(\.eventLoop) } }
 
     private func putBack(_ channel: any Channel) {
-        let kept = state.withLock { state -> Bool in
-            guard !state.shutDown, channel.isActive else { return false }
-            state.idle.append(channel)
-            return true
-        }
+        let kept = state.withLock { $0.putBack(channel, id: ObjectIdentifier(channel), active: channel.isActive) }
         if !kept { channel.close(promise: nil) }
     }
 
     private func forget(_ channel: any Channel) {
-        state.withLock { state in
-            state.open[ObjectIdentifier(channel)] = nil
-            state.idle.removeAll { $0 === channel }
-        }
+        state.withLock { $0.forget(ObjectIdentifier(channel)) }
     }
 }
