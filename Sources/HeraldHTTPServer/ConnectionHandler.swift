@@ -188,9 +188,9 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func deadlineFired() {
         deadlineTimer.fired()
-        guard let context else { return }
+        // No request awaits its deadline (answered, or the connection is gone): nothing to do.
+        guard let context, let pending = deadlineAnswer else { return }
         let action = answerDeadline.timerFired(now: context.eventLoop.now, responding: machine.isResponding && !finished) {
-            guard let pending = deadlineAnswer else { return ServerResponse(status: .gatewayTimeout) }
             var response = pending.deadline.response
             response.headers.replaceOrAdd(name: "X-Request-Id", value: pending.requestId)
             return response
@@ -199,8 +199,8 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .none: break
         case .rearm(let due): armDeadline(by: due, context: context)
         case .answer(let response):
-            guard var closing = deadlineAnswer?.head else { return }
             deadlineAnswer = nil
+            var closing = pending.head
             closing.headers.replaceOrAdd(name: "Connection", value: "close")
             _ = write(response, to: closing)
         }

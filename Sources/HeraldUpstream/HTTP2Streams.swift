@@ -21,8 +21,6 @@ final class HTTP2Streams: ChannelDuplexHandler {
     /// The connection has used its last stream id: it retires like one the server sent GOAWAY on.
     struct StreamIDsExhausted: Sendable {}
 
-    static var windowUpdateThreshold: Int { HTTP2StreamsStateMachine<Void>.windowUpdateThreshold }
-
     private var context: ChannelHandlerContext?
     private var machine: HTTP2StreamsStateMachine<EventLoopPromise<UpstreamResponse>>
     private var timer = LoopTimer()

@@ -52,7 +52,7 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
             case let entry? where entry.kind == .claimed:
                 guard at &- entry.time >= takeover else { return .heldElsewhere }
                 found = .takenOver
-            case let entry? where entry.kind != .empty && entry.time > at:
+            case let entry? where entry.time > at:  // answered for good, until `time`
                 return .recorded(Self.outcome(entry.kind))
             default:
                 found = .claimed

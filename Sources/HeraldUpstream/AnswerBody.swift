@@ -1,0 +1,18 @@
+import NIOCore
+
+extension ByteBuffer {
+    /// Appends `chunk` to an upstream answer's body (`HTTP2AnswerReader`,
+    /// `HTTP1ExchangeStateMachine`) while it holds fewer than `maxBytes`, the rest read and
+    /// dropped. The first chunk of a body that fits is kept as it is, without a copy: an answer that
+    /// comes in one read costs no buffer of its own.
+    mutating func keep(_ chunk: ByteBuffer, upTo maxBytes: Int) {
+        let room = maxBytes - readableBytes
+        guard room > 0 else { return }
+        if readableBytes == 0, chunk.readableBytes <= room {
+            self = chunk
+            return
+        }
+        var chunk = chunk
+        if var slice = chunk.readSlice(length: min(room, chunk.readableBytes)) { writeBuffer(&slice) }
+    }
+}
