@@ -14,6 +14,10 @@ import Testing
 /// Herald's own transports against real servers on loopback: the keep-alive HTTP/1.1 pool
 /// (`HTTP1Upstream`: what it sends, how it reuses and bounds connections, how it ends a request
 /// that gets no answer, TLS) and how `HTTP2Upstream` fails a connection that cannot serve it.
+///
+/// Every transport here has 60 s timeouts unless a timeout is what the test is about: a loopback
+/// answer can wait seconds for a core while the whole suite starts on two (a request at the default
+/// 10 s once failed so in CI).
 @Suite struct UpstreamTransportTests {
     static func directory() throws -> String {
         ScratchDirectory.make("herald-upstream")
@@ -51,7 +55,9 @@ import Testing
     /// refused without a request even when its origin has a pool.
     @Test func originPoolsReuseEachOriginsPoolAndEvictTheLeastRecentlyUsed() async throws {
         let (a, b, c) = (try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start())
-        let pools = OriginPools(settings: UpstreamSettings(maxConnections: 1), addressGuard: nil, maxOrigins: 2)
+        let pools = OriginPools(
+            settings: UpstreamSettings(maxConnections: 1, connectTimeout: .seconds(60), requestTimeout: .seconds(60)), addressGuard: nil,
+            maxOrigins: 2)
         func post(_ server: EchoHTTP1Server, _ path: String) async throws -> String {
             try await String(buffer: self.post(pools, server.baseURL, path, "x").body)
         }
@@ -74,7 +80,9 @@ import Testing
         var options = EchoHTTP1Server.Options()
         options.closeAfterEachAnswer = true
         server.set(options)
-        let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1))
+        let transport = try HTTP1Upstream(
+            origin: server.baseURL,
+            settings: UpstreamSettings(maxConnections: 1, connectTimeout: .seconds(60), requestTimeout: .seconds(60)))
         for i in 0..<4 {
             let response = try await post(transport, server.baseURL, "/c", "\(i)")
             #expect(response.status == 200)
@@ -104,7 +112,9 @@ import Testing
 
     @Test func theAnswerIsReadOnlyUpToMaxResponseBytesAndTheHostAndLengthAreSent() async throws {
         let server = try await EchoHTTP1Server.start()
-        let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxResponseBytes: 8))
+        let transport = try HTTP1Upstream(
+            origin: server.baseURL,
+            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), maxResponseBytes: 8))
         let response = try await post(transport, server.baseURL, "/long/path", "and a body")
         #expect(response.status == 200)
         #expect(String(buffer: response.body) == "/long/pa")
@@ -117,7 +127,9 @@ import Testing
         let proxy = try await FakeConnectProxy.start(username: "u", password: "p")
         let transport = try HTTP1Upstream(
             origin: server.baseURL,
-            settings: UpstreamSettings(proxy: ProxySettings(host: "127.0.0.1", port: proxy.port, username: "u", password: "p")))
+            settings: UpstreamSettings(
+                connectTimeout: .seconds(60), requestTimeout: .seconds(60),
+                proxy: ProxySettings(host: "127.0.0.1", port: proxy.port, username: "u", password: "p")))
         let response = try await post(transport, server.baseURL, "/via", "proxy")
         #expect(String(buffer: response.body) == "/via proxy")
         #expect(proxy.connects == [.init(target: "127.0.0.1:\(server.port)", authorized: true)])
@@ -135,7 +147,9 @@ import Testing
         var options = EchoHTTP1Server.Options()
         options.holdAnswersUntilInFlight = 2
         server.set(options)
-        let transport = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(maxConnections: 2))
+        let transport = try HTTP1Upstream(
+            origin: server.baseURL,
+            settings: UpstreamSettings(maxConnections: 2, connectTimeout: .seconds(60), requestTimeout: .seconds(60)))
         func post(on loop: any EventLoop, _ path: String) async throws -> String {
             try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
                 try await String(buffer: self.post(transport, server.baseURL, path, "").body)
@@ -168,8 +182,9 @@ import Testing
         let apns = try await FakeAPNs.start(
             pki: pki, topic: "org.example.app", auth: .token(keyId: "K", teamId: "T", publicKey: P256.Signing.PrivateKey().publicKey))
         let transport = try HTTP2Upstream(
-            origin: apns.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration(),
-            eventLoop: loops[1])
+            origin: apns.baseURL,
+            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile]),
+            tls: .makeClientConfiguration(), eventLoop: loops[1])
         // Sent from the other loop: the connection still lives on the one given (no JWT, so APNs answers 403).
         let response = try await withTaskExecutorPreference(EventLoopTaskExecutor(loops[0])) {
             try await post(transport, apns.baseURL, "/3/device/\(String(repeating: "ab", count: 32))", "{}")
@@ -266,7 +281,9 @@ import Testing
         let pki = try TestPKI(directory: Self.directory())
         let server = try await EchoHTTP1Server.start(tls: pki)
         let transport = try HTTP2Upstream(
-            origin: server.baseURL, settings: UpstreamSettings(trustedCAFiles: [pki.caFile]), tls: .makeClientConfiguration())
+            origin: server.baseURL,
+            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile]),
+            tls: .makeClientConfiguration())
         await #expect(throws: UpstreamConnectionError.notHTTP2) { _ = try await post(transport, server.baseURL, "/h2", "") }
         #expect(server.requests == 0)
         await transport.shutdown()
