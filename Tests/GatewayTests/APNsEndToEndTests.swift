@@ -97,6 +97,9 @@ import Testing
         aps["sound"] = "default"  // Sygnal issue 107: tweaks.sound now reaches the device
         expected["aps"] = .object(aps)
         #expect(try #require(received.payload).semanticallyEquals(.object(expected)))
+        // Byte for byte Sygnal's length (Python's separators), plus the sound: `, "sound": "default"`.
+        let sygnalLength = try #require(upstream["body_len"]?.pythonInt)
+        #expect(received.body.count == Int(sygnalLength) + #", "sound": "default""#.utf8.count)
         #expect(received.headers["apns-topic"] == Self.topic)
         #expect(received.headers["apns-priority"] == "10")
         // Sygnal sends no push type; Herald names the one the payload is (docs/compatibility/apns.md,

@@ -63,11 +63,27 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func notify(_ bytes: [UInt8]) -> Bool {
         guard let notification = try? NotificationParser.parse(body: bytes) else { return false }
-        for device in notification.devices { _ = APNsPayload.build(notification, device: device, sendBadgeCounts: true) }
+        for device in notification.devices { apnsPayloadsAgree(notification, device) }
         _ = WebPushPayload.encode(WebPushPayload.build(notification, defaultPayload: nil))
         _ = UnifiedPushPayload.encode(notification, limit: 4096)
         if let eventId = notification.eventId { _ = APNsPushkin.collapseId(eventId) }
         return true
+    }
+
+    /// The APNs payload written straight into its buffer is the tree's, byte for byte.
+    static func apnsPayloadsAgree(_ notification: PushNotification, _ device: Device) {
+        let built = APNsPayload.build(notification, device: device, sendBadgeCounts: true)
+        var buffer = ByteBuffer()
+        let result = APNsPayloadWriter.write(notification, device: device, sendBadgeCounts: true, into: &buffer)
+        let agree: Bool
+        switch (result, built) {
+        case (.needsTree, _): agree = true
+        case (.nothingToSend, .nothingToSend): agree = true
+        case (.written, .send(let payload)):
+            agree = Array(buffer.readableBytesView) == JSONWriter.serialize(.object(payload), style: .python)
+        default: agree = false
+        }
+        if !agree { fatalError("the written APNs payload is not the built one for event \(notification.eventId ?? "")") }
     }
 
     /// A fixed server key, so that payloads can be opened as the server would.

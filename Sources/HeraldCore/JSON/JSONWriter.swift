@@ -1,3 +1,5 @@
+package import NIOCore
+
 /// Serialises `JSONValue` exactly as Python's `json.dumps` does, in one of two styles.
 ///
 /// `.python` uses Python's default separators (`", "` and `": "`), which is what Sygnal sends to
@@ -64,37 +66,58 @@ package struct JSONWriter {
     /// The string in quotes, escaped; the runs between escapes are copied whole.
     package static func writeString(_ string: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        forEachPiece(of: string) { out.append(contentsOf: $0) }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// `writeString` straight into a buffer (a request body written without a `JSONValue` tree).
+    package static func writeString(_ string: String, into out: inout ByteBuffer) {
+        out.writeInteger(UInt8(ascii: "\""))
+        forEachPiece(of: string) { out.writeBytes($0) }
+        out.writeInteger(UInt8(ascii: "\""))
+    }
+
+    /// The escaped text of `string` without its quotes, piece by piece: the runs between escapes
+    /// whole, and each escape sequence.
+    @inline(__always)
+    private static func forEachPiece(of string: String, _ write: (UnsafeRawBufferPointer) -> Void) {
         var string = string
         string.withUTF8 { bytes in
             var run = 0
             for index in bytes.indices {
                 let byte = bytes[index]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<index]))
-                appendEscape(byte, into: &out)
+                write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[run..<index])))
+                escape(byte, write)
                 run = index + 1
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+            write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[run...])))
         }
-        out.append(UInt8(ascii: "\""))
     }
 
-    private static func appendEscape(_ byte: UInt8, into out: inout [UInt8]) {
-        switch byte {
-        case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-        case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-        case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-        case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-        case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-        case 0x08: out.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-        case 0x0C: out.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-        default:
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
-            out.append(contentsOf: [
-                0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
-            ])
+    /// The escape sequence of a quote, a backslash or a control character, as Python writes it.
+    @inline(__always)
+    private static func escape(_ byte: UInt8, _ write: (UnsafeRawBufferPointer) -> Void) {
+        let backslash = UInt8(ascii: "\\")
+        let short: UInt8? =
+            switch byte {
+            case UInt8(ascii: "\""), backslash: byte
+            case 0x0A: UInt8(ascii: "n")
+            case 0x0D: UInt8(ascii: "r")
+            case 0x09: UInt8(ascii: "t")
+            case 0x08: UInt8(ascii: "b")
+            case 0x0C: UInt8(ascii: "f")
+            default: nil
+            }
+        if let short {
+            withUnsafeBytes(of: (backslash, short), write)
+            return
         }
+        let zero = UInt8(ascii: "0")
+        withUnsafeBytes(of: (backslash, UInt8(ascii: "u"), zero, zero, hexDigit(byte >> 4), hexDigit(byte & 0xF)), write)
     }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
 
     /// Python's `repr(float)` for the finite values JSON can carry ("3.0", "0.1", "1e+16").
     static func pythonFloat(_ d: Double) -> String { d.description }

@@ -26,10 +26,7 @@ package enum APNsPayload {
         }
 
         let alert = locKey(n)
-        var badge: Int64?
-        if sendBadgeCounts, n.counts.unread != nil || n.counts.missedCalls != nil {
-            badge = (n.counts.unread ?? 0) + (n.counts.missedCalls ?? 0)
-        }
+        let badge = badge(n, sendBadgeCounts: sendBadgeCounts)
         if alert == nil && badge == nil { return .nothingToSend }
 
         // Sized for what is added below, so that each object is allocated once: `aps`, `room_id`
@@ -51,6 +48,17 @@ package enum APNsPayload {
             if let event = n.eventId, !event.isEmpty { payload["event_id"] = .string(event) }
         }
         return .send(payload)
+    }
+
+    /// `aps.badge`: the unread count plus the missed calls, when either is given and badges are
+    /// sent. A sum beyond a 64-bit integer is held at its bound (docs/compatibility/apns.md,
+    /// "Payload"): Python would send the exact number, which no badge can show.
+    static func badge(_ n: PushNotification, sendBadgeCounts: Bool) -> Int64? {
+        guard sendBadgeCounts, n.counts.unread != nil || n.counts.missedCalls != nil else { return nil }
+        let unread = n.counts.unread ?? 0
+        let (sum, overflow) = unread.addingReportingOverflow(n.counts.missedCalls ?? 0)
+        guard overflow else { return sum }
+        return unread < 0 ? .min : .max
     }
 
     /// The loc-key and its arguments (docs/compatibility/apns.md), or nil for none.

@@ -73,17 +73,34 @@ package final class APNsPushkin: APNsSending {
         guard token.utf8.count <= APNsDeviceToken.maxHexLength else {
             return .rejected(reason: .invalidPushkey("device token is longer than any APNs token"))
         }
-        let payload: JSONObject
-        switch APNsPayload.build(notification, device: device, sendBadgeCounts: config.sendBadgeCounts) {
-        case .nothingToSend: return .skipped(reason: .nothingToSend)
-        case .send(let built): payload = built
-        }
+        guard let body = payload(notification, device: device) else { return .skipped(reason: .nothingToSend) }
         let expiration = config.expiration == 0 ? 0 : Int(environment.clock.date.timeIntervalSince1970) + config.expiration
         let message = APNsMessage(
-            payload: payload, deviceToken: token, priority: notification.isLowPriority ? 5 : 10, expiration: expiration,
+            body: body, deviceToken: token, priority: notification.isLowPriority ? 5 : 10, expiration: expiration,
             collapseId: notification.eventId.flatMap { $0.isEmpty ? nil : Self.collapseId($0) })
         return await send(message, pushkey: device.pushkey, context: context)
     }
+
+    /// The device's payload, nil when there is nothing to send. Written straight into the request's
+    /// buffer when it can be (`APNsPayloadWriter`): not for a background app, whose payload is
+    /// rewritten, nor past APNs' limit, where it is cut as Sygnal cuts it; else built as a tree.
+    private func payload(_ notification: PushNotification, device: Device) -> APNsMessage.Body? {
+        if config.pushType != APNsPushType.background {
+            var buffer = ByteBufferAllocator().buffer(capacity: Self.payloadCapacity)
+            switch APNsPayloadWriter.write(notification, device: device, sendBadgeCounts: config.sendBadgeCounts, into: &buffer) {
+            case .nothingToSend: return nil
+            case .written where buffer.readableBytes <= APNsHosts.maxPayloadBytes: return .raw(buffer)
+            case .written, .needsTree: break
+            }
+        }
+        switch APNsPayload.build(notification, device: device, sendBadgeCounts: config.sendBadgeCounts) {
+        case .nothingToSend: return nil
+        case .send(let built): return .payload(built)
+        }
+    }
+
+    /// Room for a whole alert's payload (about 400 bytes) in one allocation.
+    static let payloadCapacity = 1024
 
     /// Sends a message built elsewhere (the Status adapter's): no priority header unless the message
     /// has one, as gorush sends none for status-go.
@@ -109,14 +126,14 @@ package final class APNsPushkin: APNsSending {
         if pushType == APNsPushType.background, case .payload(let payload) = message.body {
             message.body = .payload(APNsPushType.backgroundPayload(payload))
         }
-        let body: [UInt8]
+        let buffer: ByteBuffer
         switch message.body {
         case .payload(let payload):
             guard let fitted = APNsTruncation.fit(payload) else { return .dropped(reason: .payloadTooLarge) }
-            body = fitted
+            buffer = ByteBuffer(bytes: fitted)
         case .raw(let bytes):
-            guard bytes.count <= APNsHosts.maxPayloadBytes else { return .dropped(reason: .payloadTooLarge) }
-            body = bytes
+            guard bytes.readableBytes <= APNsHosts.maxPayloadBytes else { return .dropped(reason: .payloadTooLarge) }
+            buffer = bytes
         }
         // Apple's rules for the push type win over what the message asks (APNsPushType).
         let rule = APNsPushType.named(pushType)
@@ -132,7 +149,6 @@ package final class APNsPushkin: APNsSending {
         headers.add(name: "apns-id", value: message.id ?? SecureRandom.uuid().lowercasedString)
         headers.add(name: "content-type", value: "application/json")
         let url = "\(config.baseURL)/3/device/\(message.deviceToken)"
-        let buffer = ByteBuffer(bytes: body)
 
         return await upstream.deliver(logger: context.logger, credential: providerToken) {
             _, token throws(UpstreamPreparationError) in

@@ -1,4 +1,5 @@
 package import HeraldCore
+package import NIOCore
 
 /// A message for APNs built outside the notify path (the Status adapter, and the Web Push relay to
 /// come): the payload and the headers the caller decides. Nil headers are not sent, except the
@@ -7,8 +8,9 @@ package struct APNsMessage: Sendable {
     package enum Body: Sendable {
         /// A payload shortened to fit APNs' 4096 bytes as Sygnal does.
         case payload(JSONObject)
-        /// Bytes sent as they are; over 4096 bytes the message is dropped as too large.
-        case raw([UInt8])
+        /// Bytes sent as they are (the relay's, or a payload written straight into its buffer,
+        /// `APNsPayloadWriter`); over 4096 bytes the message is dropped as too large.
+        case raw(ByteBuffer)
     }
 
     package var body: Body

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldHTTPServer
 import Logging
+import NIOCore
 import Pushkins
 
 /// The Web Push → APNs relay, a drop-in for toot-relay (docs/webpush-relay.md): an iOS app
@@ -53,7 +54,8 @@ struct RelayFrontEnd: FrontEnd {
         var requestLogger = logger
         requestLogger[metadataKey: "apns_id"] = "\(id)"
         let apnsMessage = APNsMessage(
-            body: .raw(payload), deviceToken: message.deviceToken, topic: config.topic, priority: message.priority, pushType: "alert",
+            body: .raw(ByteBuffer(bytes: payload)), deviceToken: message.deviceToken, topic: config.topic, priority: message.priority,
+            pushType: "alert",
             expiration: message.expiration, collapseId: message.collapseId, id: id)
         // A Mastodon server that retries after a timeout sends the same body with the same salt
         // to the same path: the same message, sent once (docs/operations.md, "Once").
