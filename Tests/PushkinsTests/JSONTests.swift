@@ -107,3 +107,56 @@ import Testing
         #expect(JSONWriter.string(try JSONParser.parse(text)) == text)
     }
 }
+
+/// `JSONObject`: one array of members in order, with an index of its keys once it is large.
+@Suite struct JSONObjectTests {
+    @Test func aKeySetAgainKeepsItsPlaceAndANewKeyGoesLast() {
+        var object: JSONObject = ["a": 1, "b": 2]
+        object["a"] = 3
+        object["c"] = 4
+        #expect(object.keys == ["a", "b", "c"])
+        #expect(object["a"] == 3)
+        object["b"] = nil
+        #expect(object.keys == ["a", "c"])
+        #expect(object.removeValue(forKey: "a") == 3)
+        #expect(object.removeValue(forKey: "a") == nil)
+        #expect(object == ["c": 4])
+        #expect(object != ["c": 5])
+    }
+
+    @Test func equalityIsOrderSensitiveAsTheBytesOnTheWireAre() {
+        #expect(JSONObject(dictionaryLiteral: ("a", 1), ("b", 2)) != JSONObject(dictionaryLiteral: ("b", 2), ("a", 1)))
+        #expect(JSONValue.object(["a": 1, "b": 2]).semanticallyEquals(.object(["b": 2, "a": 1])))
+    }
+
+    /// Past `indexedFrom` members the keys are indexed: every lookup, overwrite and removal still
+    /// finds its member, and the order stays that of first insertion.
+    @Test func aLargeObjectFindsEveryKeyThroughItsIndexAcrossRemovals() throws {
+        let count = 600
+        var text = "{"
+        for i in 0..<count { text += "\"k\(i)\": \(i), " }
+        text += "\"k7\": -7}"
+        var object = try #require(try JSONParser.parse(Array(text.utf8)).objectValue)
+        #expect(object.count == count)
+        #expect(object["k7"] == -7)
+        #expect(object.index(forKey: "k7") == 7)
+        #expect(object["k599"] == 599)
+        for i in stride(from: 0, to: count, by: 2) { object["k\(i)"] = nil }
+        #expect(object.count == count / 2)
+        #expect(object["k2"] == nil)
+        #expect(object["k3"] == 3)
+        #expect(object.keys.prefix(3) == ["k1", "k3", "k5"])
+        object["k2"] = 2
+        #expect(object.keys.last == "k2")
+        while object.count > 3 { object.removeValue(forKey: object.keys[0]) }
+        #expect(object.keys == ["k597", "k599", "k2"])
+        #expect(object["k599"] == 599)
+    }
+
+    @Test func mergingAndFilteringKeepOrder() {
+        let base: JSONObject = ["a": 1, "b": 2]
+        #expect(base.merging(["b": 3, "c": 4]) { $1 } == ["a": 1, "b": 3, "c": 4])
+        #expect(base.merging(["b": 3]) { old, _ in old } == ["a": 1, "b": 2])
+        #expect(base.filter { $0.key != "a" } == ["b": 2])
+    }
+}

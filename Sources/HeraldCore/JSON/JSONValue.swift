@@ -1,8 +1,3 @@
-package import OrderedCollections
-
-/// An ordered JSON object: key order is kept from the input and on output.
-package typealias JSONObject = OrderedDictionary<String, JSONValue>
-
 /// A JSON document. Integers and floating-point numbers are kept apart so that
 /// Sygnal's int checks (where `true` also counts, as in Python) can be reproduced.
 package enum JSONValue: Sendable, Equatable {
