@@ -54,7 +54,7 @@ package struct ServerResponse: Sendable {
     }
 
     package static func json(_ status: HTTPResponseStatus, _ value: JSONValue) -> ServerResponse {
-        ServerResponse(status: status, headers: jsonHeaders, body: ByteBuffer(bytes: JSONWriter.serialize(value)))
+        ServerResponse(status: status, headers: jsonHeaders, body: JSONWriter.buffer(value))
     }
 
     /// `Content-Type: application/json`, made once and shared (copied only when a response adds to it).

@@ -20,38 +20,53 @@ package struct JSONWriter {
         String(decoding: serialize(value, style: style), as: UTF8.self)
     }
 
+    /// `value` written straight into a buffer, as a request or response body is sent.
+    package static func buffer(_ value: JSONValue, style: Style = .compact) -> ByteBuffer {
+        var out = ByteBufferAllocator().buffer(capacity: 1024)
+        write(value, style: style, into: &out)
+        return out
+    }
+
     package static func write(_ value: JSONValue, style: Style, into out: inout [UInt8]) {
+        writeValue(value, style: style, into: &out)
+    }
+
+    package static func write(_ value: JSONValue, style: Style, into out: inout ByteBuffer) {
+        writeValue(value, style: style, into: &out)
+    }
+
+    private static func writeValue<Sink: JSONSink>(_ value: JSONValue, style: Style, into out: inout Sink) {
         switch value {
-        case .null: out.append(contentsOf: "null".utf8)
-        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
-        case .double(let d): out.append(contentsOf: pythonFloat(d).utf8)
-        case .string(let s): writeString(s, into: &out)
+        case .null: out.append(static: "null")
+        case .bool(let b): out.append(static: b ? "true" : "false")
+        case .int(let i): out.append(text: String(i))
+        case .double(let d): out.append(text: pythonFloat(d))
+        case .string(let s): writeQuoted(s, into: &out)
         case .array(let items):
-            out.append(UInt8(ascii: "["))
+            out.append(byte: UInt8(ascii: "["))
             for (n, item) in items.enumerated() {
                 if n > 0 { appendSeparator(style, into: &out) }
-                write(item, style: style, into: &out)
+                writeValue(item, style: style, into: &out)
             }
-            out.append(UInt8(ascii: "]"))
+            out.append(byte: UInt8(ascii: "]"))
         case .object(let object):
-            out.append(UInt8(ascii: "{"))
+            out.append(byte: UInt8(ascii: "{"))
             var first = true
             for (key, item) in object {
                 if !first { appendSeparator(style, into: &out) }
                 first = false
-                writeString(key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                if style == .python { out.append(UInt8(ascii: " ")) }
-                write(item, style: style, into: &out)
+                writeQuoted(key, into: &out)
+                out.append(byte: UInt8(ascii: ":"))
+                if style == .python { out.append(byte: UInt8(ascii: " ")) }
+                writeValue(item, style: style, into: &out)
             }
-            out.append(UInt8(ascii: "}"))
+            out.append(byte: UInt8(ascii: "}"))
         }
     }
 
-    private static func appendSeparator(_ style: Style, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: ","))
-        if style == .python { out.append(UInt8(ascii: " ")) }
+    private static func appendSeparator<Sink: JSONSink>(_ style: Style, into out: inout Sink) {
+        out.append(byte: UInt8(ascii: ","))
+        if style == .python { out.append(byte: UInt8(ascii: " ")) }
     }
 
     /// The number of bytes `writeString` produces for one scalar, without the quotes.
@@ -64,17 +79,15 @@ package struct JSONWriter {
     }
 
     /// The string in quotes, escaped; the runs between escapes are copied whole.
-    package static func writeString(_ string: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        forEachPiece(of: string) { out.append(contentsOf: $0) }
-        out.append(UInt8(ascii: "\""))
-    }
+    package static func writeString(_ string: String, into out: inout [UInt8]) { writeQuoted(string, into: &out) }
 
     /// `writeString` straight into a buffer (a request body written without a `JSONValue` tree).
-    package static func writeString(_ string: String, into out: inout ByteBuffer) {
-        out.writeInteger(UInt8(ascii: "\""))
-        forEachPiece(of: string) { out.writeBytes($0) }
-        out.writeInteger(UInt8(ascii: "\""))
+    package static func writeString(_ string: String, into out: inout ByteBuffer) { writeQuoted(string, into: &out) }
+
+    private static func writeQuoted<Sink: JSONSink>(_ string: String, into out: inout Sink) {
+        out.append(byte: UInt8(ascii: "\""))
+        forEachPiece(of: string) { out.append(bytes: $0) }
+        out.append(byte: UInt8(ascii: "\""))
     }
 
     /// The escaped text of `string` without its quotes, piece by piece: the runs between escapes
@@ -121,4 +134,31 @@ package struct JSONWriter {
 
     /// Python's `repr(float)` for the finite values JSON can carry ("3.0", "0.1", "1e+16").
     static func pythonFloat(_ d: Double) -> String { d.description }
+}
+
+/// Where `JSONWriter` writes: an array, or a buffer a body is sent from.
+protocol JSONSink {
+    mutating func append(byte: UInt8)
+    mutating func append(bytes: UnsafeRawBufferPointer)
+}
+
+extension JSONSink {
+    mutating func append(static text: StaticString) {
+        text.withUTF8Buffer { append(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func append(text: String) {
+        var text = text
+        text.withUTF8 { append(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension Array: JSONSink where Element == UInt8 {
+    mutating func append(byte: UInt8) { append(byte) }
+    mutating func append(bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
+}
+
+extension ByteBuffer: JSONSink {
+    mutating func append(byte: UInt8) { writeInteger(byte) }
+    mutating func append(bytes: UnsafeRawBufferPointer) { writeBytes(bytes) }
 }

@@ -19,7 +19,9 @@ package enum FCMData {
     }
 
     package static func build(_ n: PushNotification, device: Device, version: APIVersion, sendBadgeCounts: Bool) -> Result {
-        var data = JSONObject()
+        // Room for every field below (the seven named ones, room, prio, counts and a few of
+        // `content`'s): one allocation.
+        var data = JSONObject(minimumCapacity: 16)
         if let raw = device.data?["default_payload"] {
             guard case .object(let defaults) = raw else { return .invalidDefaultPayload }
             data = defaults

@@ -49,7 +49,7 @@ struct FCMLegacySender: Sendable {
 
         let result: Result<Void, UpstreamCallFailure> = await upstream.run(logger: context.logger) { _ in
             let body = makeBody(pending.map { pushkeys[$0] })
-            return UpstreamRequest(url: url, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(body)))
+            return UpstreamRequest(url: url, headers: headers, body: JSONWriter.buffer(body))
         } classify: { response in
             func finish(_ outcome: DeviceOutcome) -> UpstreamVerdict<Void> {
                 for i in pending { outcomes[i] = outcome }

@@ -9,9 +9,10 @@ package enum FCMMessage {
         badgePriority: BadgePriority = .normal
     ) -> JSONValue {
         var message = options
+        message.reserveCapacity(options.count + 5)  // data, android, apns, notification, token
         let (strings, aps) = FCMData.stringify(data)
         message["data"] = .object(strings)
-        var android = message["android"]?.objectValue ?? JSONObject()
+        var android = message["android"]?.objectValue ?? JSONObject(minimumCapacity: 1)
         android["priority"] = .string(badgePriority.isHigh(n) ? "high" : "normal")
         message["android"] = .object(android)
         if let aps {

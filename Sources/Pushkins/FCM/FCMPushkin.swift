@@ -98,7 +98,7 @@ package final class FCMPushkin: FCMSending {
     /// (fetched or reused) per attempt and replaces it once when FCM answers 401; the error body
     /// decides the outcome.
     private func sendV1(body: JSONValue, tokens: OAuthAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
-        let buffer = ByteBuffer(bytes: JSONWriter.serialize(body))
+        let buffer = JSONWriter.buffer(body)
         let url = v1URL
         return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()

@@ -179,7 +179,7 @@ package final class HMSPushkin: HMSSending {
 
     /// One request for `tokens` through the one upstream-call path; Huawei's answer decides each.
     private func send(_ built: Built, tokens: [String], context: DispatchContext) async -> [DeviceOutcome] {
-        let body = ByteBuffer(bytes: JSONWriter.serialize(HMSMessage.withTokens(built.body, tokens)))
+        let body = JSONWriter.buffer(HMSMessage.withTokens(built.body, tokens))
         let url = self.url
         let name = self.name
         let result: Result<[DeviceOutcome], UpstreamCallFailure> = await upstream.run(logger: context.logger, credential: credential) {

@@ -199,7 +199,7 @@ package final class GorushAPI: Service {
         guard let url = config.feedbackURL, let client = feedbackClient else { return }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
-        _ = try? await client.send(url: url, headers: headers, body: ByteBuffer(bytes: JSONWriter.serialize(entry)))
+        _ = try? await client.send(url: url, headers: headers, body: JSONWriter.buffer(entry))
     }
 
     /// gorush's `GET /api/stat/app`.
