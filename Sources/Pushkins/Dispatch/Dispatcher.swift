@@ -63,6 +63,7 @@ package struct Dispatcher: Sendable {
 
     /// `dispatch`, with the count of repeats (docs/operations.md, "Once").
     package func dispatchReporting(_ notification: PushNotification, logger: Logger) async -> Dispatched {
+        if notification.devices.count == 1 { return await dispatchOne(notification, logger: logger) }
         var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var groups: [Group] = []
         for (index, device) in notification.devices.enumerated() {
@@ -76,7 +77,7 @@ package struct Dispatcher: Sendable {
             case .pushkin(let pushkin):
                 counters.increment(MetricName.perPushkinType, [("pushkin", pushkin.name)])
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
-                    groups[g].indices.append(index)
+                    groups[g].indices?.append(index)
                 } else {
                     groups.append(Group(pushkin: pushkin, indices: [index]))
                 }
@@ -84,9 +85,10 @@ package struct Dispatcher: Sendable {
         }
         groups = groups.compactMap { group in
             guard let limit = limits[group.pushkin.name] else { return group }
-            let granted = limit.acquire(upTo: group.indices.count)
+            let indices = group.indices ?? []
+            let granted = limit.acquire(upTo: indices.count)
             guard granted > 0 else {
-                for index in group.indices {
+                for index in indices {
                     counters.increment(MetricName.inflightRequestLimitDrop, [("pushkin", group.pushkin.name)])
                     outcomes[index] = .failed(reason: .inflightLimit)
                 }
@@ -106,7 +108,7 @@ package struct Dispatcher: Sendable {
         for (group, result) in zip(groups, results) {
             repeats += result.repeats
             if recorded.isEmpty { recorded = result.recorded } else { recorded += result.recorded }
-            for (index, outcome) in zip(group.indices, result.outcomes) { outcomes[index] = outcome }
+            for (index, outcome) in zip(group.indices ?? [], result.outcomes) { outcomes[index] = outcome }
         }
         let final = outcomes.enumerated().map { index, outcome in
             let device = notification.devices[index]
@@ -115,6 +117,38 @@ package struct Dispatcher: Sendable {
             return result
         }
         return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, guardian: once?.guardian)
+    }
+
+    /// `dispatchReporting` for a notify of one device, as a homeserver sends most: the same
+    /// routing, limit, once, count and log line, without the arrays that sort many devices into
+    /// groups and back (docs/architecture.md, "The payload written once").
+    private func dispatchOne(_ notification: PushNotification, logger: Logger) async -> Dispatched {
+        let device = notification.devices[0]
+        var result: GroupResult
+        switch router.route(device.appId) {
+        case .unknown:
+            logger.info("Unknown app ID", metadata: ["app_id": "\(device.appId)"])
+            result = GroupResult(outcomes: [.rejected(reason: .unknownAppId)], repeats: 0)
+        case .ambiguous(let keys):
+            logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
+            result = GroupResult(outcomes: [.rejected(reason: .ambiguousAppId)], repeats: 0)
+        case .pushkin(let pushkin):
+            counters.increment(MetricName.perPushkinType, [("pushkin", pushkin.name)])
+            var group = Group(pushkin: pushkin, indices: nil)
+            if let limit = limits[pushkin.name] {
+                guard limit.acquire(upTo: 1) > 0 else {
+                    counters.increment(MetricName.inflightRequestLimitDrop, [("pushkin", pushkin.name)])
+                    let outcome = DeviceOutcome.failed(reason: .inflightLimit)
+                    log(outcome, app: device.appId, token: device.pushkey, logger: logger)
+                    return Dispatched(outcomes: [outcome], repeats: 0, guardian: once?.guardian)
+                }
+                group.slots = 1
+            }
+            result = await run(group, notification, DispatchContext(logger: logger))
+        }
+        let outcome = result.outcomes.first ?? .failed(reason: .localError("not dispatched"))
+        log(outcome, app: device.appId, token: device.pushkey, logger: logger)
+        return Dispatched(outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, guardian: once?.guardian)
     }
 
     /// A group's outcomes, in its order, its repeats and the keys answered for good.
@@ -127,7 +161,8 @@ package struct Dispatcher: Sendable {
     /// The devices of one request that route to one pushkin.
     private struct Group: Sendable {
         var pushkin: any Pushkin
-        var indices: [Int]
+        /// The positions of its devices in the notification; nil for every device, in order.
+        var indices: [Int]?
         /// The `inflight_request_limit` slots this request holds for them; nil without a limit.
         var slots: Int?
     }
@@ -139,24 +174,27 @@ package struct Dispatcher: Sendable {
     /// server answers it at the route's deadline and this goes on, recording the outcomes for the
     /// retry.
     private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> GroupResult {
-        let devices = group.indices.map { notification.devices[$0] }
+        let devices = group.indices.map { $0.map { notification.devices[$0] } } ?? notification.devices
         guard let once else { return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil), repeats: 0) }
-        var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
-        var sending: [(position: Int, device: Device, key: RepeatKey?)] = []
+        // Made only when a device is answered without being sent: when every device is sent, the
+        // pushkin's outcomes are the group's as they are.
+        var outcomes: [DeviceOutcome?] = []
+        var sending: [(position: Int, key: RepeatKey?)] = []
         var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
         var recorded: [RepeatKey] = []
         var repeats = 0
         let event = notification.eventId ?? ""
         for (position, device) in devices.enumerated() {
             guard let guardian = once.guardian, !event.isEmpty else {
-                sending.append((position, device, nil))
+                sending.append((position, nil))
                 continue
             }
             let key = Self.key(event: event, device)
             let trace = TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey)
             switch await guardian.claim(key, app: group.pushkin.name, trace: trace) {
-            case .send(let key): sending.append((position, device, key))
+            case .send(let key): sending.append((position, key))
             case .answered(let outcome):
+                if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
                 outcomes[position] = outcome
                 if outcome.reason != .heldElsewhere {
                     repeats += 1
@@ -173,12 +211,18 @@ package struct Dispatcher: Sendable {
         }
         if sending.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         if !sending.isEmpty {
-            let sent = await send(sending.map(\.device), group, notification, context, keys: sending.map(\.key))
+            let everyDevice = sending.count == devices.count
+            let sent = await send(
+                everyDevice ? devices : sending.map { devices[$0.position] }, group, notification, context,
+                keys: sending.map(\.key))
             for (entry, outcome) in zip(sending, sent) {
-                outcomes[entry.position] = outcome
                 if let key = entry.key, RecordedOutcome(outcome) != nil { recorded.append(key) }
             }
+            if everyDevice { return GroupResult(outcomes: sent, repeats: repeats, recorded: recorded) }
+            if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
+            for (entry, outcome) in zip(sending, sent) { outcomes[entry.position] = outcome }
         }
+        if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
         for entry in joined {
             let outcome = await once.outcome(of: entry.flight)
             outcomes[entry.position] = outcome
