@@ -55,6 +55,18 @@ package struct PushNotification: Sendable {
 
     /// `prio` is "low": APNs priority 5, FCM "normal", Web Push `Urgency: low`.
     package var isLowPriority: Bool { prio == "low" }
+
+    /// The room's name, else its alias: the first that is not empty.
+    package var roomLabel: String? { Self.firstNonEmpty(roomName, roomAlias) }
+
+    /// The sender's display name, else its id: the first that is not empty.
+    package var senderLabel: String? { Self.firstNonEmpty(senderDisplayName, sender) }
+
+    private static func firstNonEmpty(_ first: String?, _ second: String?) -> String? {
+        if let first, !first.isEmpty { return first }
+        if let second, !second.isEmpty { return second }
+        return nil
+    }
 }
 
 /// One device of a notification: a pusher on the homeserver.

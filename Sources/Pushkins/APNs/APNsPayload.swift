@@ -70,7 +70,7 @@ package enum APNsPayload {
         } else {
             from = clip(n.senderDisplayName ?? n.sender ?? " ")
         }
-        let room: String? = [n.roomName, n.roomAlias].compactMap { $0 }.first { !$0.isEmpty }.map(clip)
+        let room = n.roomLabel.map(clip)
 
         switch type {
         case "m.room.message", "m.room.encrypted":

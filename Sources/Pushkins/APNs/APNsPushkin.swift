@@ -137,24 +137,27 @@ package final class APNsPushkin: APNsSending {
         }
         // Apple's rules for the push type win over what the message asks (APNsPushType).
         let rule = APNsPushType.named(pushType)
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(8)  // these and the provider token's: one allocation
         let topic = message.topic ?? config.topic
-        headers.add(name: "apns-topic", value: rule?.topic(topic) ?? topic)
         let wanted = config.priority ?? message.priority
-        if let priority = rule.map({ $0.priority(wanted) }) ?? wanted { headers.add(name: "apns-priority", value: String(priority)) }
-        headers.add(name: "apns-push-type", value: pushType)
-        if let expiration = message.expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
-        if let collapseId = message.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-        headers.add(name: "apns-id", value: message.id ?? SecureRandom.uuid().lowercasedString)
-        headers.add(name: "content-type", value: "application/json")
+        let priority = rule.map { $0.priority(wanted) } ?? wanted
+        let id = message.id ?? SecureRandom.uuid().lowercasedString
+        let (expiration, collapseId) = (message.expiration, message.collapseId)
         let url = "\(config.baseURL)/3/device/\(message.deviceToken)"
 
         return await upstream.deliver(logger: context.logger, credential: providerToken) {
             _, token throws(UpstreamPreparationError) in
-            var attemptHeaders = headers
-            if let token { attemptHeaders.add(name: "authorization", value: "bearer \(token)") }
-            return UpstreamRequest(url: url, headers: attemptHeaders, body: buffer, changingHeaders: Self.changingHeaders)
+            // Built for each attempt, in one allocation with the provider token's.
+            var headers = HTTPHeaders()
+            headers.reserveCapacity(8)
+            headers.add(name: "apns-topic", value: rule?.topic(topic) ?? topic)
+            if let priority { headers.add(name: "apns-priority", value: String(priority)) }
+            headers.add(name: "apns-push-type", value: pushType)
+            if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
+            if let collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
+            headers.add(name: "apns-id", value: id)
+            headers.add(name: "content-type", value: "application/json")
+            if let token { headers.add(name: "authorization", value: "bearer \(token)") }
+            return UpstreamRequest(url: url, headers: headers, body: buffer, changingHeaders: Self.changingHeaders)
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
             let reason = reasonText.flatMap(APNsErrorReason.init(rawValue:))

@@ -50,8 +50,8 @@ package enum FCMMessage {
     /// notification itself. Badge-only updates get none.
     static func visibleBlock(_ n: PushNotification) -> JSONObject? {
         guard n.eventId?.isEmpty == false else { return nil }
-        let sender = [n.senderDisplayName, n.sender].compactMap { $0 }.first { !$0.isEmpty }
-        let room = [n.roomName, n.roomAlias].compactMap { $0 }.first { !$0.isEmpty }
+        let sender = n.senderLabel
+        let room = n.roomLabel
         var block = JSONObject()
         if let title = room ?? sender { block["title"] = .string(FCMData.truncate(title)) }
         if case .string(let text)? = n.contentObject?["body"] {
