@@ -75,7 +75,7 @@ package struct Dispatcher: Sendable {
                 logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
                 outcomes[index] = .rejected(reason: .ambiguousAppId)
             case .pushkin(let pushkin):
-                counters.increment(MetricName.perPushkinType, [("pushkin", pushkin.name)])
+                counters.increment(MetricName.perPushkinType, ("pushkin", pushkin.name))
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
                     groups[g].indices?.append(index)
                 } else {
@@ -133,7 +133,7 @@ package struct Dispatcher: Sendable {
             logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
             result = GroupResult(outcomes: [.rejected(reason: .ambiguousAppId)], repeats: 0)
         case .pushkin(let pushkin):
-            counters.increment(MetricName.perPushkinType, [("pushkin", pushkin.name)])
+            counters.increment(MetricName.perPushkinType, ("pushkin", pushkin.name))
             var group = Group(pushkin: pushkin, indices: nil)
             if let limit = limits[pushkin.name] {
                 guard limit.acquire(upTo: 1) > 0 else {
@@ -329,10 +329,10 @@ package struct Dispatcher: Sendable {
     /// operators alert on.
     private func count(_ outcome: DeviceOutcome, pushkin: String) {
         counters.increment(
-            MetricName.deviceOutcomes, [("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? "")])
+            MetricName.deviceOutcomes, ("pushkin", pushkin), ("outcome", outcome.label), ("reason", outcome.reason?.label ?? ""))
         switch outcome {
-        case .rejected: counters.increment(MetricName.rejectedPushkeys, [("pushkin", pushkin)])
-        case .failed: counters.increment(MetricName.failedDevices, [("pushkin", pushkin)])
+        case .rejected: counters.increment(MetricName.rejectedPushkeys, ("pushkin", pushkin))
+        case .failed: counters.increment(MetricName.failedDevices, ("pushkin", pushkin))
         case .delivered, .skipped, .dropped: break
         }
     }
