@@ -5,8 +5,8 @@
 /// Its members are one array of pairs, one allocation for an object of any size (an ordered
 /// dictionary keeps its keys and values apart, two). A small object is searched from the start;
 /// one of more than `indexedFrom` members also keeps where each key is, so that a body of many
-/// thousands of keys is still read in linear time (docs/architecture.md, "The payload written
-/// once").
+/// thousands of keys is still read in linear time (docs/architecture.md, "Values on
+/// the notify path").
 package struct JSONObject: Sendable {
     package typealias Element = (key: String, value: JSONValue)
 

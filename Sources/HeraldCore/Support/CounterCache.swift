@@ -19,7 +19,7 @@ package final class CounterCache: Sendable {
     }
 
     /// `increment` of a series with one dimension, without an array to name it (a notify's path
-    /// counts a few such events: docs/architecture.md, "The payload written once").
+    /// counts a few such events: docs/architecture.md, "Values on the notify path").
     package func increment(_ label: String, _ dimension: (String, String), by amount: Int64 = 1) {
         counter(Key(label: label, count: 1, dimension, Key.none, Key.none)).increment(by: amount)
     }

@@ -3,7 +3,7 @@ package import NIOCore
 
 /// The APNs payload of a pusher without `default_payload`, written straight into the request's
 /// body buffer: the same bytes as `APNsPayload.build` serialised with Python's separators, without
-/// the `JSONObject` tree between them (docs/architecture.md, "The payload written once"). A pusher
+/// the `JSONObject` tree between them (docs/architecture.md, "Values on the notify path"). A pusher
 /// with a `default_payload` merges it key by key, so its payload is still built as a tree, as is
 /// one that must be cut to fit (`APNsTruncation`). `APNsPayloadWriterTests` and the notify fuzz
 /// target hold the two to the same bytes.

@@ -121,7 +121,7 @@ package struct Dispatcher: Sendable {
 
     /// `dispatchReporting` for a notify of one device, as a homeserver sends most: the same
     /// routing, limit, once, count and log line, without the arrays that sort many devices into
-    /// groups and back (docs/architecture.md, "The payload written once").
+    /// groups and back (docs/architecture.md, "Values on the notify path").
     private func dispatchOne(_ notification: PushNotification, logger: Logger) async -> Dispatched {
         let device = notification.devices[0]
         var result: GroupResult
