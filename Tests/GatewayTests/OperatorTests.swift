@@ -24,7 +24,7 @@ import Testing
         func requestId(_ sent: String?) async throws -> String? {
             var request = HTTPClientRequest(url: base + "/health")
             if let sent { request.headers.add(name: "X-Request-Id", value: sent) }
-            return try await HTTPClient.shared.execute(request, timeout: .seconds(10)).headers.first(name: "X-Request-Id")
+            return try await HTTPClient.shared.execute(request, timeout: .seconds(60)).headers.first(name: "X-Request-Id")
         }
         let echoed = try await requestId("trace-42.a:b_c")
         let generated = try await requestId(nil)
