@@ -64,13 +64,15 @@ func makeServer(
 }
 
 /// A PostgreSQL store with its connection pool running for the test (in Herald, the pool runs in
-/// the gateway's service group); `close()` stops the pool.
+/// the gateway's service group); `close()` stops the pool. Its queries wait up to 60 s, not the
+/// default 5: these tests are about what the store keeps, and a query on a machine whose cores the
+/// whole suite shares once took longer (`PostgresStoreBoundsTests` holds the default's behaviour).
 final class TestPostgresStore: StatusStore {
     let inner: PostgresStatusStore
     private let pool: Task<Void, Never>
 
     init(url: String, logger: Logger) throws {
-        inner = try PostgresStatusStore(url: url, logger: logger, clock: SystemClock())
+        inner = try PostgresStatusStore(url: url, logger: logger, timeout: .seconds(60), clock: SystemClock())
         let services = inner.services
         pool = Task {
             await withTaskGroup(of: Void.self) { group in
