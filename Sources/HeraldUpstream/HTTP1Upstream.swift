@@ -91,7 +91,7 @@ package final class HTTP1Upstream: UpstreamTransport {
         headers.replaceOrAdd(name: "Host", value: origin.authority)
         if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }
         headers.replaceOrAdd(name: "Content-Length", value: String(request.body?.readableBytes ?? 0))
-        return HTTPRequestHead(version: .http1_1, method: request.method, uri: try origin.path(of: request.url), headers: headers)
+        return HTTPRequestHead(version: .http1_1, method: request.method, uri: try origin.target(of: request), headers: headers)
     }
 
     /// An idle connection that is still open, or a new one. Idle connections on the caller's own

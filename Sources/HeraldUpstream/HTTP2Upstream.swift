@@ -68,7 +68,7 @@ package final class HTTP2Upstream: UpstreamTransport {
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         let deadline = clockLoop.now + TimeAmount(settings.requestTimeout)
-        let path = try origin.path(of: request.url)
+        let path = try origin.target(of: request)
         let headers = try HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let connection = try await connection()
         let loop = connection.channel.eventLoop

@@ -15,10 +15,17 @@ package struct UpstreamRequest: Sendable {
     /// message id, an expiry): over HTTP/2 they are sent literally, never entering HPACK's
     /// dynamic table, where each would push out an entry that does repeat (RFC 7541 §6.2.2).
     package var changingHeaders: Set<String>
+    /// The request target, when the caller made it (`/3/device/…`): `url` is then the
+    /// transport's origin, and no URL is built per request to be taken apart again.
+    package var path: String?
 
-    package init(method: HTTPMethod = .POST, url: String, headers: HTTPHeaders, body: ByteBuffer?, changingHeaders: Set<String> = []) {
+    package init(
+        method: HTTPMethod = .POST, url: String, path: String? = nil, headers: HTTPHeaders, body: ByteBuffer?,
+        changingHeaders: Set<String> = []
+    ) {
         self.method = method
         self.url = url
+        self.path = path
         self.headers = headers
         self.body = body
         self.changingHeaders = changingHeaders

@@ -48,7 +48,15 @@ package struct UpstreamOrigin: Sendable {
 
     /// A request URL's path (and query) on this origin. A URL with a space or a control character
     /// is refused: it would make a broken request line.
-    func path(of url: String) throws -> String {
+    /// The request target of `request`: its own `path`, checked as `path(of:)` checks a URL's,
+    /// else the path of its URL on this origin.
+    func target(of request: UpstreamRequest) throws -> String {
+        guard let path = request.path else { return try self.path(of: request.url) }
+        guard path.hasPrefix("/"), !Self.hasSpaceOrControl(path) else { throw UpstreamOriginError(url: request.url + path) }
+        return path
+    }
+
+    package func path(of url: String) throws -> String {
         if url.hasPrefix(prefix), !Self.hasSpaceOrControl(url) {
             let rest = url.dropFirst(prefix.utf8.count)
             if rest.isEmpty || rest.hasPrefix("?") { return "/" + rest }

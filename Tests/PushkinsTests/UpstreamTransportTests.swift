@@ -311,4 +311,18 @@ import Testing
         #expect(try UpstreamOrigin("http://h:80").hostPort == "h:80")
         #expect(throws: UpstreamOriginError.self) { try UpstreamOrigin("ftp://h") }
     }
+
+    /// A request that names its own target (APNs's `/3/device/…`) is sent to it as it is, checked
+    /// as a URL's path is; without one, the URL's path on the origin is the target.
+    @Test func aRequestsOwnPathIsItsTargetCheckedAsAURLsPathIs() throws {
+        let origin = try UpstreamOrigin("https://api.example.org/prefix")
+        func target(_ url: String, _ path: String?) throws -> String {
+            try origin.target(of: UpstreamRequest(url: url, path: path, headers: HTTPHeaders(), body: nil))
+        }
+        #expect(try target("https://api.example.org/prefix", "/prefix/3/device/ab") == "/prefix/3/device/ab")
+        #expect(try target("https://api.example.org/prefix/v1/send", nil) == "/prefix/v1/send")
+        #expect(throws: UpstreamOriginError.self) { try target("https://api.example.org", "/3/device/a b") }
+        #expect(throws: UpstreamOriginError.self) { try target("https://api.example.org", "/3/device/a\r\nx: y") }
+        #expect(throws: UpstreamOriginError.self) { try target("https://api.example.org", "3/device/ab") }
+    }
 }

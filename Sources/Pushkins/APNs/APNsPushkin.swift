@@ -18,6 +18,8 @@ package final class APNsPushkin: APNsSending {
     /// Devices of notifies in dispatch at once: as many as the connections have streams.
     private let admission: AsyncLimiter
     let environment: PushkinEnvironment
+    /// The request target before the device token: `/3/device/` after `base_url`'s own path.
+    private let devicePath: String
     /// Apple's headers that change with every push (`UpstreamRequest.changingHeaders`).
     static let changingHeaders: Set<String> = ["apns-id", "apns-expiration", "apns-collapse-id"]
 
@@ -28,6 +30,7 @@ package final class APNsPushkin: APNsSending {
         let pool = try APNsConnectionPool(
             config: config, metrics: environment.metrics, contexts: environment.tlsContexts, clock: environment.clock)
         self.pool = pool
+        devicePath = try UpstreamOrigin(config.baseURL).path(of: config.baseURL + "/3/device/")
         admission = AsyncLimiter(limit: config.connections * config.maxConcurrentStreams)
         self.upstream = UpstreamCall(
             transport: pool, policy: config.retry,
@@ -142,7 +145,7 @@ package final class APNsPushkin: APNsSending {
         let priority = rule.map { $0.priority(wanted) } ?? wanted
         let id = message.id ?? SecureRandom.uuid().lowercasedString
         let (expiration, collapseId) = (message.expiration, message.collapseId)
-        let url = "\(config.baseURL)/3/device/\(message.deviceToken)"
+        let (url, path) = (config.baseURL, devicePath + message.deviceToken)
 
         return await upstream.deliver(logger: context.logger, credential: providerToken) {
             _, token throws(UpstreamPreparationError) in
@@ -157,7 +160,7 @@ package final class APNsPushkin: APNsSending {
             headers.add(name: "apns-id", value: id)
             headers.add(name: "content-type", value: "application/json")
             if let token { headers.add(name: "authorization", value: "bearer \(token)") }
-            return UpstreamRequest(url: url, headers: headers, body: buffer, changingHeaders: Self.changingHeaders)
+            return UpstreamRequest(url: url, path: path, headers: headers, body: buffer, changingHeaders: Self.changingHeaders)
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
             let reason = reasonText.flatMap(APNsErrorReason.init(rawValue:))
