@@ -54,7 +54,11 @@ import Testing
         let dir = temporaryDirectory()
         let port = StatusDurabilityTests.freePort()
         let path = "\(dir)/herald.yaml"
-        let yaml = OperatorBinaryTests.webpushConfig(dir, port: port, extra: "  reuse_port: true\nlog:\n  access:\n    enabled: true")
+        // The handover's windows are wider than their defaults (0.5 s, 2 s): the test is about the
+        // handover, and with the whole suite beside two busy loops an old Herald starved of a core
+        // for longer once closed two connections it had accepted before their requests were read.
+        let http = "  reuse_port: true\n  reuse_port_handover: 3\n  shutdown_first_request_wait: 15\n"
+        let yaml = OperatorBinaryTests.webpushConfig(dir, port: port, extra: http + "log:\n  access:\n    enabled: true")
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         let first = try AdamantDurabilityTests.Herald.launch(binary, config: path, log: "\(dir)/herald-0.log")
         try await StatusDurabilityTests().waitForHealth(port: port)
