@@ -183,7 +183,9 @@ import Testing
     }
 
     @Test func legacyBatchesChunksOf1000AndHandlesPerResultErrors() async throws {
-        let setup = try await start(legacy: true, extra: "inflight_request_limit: 5000")
+        // A patient timeout: a 1000-token request once passed the default 10 s with the suite beside
+        // two busy loops, and was sent again whole (the chunks are what this test counts).
+        let setup = try await start(legacy: true, extra: "inflight_request_limit: 5000\nrequest_timeout: 60")
         setup.fcm.script("k7", .unregistered)
         setup.fcm.script("k1200", .invalidToken)
         setup.fcm.script("k5", .sequence([.unavailable(retryAfter: nil), .accept]))
