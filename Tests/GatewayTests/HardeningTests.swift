@@ -276,9 +276,9 @@ extension HTTPEdgeTests {
         let turnedAway = await RawHTTP.exchangeOffPool(port: port, head: "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         for fd in idle { close(fd) }
         // The server frees their slots once it sees them closed: on a loaded machine that can take
-        // longer than a fixed pause, so the request is made again (turned away meanwhile) for up to 5 s.
+        // longer than a fixed pause, so the request is made again (turned away meanwhile) for up to 30 s.
         var after = try await herald.request(.GET, "/health")
-        try await eventually(within: .seconds(5)) {
+        try await eventually(within: .seconds(30)) {
             after = try await herald.request(.GET, "/health")
             return after.status == 200
         }
@@ -441,8 +441,11 @@ extension HTTPEdgeTests {
         let service = try await FakeWebPushService.start()
         var registry = PushkinRegistry.standard
         registry.hostResolver = CountingResolver().resolver
+        // Patient timeouts: a tunnel set up on a loaded machine once took longer than the default
+        // 5 s three times over, and the push failed.
+        let app = Self.httpWebPushApp(extra: "connect_timeout: 60\n    request_timeout: 60")
         let herald = try await RunningGateway.start(
-            gatewayYAML(apps: Self.httpWebPushApp(), extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
+            gatewayYAML(apps: app, extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
         let s = service.subscribe()
         let response = try await herald.notify(
             notifyBody(["event_id": "$e"], devices: [Self.device(s, endpoint: "http://localhost:\(service.server.port)\(s.path)")]))
