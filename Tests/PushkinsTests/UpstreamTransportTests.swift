@@ -96,11 +96,12 @@ import Testing
     @Test func aRequestWithoutAnAnswerEndsAtTheRequestTimeoutAndItsConnectionIsDropped() async throws {
         let server = try await EchoHTTP1Server.start()
         var slow = EchoHTTP1Server.Options()
-        slow.delay = .seconds(30)
+        slow.delay = .seconds(300)
         server.set(slow)
+        // 15 s: the next request shares the timeout, and beside two busy loops it once took over 4 s.
         let transport = try HTTP1Upstream(
-            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(4)))
-        // Without the timeout the server's answer after 30 s would come back, and nothing would throw.
+            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(15)))
+        // Without the timeout the server's answer after 300 s would come back, and nothing would throw.
         await #expect(throws: Deadline.Exceeded.self) { _ = try await post(transport, server.baseURL, "/slow", "") }
         server.set(EchoHTTP1Server.Options())
         let response = try await post(transport, server.baseURL, "/next", "")
