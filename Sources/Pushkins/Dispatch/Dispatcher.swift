@@ -67,15 +67,9 @@ package struct Dispatcher: Sendable {
         var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var groups: [Group] = []
         for (index, device) in notification.devices.enumerated() {
-            switch router.route(device.appId) {
-            case .unknown:
-                logger.info("Unknown app ID", metadata: ["app_id": "\(device.appId)"])
-                outcomes[index] = .rejected(reason: .unknownAppId)
-            case .ambiguous(let keys):
-                logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
-                outcomes[index] = .rejected(reason: .ambiguousAppId)
+            switch route(device, logger: logger) {
+            case .rejected(let outcome): outcomes[index] = outcome
             case .pushkin(let pushkin):
-                counters.increment(MetricName.perPushkinType, ("pushkin", pushkin.name))
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
                     groups[g].indices?.append(index)
                 } else {
@@ -119,25 +113,40 @@ package struct Dispatcher: Sendable {
         return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, guardian: once?.guardian)
     }
 
+    private enum Routed {
+        case pushkin(any Pushkin)
+        case rejected(DeviceOutcome)
+    }
+
+    /// The device's pushkin, counted under `perPushkinType`; or, for an app id that names none or
+    /// several, its rejection, logged.
+    private func route(_ device: Device, logger: Logger) -> Routed {
+        switch router.route(device.appId) {
+        case .unknown:
+            logger.info("Unknown app ID", metadata: ["app_id": "\(device.appId)"])
+            return .rejected(.rejected(reason: .unknownAppId))
+        case .ambiguous(let keys):
+            logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
+            return .rejected(.rejected(reason: .ambiguousAppId))
+        case .pushkin(let pushkin):
+            counters.increment(MetricName.perPushkinType, ("pushkin", pushkin.name))
+            return .pushkin(pushkin)
+        }
+    }
+
     /// `dispatchReporting` for a notify of one device, as a homeserver sends most: the same
     /// routing, limit, once, count and log line, without the arrays that sort many devices into
     /// groups and back (docs/architecture.md, "Values on the notify path").
     private func dispatchOne(_ notification: PushNotification, logger: Logger) async -> Dispatched {
         let device = notification.devices[0]
         var result: GroupResult
-        switch router.route(device.appId) {
-        case .unknown:
-            logger.info("Unknown app ID", metadata: ["app_id": "\(device.appId)"])
-            result = GroupResult(outcomes: [.rejected(reason: .unknownAppId)], repeats: 0)
-        case .ambiguous(let keys):
-            logger.info("Ambiguous app ID", metadata: ["app_id": "\(device.appId)", "matches": "\(keys)"])
-            result = GroupResult(outcomes: [.rejected(reason: .ambiguousAppId)], repeats: 0)
+        switch route(device, logger: logger) {
+        case .rejected(let outcome): result = GroupResult(outcomes: [outcome], repeats: 0)
         case .pushkin(let pushkin):
-            counters.increment(MetricName.perPushkinType, ("pushkin", pushkin.name))
             var group = Group(pushkin: pushkin, indices: nil)
             if let limit = limits[pushkin.name] {
                 guard limit.acquire(upTo: 1) > 0 else {
-                    counters.increment(MetricName.inflightRequestLimitDrop, [("pushkin", pushkin.name)])
+                    counters.increment(MetricName.inflightRequestLimitDrop, ("pushkin", pushkin.name))
                     let outcome = DeviceOutcome.failed(reason: .inflightLimit)
                     log(outcome, app: device.appId, token: device.pushkey, logger: logger)
                     return Dispatched(outcomes: [outcome], repeats: 0, guardian: once?.guardian)
