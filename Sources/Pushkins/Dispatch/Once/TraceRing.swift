@@ -1,25 +1,70 @@
 import DequeModule
+import FoundationEssentials
 import HeraldCore
 
 /// The memory record's delivery traces (docs/operations.md, "Why didn't my phone ring?"): the most
 /// recent deliveries, bounded in bytes (`notify.trace_max_bytes`), the oldest dropped first. Each
 /// has a serial number, by which its delivery updates it in O(1); a question about one event reads
 /// the ring from the newest, which is an operator's rare request, never a notify's.
+///
+/// The bound counts what an entry keeps in memory (`TraceCost`): its slot, twice over for the
+/// room a growing deque keeps, and the heap storage of each string it holds, so that 8 MiB of
+/// traces is 8 MiB of the process's memory, not of the strings' characters.
 struct TraceRing {
+    /// One delivery as the ring keeps it: the notify's strings (shared, never copied), the shortened
+    /// pushkey made when it is read.
     struct Entry {
-        var trace: TracedDelivery
+        var eventId: String
+        var appId: String
         /// The full pushkey, which a question names (the trace shows it shortened).
         var pushkey: String
-        var bytes: Int
-    }
+        var instance: String
+        var reason: String?
+        var detail: String?
+        var providerId: String?
+        var startedAt: Date
+        var finishedAt: Date?
+        var attempts: Int32
+        var state: TracedDelivery.State
 
-    /// What one entry costs besides its strings, about: the struct, the deque's slot, the dates.
-    static let fixedBytes = 200
+        init(_ trace: TracedDelivery, pushkey: String) {
+            eventId = trace.eventId
+            appId = trace.appId
+            self.pushkey = pushkey
+            instance = trace.instance
+            reason = trace.reason
+            detail = trace.detail
+            providerId = trace.providerId
+            startedAt = trace.startedAt
+            finishedAt = trace.finishedAt
+            attempts = Int32(clamping: trace.attempts)
+            state = trace.state
+        }
+
+        var trace: TracedDelivery {
+            get {
+                TracedDelivery(
+                    eventId: eventId, appId: appId, pushkey: Redaction.pushkey(pushkey), state: state, reason: reason,
+                    detail: detail, startedAt: startedAt, finishedAt: finishedAt, attempts: Int(attempts),
+                    instance: instance, providerId: providerId)
+            }
+            set { self = Entry(newValue, pushkey: pushkey) }
+        }
+
+        /// What the entry keeps in memory: its slot twice (a deque grows by doubling, so up to half
+        /// its slots stand empty) and every string's heap storage. The ring's one instance name is
+        /// shared by all its entries, and counted once.
+        var bytes: Int {
+            2 * MemoryLayout<Entry>.stride + TraceCost.heapBytes(eventId) + TraceCost.heapBytes(appId)
+                + TraceCost.heapBytes(pushkey) + TraceCost.heapBytes(reason) + TraceCost.heapBytes(detail)
+                + TraceCost.heapBytes(providerId)
+        }
+    }
 
     private var entries = Deque<Entry>()
     /// The serial of `entries.first`.
     private var first: UInt64 = 0
-    private var bytes = 0
+    private(set) var bytes = 0
     let maxBytes: Int
 
     init(maxBytes: Int) {
@@ -31,15 +76,20 @@ struct TraceRing {
     /// Appends a delivery's trace; its serial, or nil when traces are off (`maxBytes` 0).
     mutating func append(_ trace: TracedDelivery, pushkey: String) -> UInt64? {
         guard maxBytes > 0 else { return nil }
-        let size = Self.fixedBytes + trace.eventId.utf8.count + trace.appId.utf8.count + pushkey.utf8.count + Self.variableBytes(trace)
-        entries.append(Entry(trace: trace, pushkey: pushkey, bytes: size))
-        bytes += size
+        let entry = Entry(trace, pushkey: pushkey)
+        bytes += entry.bytes
+        entries.append(entry)
         let serial = first + UInt64(entries.count - 1)
+        dropOldest()
+        return serial
+    }
+
+    /// Drops the oldest entries until the ring is within its bounds.
+    private mutating func dropOldest() {
         while bytes > maxBytes || entries.count > Self.maxEntries, let oldest = entries.popFirst() {
             bytes -= oldest.bytes
             first += 1
         }
-        return serial
     }
 
     /// Entries held at most, whatever their bytes: a serial's low 24 bits name one unambiguously
@@ -51,27 +101,31 @@ struct TraceRing {
         let offset = (UInt64(serial) &- first) & 0xFF_FFFF
         guard offset < UInt64(entries.count) else { return }
         let index = Int(offset)
-        let before = Self.variableBytes(entries[index].trace)
+        let before = entries[index].bytes
         change(&entries[index].trace)
-        let grown = Self.variableBytes(entries[index].trace) - before
-        entries[index].bytes += grown
-        bytes += grown
-    }
-
-    /// The bytes of the strings a delivery's end may change.
-    private static func variableBytes(_ trace: TracedDelivery) -> Int {
-        trace.pushkey.utf8.count + (trace.reason?.utf8.count ?? 0) + (trace.detail?.utf8.count ?? 0)
-            + (trace.providerId?.utf8.count ?? 0)
+        bytes += entries[index].bytes - before
+        dropOldest()
     }
 
     /// The traces `query` asks for, oldest first.
     func matching(_ query: DeliveryQuery) -> [TracedDelivery] {
         var found: [TracedDelivery] = []
-        for entry in entries.reversed() where entry.trace.eventId == query.eventId {
+        for entry in entries.reversed() where entry.eventId == query.eventId {
             if let pushkey = query.pushkey, entry.pushkey != pushkey { continue }
-            if let app = query.appId, entry.trace.appId != app { continue }
+            if let app = query.appId, entry.appId != app { continue }
             found.append(entry.trace)
         }
         return found.reversed()
+    }
+}
+
+/// What a string costs the heap, as the trace ring counts it.
+enum TraceCost {
+    /// A string of at most 15 UTF-8 bytes lives inside its own 16 bytes; a longer one has a heap
+    /// object: a 32-byte header, its bytes and a terminating zero, in a malloc chunk (8 bytes of
+    /// its own, rounded up to 16).
+    static func heapBytes(_ string: String?) -> Int {
+        guard let count = string?.utf8.count, count > 15 else { return 0 }
+        return (32 + count + 1 + 8 + 15) / 16 * 16
     }
 }
