@@ -23,7 +23,11 @@ package struct RouteTable: HTTPHandler {
         func matches(_ path: String) -> Bool {
             switch self {
             case .exact(let p): return path == p
-            case .subtree(let p): return path == p || path.hasPrefix(p + "/")
+            case .subtree(let p):
+                // `p` or `p/…`, compared in place (no `p + "/"` made per request).
+                guard path.utf8.starts(with: p.utf8) else { return false }
+                let rest = path.utf8.dropFirst(p.utf8.count)
+                return rest.isEmpty || rest.first == UInt8(ascii: "/")
             }
         }
     }

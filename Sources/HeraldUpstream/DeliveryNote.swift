@@ -15,11 +15,38 @@ package struct DeliveryNote: Sendable, Equatable {
     /// Where the call running in this task writes its note: bound by the dispatcher for each device
     /// it wants traced, nil elsewhere (a call of the Status server, the relay, a token endpoint).
     @TaskLocal package static var sink: DeliveryNotes.Sink?
+
+    /// An upstream call's attempts added, its provider id kept when it has one.
+    mutating func add(attempts: Int, providerId: String?) {
+        self.attempts += attempts
+        if let providerId { self.providerId = providerId }
+    }
 }
 
 /// The notes of one group of devices, by pushkey.
 package final class DeliveryNotes: Sendable {
-    private let notes = Mutex<[String: DeliveryNote]>([:])
+    /// The first device's note in place, the others by pushkey: a group of one device (a notify's
+    /// usual) makes no table.
+    struct Table {
+        var first: (pushkey: String, note: DeliveryNote)?
+        var rest: [String: DeliveryNote] = [:]
+
+        mutating func add(_ pushkey: String, attempts: Int, providerId: String?) {
+            if first == nil { first = (pushkey, DeliveryNote()) }
+            if first?.pushkey == pushkey {
+                first?.note.add(attempts: attempts, providerId: providerId)
+            } else {
+                rest[pushkey, default: DeliveryNote()].add(attempts: attempts, providerId: providerId)
+            }
+        }
+
+        func note(for pushkey: String) -> DeliveryNote {
+            if let first, first.pushkey == pushkey { return first.note }
+            return rest[pushkey] ?? DeliveryNote()
+        }
+    }
+
+    private let notes = Mutex(Table())
 
     package init() {}
 
@@ -36,16 +63,11 @@ package final class DeliveryNotes: Sendable {
         /// Adds an upstream call's attempts (a device's dispatch may make more than one call:
         /// an OAuth token, a sibling host) and keeps the last provider id.
         func add(attempts: Int, providerId: String?) {
-            notes.notes.withLock { table in
-                var note = table[pushkey] ?? DeliveryNote()
-                note.attempts += attempts
-                if let providerId { note.providerId = providerId }
-                table[pushkey] = note
-            }
+            notes.notes.withLock { $0.add(pushkey, attempts: attempts, providerId: providerId) }
         }
     }
 
     package func note(for pushkey: String) -> DeliveryNote {
-        notes.withLock { $0[pushkey] ?? DeliveryNote() }
+        notes.withLock { $0.note(for: pushkey) }
     }
 }

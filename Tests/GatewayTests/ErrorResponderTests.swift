@@ -59,6 +59,18 @@ import Testing
         #expect(try json(response)["errcode"] == .string(try #require(expected[kind])))
     }
 
+    @Test func aSubtreeIsItsPathAndWhatLiesBelowIt() {
+        let relay = RouteTable.PathMatch.subtree("/relay-to")
+        #expect(relay.matches("/relay-to"))
+        #expect(relay.matches("/relay-to/"))
+        #expect(relay.matches("/relay-to/production/abc"))
+        #expect(!relay.matches("/relay-tox"))
+        #expect(!relay.matches("/relay-t"))
+        #expect(!relay.matches("/relay"))
+        #expect(!relay.matches("/other/relay-to/x"))
+        #expect(!RouteTable.PathMatch.exact("/relay-to").matches("/relay-to/x"))
+    }
+
     @Test func routesCarryTheirOwnLimitAndDialect() async throws {
         var routes = RouteTable(defaultMaxBodyBytes: 100, errors: MatrixErrors())
         routes.add(.exact("/g"), [.POST], maxBodyBytes: 7, errors: GorushErrors()) { _ in throw ServerError.unavailable("down") }

@@ -14,13 +14,18 @@ package struct JSONParser {
 
     /// Parses `bytes` where they lie when they are contiguous (a request's `ByteBuffer`, an
     /// array), without copying them.
-    package static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
-        if let parsed = bytes.withContiguousStorageIfAvailable({ parse(buffer: $0, maxDepth: maxDepth) }) { return try parsed.get() }
-        return try Array(bytes).withUnsafeBufferPointer { parse(buffer: $0, maxDepth: maxDepth) }.get()
+    /// A string equal to one of `known` is that string, shared rather than made again.
+    package static func parse(
+        _ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth, known: KnownStrings = .empty
+    ) throws(Error) -> JSONValue {
+        if let parsed = bytes.withContiguousStorageIfAvailable({ parse(buffer: $0, maxDepth: maxDepth, known: known) }) {
+            return try parsed.get()
+        }
+        return try Array(bytes).withUnsafeBufferPointer { parse(buffer: $0, maxDepth: maxDepth, known: known) }.get()
     }
 
-    private static func parse(buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Result<JSONValue, Error> {
-        var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
+    private static func parse(buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, known: KnownStrings) -> Result<JSONValue, Error> {
+        var parser = JSONParser(bytes: buffer, maxDepth: maxDepth, known: known)
         parser.skipWhitespace()
         do throws(Error) {
             let value = try parser.parseValue(depth: 0)
@@ -39,6 +44,7 @@ package struct JSONParser {
     /// The bytes parsed, valid for the parse (`parse(buffer:maxDepth:)`).
     private let bytes: UnsafeBufferPointer<UInt8>
     private let maxDepth: Int
+    private let known: KnownStrings
     private var index = 0
     /// The members of the objects being parsed, innermost last, and likewise the elements of the
     /// arrays: one buffer each for the whole parse, so that each object's and array's own storage
@@ -48,9 +54,10 @@ package struct JSONParser {
     private var elements: [JSONValue] = []
     private static var scratch: Int { 32 }
 
-    private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, known: KnownStrings) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.known = known
     }
 
     private func error(_ reason: String) -> Error { Error(offset: index, reason: reason) }
@@ -198,7 +205,8 @@ package struct JSONParser {
                 if high < 0x80 {
                     // `String(decoding:)` is specialised here; `String(validating:)` is a generic
                     // call into the standard library, which looks up its type metadata every time.
-                    string = String(decoding: bytes[start..<index], as: UTF8.self)
+                    let utf8 = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                    string = known.string(for: utf8) ?? String(decoding: utf8, as: UTF8.self)
                 } else {
                     guard let valid = String(validating: bytes[start..<index], as: UTF8.self) else {
                         throw Error(offset: start, reason: "invalid UTF-8 in string")

@@ -15,10 +15,11 @@ package enum NotificationParser {
         }
     }
 
-    package static func parse(body: some Collection<UInt8>) throws(Failure) -> PushNotification {
+    /// `known`: strings the notify repeats (`knownStrings(appIds:)`), shared rather than made again.
+    package static func parse(body: some Collection<UInt8>, known: KnownStrings = .empty) throws(Failure) -> PushNotification {
         let root: JSONValue
         do {
-            root = try JSONParser.parse(body)
+            root = try JSONParser.parse(body, known: known)
         } catch {
             throw .notJSON
         }
@@ -41,8 +42,6 @@ package enum NotificationParser {
         guard !devices.isEmpty else { throw .invalid("No devices in notification") }
 
         func string(_ key: String) -> String? { notification[key]?.stringValue }
-        var fields = notification
-        fields.removeValue(forKey: "devices")
         var parsed = PushNotification(
             eventId: string("event_id"),
             roomId: string("room_id"),
@@ -58,8 +57,14 @@ package enum NotificationParser {
             counts: counts,
             devices: devices
         )
-        parsed.fields = fields
+        parsed.fields = notification
         return parsed
+    }
+
+    /// The strings a notify repeats that are too long to be held inline: its longer keys and
+    /// common values, and `appIds` (the configured ones, which every device names).
+    package static func knownStrings(appIds: some Sequence<String>) -> KnownStrings {
+        KnownStrings(["sender_display_name", "m.room.encrypted", "org.matrix.custom.html"] + Array(appIds))
     }
 
     private static func parseCounts(_ value: JSONValue?) throws(Failure) -> PushNotification.Counts {
@@ -69,10 +74,13 @@ package enum NotificationParser {
             return PushNotification.Counts()
         case .object(let counts)?:
             var result = PushNotification.Counts()
-            for (key, name) in [("unread", "unread"), ("missed_calls", "missed_calls")] {
-                guard let raw = counts[key] else { continue }
-                guard let number = raw.pythonInt else { throw .invalid("\(name) is of invalid type") }
-                if key == "unread" { result.unread = number } else { result.missedCalls = number }
+            if let raw = counts["unread"] {
+                guard let number = raw.pythonInt else { throw .invalid("unread is of invalid type") }
+                result.unread = number
+            }
+            if let raw = counts["missed_calls"] {
+                guard let number = raw.pythonInt else { throw .invalid("missed_calls is of invalid type") }
+                result.missedCalls = number
             }
             return result
         default:

@@ -16,8 +16,8 @@ package struct PushNotification: Sendable {
     package var content: JSONValue?
     package var counts: Counts
     package var devices: [Device]
-    /// Every field of the notification object as received, in order, without `devices`: what a
-    /// gateway that forwards the notification itself (UnifiedPush) sends on.
+    /// Every field of the notification object as received, in order (`devices` too, which a
+    /// gateway that forwards the notification itself, UnifiedPush, leaves out).
     package var fields: JSONObject = [:]
 
     package struct Counts: Sendable, Equatable {

@@ -20,6 +20,11 @@ package struct AppIdRouter: Sendable {
         self.globs = pushkins.filter { Glob($0.name).hasWildcards }.map { (Glob($0.name), $0) }
     }
 
+    /// The app ids routed by name, not by a glob: what a device's `app_id` usually is.
+    package var exactAppIds: [String] {
+        exact.keys.filter { !Glob($0).hasWildcards }
+    }
+
     package func route(_ appId: String) -> Route {
         if let pushkin = exact[appId] { return .pushkin(pushkin) }
         let matches = globs.filter { $0.0.matches(appId) }

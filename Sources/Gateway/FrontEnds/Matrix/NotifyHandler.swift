@@ -23,9 +23,12 @@ package struct NotifyHandler: Sendable {
     let clock: any HeraldClock
     /// Requests in progress on this handler (a reload waits for them before closing old pushkins).
     let inFlight = InFlight()
+    /// The configured app ids and the notify's longer keys, which a parse shares rather than copies.
+    let known: KnownStrings
 
     init(dispatcher: Dispatcher, metrics: GatewayMetrics, logger: Logger, clock: any HeraldClock) {
         self.clock = clock
+        self.known = NotificationParser.knownStrings(appIds: dispatcher.router.exactAppIds)
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.logger = logger
@@ -70,7 +73,7 @@ package struct NotifyHandler: Sendable {
 
         let notification: PushNotification
         do {
-            notification = try NotificationParser.parse(body: request.body.readableBytesView)
+            notification = try NotificationParser.parse(body: request.body.readableBytesView, known: known)
         } catch {
             logger.info("Invalid notify request", metadata: ["error": "\(error.message)"])
             switch error {
