@@ -34,7 +34,7 @@ enum FakeCeiling {
                 var headers = HTTPHeaders()
                 headers.add(name: "apns-topic", value: topic)
                 headers.add(name: "apns-push-type", value: "alert")
-                headers.add(name: "authorization", value: "bearer \(try tokens.token())")
+                headers.add(name: "authorization", value: try tokens.authorization())
                 return UpstreamRequest(
                     url: "\(base)/3/device/\(String(repeating: "ab", count: 32))", headers: headers,
                     body: ByteBuffer(string: #"{"aps":{"alert":"ceiling"}}"#))

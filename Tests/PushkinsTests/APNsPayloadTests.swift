@@ -128,7 +128,7 @@ import Testing
     func locKeyMatrix(_ n: PushNotification, _ key: String, _ args: [String]) {
         let result = APNsPayload.locKey(n)
         #expect(result?.0 == key)
-        #expect(result?.1 == args)
+        #expect(result.map { Array($0.1) } == args)
     }
 
     @Test func memberEventsOtherThanInvitesHaveNoLocKey() {
@@ -140,7 +140,7 @@ import Testing
     @Test func namesAreClippedTo1024CodePoints() {
         let n = PushNotification(
             type: "m.room.message", senderDisplayName: String(repeating: "🦉", count: 2000), roomName: String(repeating: "r", count: 5000))
-        let (_, args) = APNsPayload.locKey(n) ?? ("", [])
+        let args = APNsPayload.locKey(n).map { Array($0.1) } ?? []
         #expect(args.map { $0.unicodeScalars.count } == [1024, 1024])
     }
 }
@@ -254,5 +254,16 @@ import Testing
         let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=".utf8)
         let general = Data(base64Encoded: Data(pushkey.utf8.filter(alphabet.contains))).map { Hex.encode($0) }
         #expect(APNsDeviceToken.token(fromPushkey: pushkey, convertToHex: true) == (general?.isEmpty == true ? nil : general))
+    }
+}
+
+/// `APNsLocArgs`: one, two or three arguments, in order, as a collection.
+@Suite struct APNsLocArgsTests {
+    @Test func holdsItsArgumentsInOrder() {
+        #expect(Array(APNsLocArgs("a")) == ["a"])
+        #expect(Array(APNsLocArgs("a", "b")) == ["a", "b"])
+        #expect(Array(APNsLocArgs("a", "b", "c")) == ["a", "b", "c"])
+        #expect(Array(APNsLocArgs("a", nil, "c")) == ["a"])  // no gap: a third needs a second
+        #expect(APNsLocArgs("", "").count == 2)
     }
 }

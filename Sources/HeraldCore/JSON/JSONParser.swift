@@ -151,7 +151,13 @@ package struct JSONParser {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "]") {
                 index += 1
-                return .array(Array(elements[start...]))
+                // A copy of its own, at its size: `Array(elements[start...])` would share the
+                // scratch buffer when the array is its whole content, and the scratch's next
+                // change would then copy it.
+                var array: [JSONValue] = []
+                array.reserveCapacity(elements.count - start)
+                array.append(contentsOf: elements[start...])
+                return .array(array)
             } else {
                 throw error("expected ',' or ']'")
             }

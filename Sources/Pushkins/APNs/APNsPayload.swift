@@ -62,7 +62,7 @@ package enum APNsPayload {
     }
 
     /// The loc-key and its arguments (docs/compatibility/apns.md), or nil for none.
-    package static func locKey(_ n: PushNotification) -> (String, [String])? {
+    package static func locKey(_ n: PushNotification) -> (String, APNsLocArgs)? {
         guard let type = n.type, !type.isEmpty else { return nil }
         let from: String
         if (n.sender?.isEmpty ?? true) && (n.senderDisplayName?.isEmpty ?? true) {
@@ -83,29 +83,29 @@ package enum APNsPayload {
                 if text.isEmpty && msgtype != "m.image" { body = nil }
             }
             if let room {
-                guard let body else { return ("MSG_FROM_USER_IN_ROOM", [from, room]) }
+                guard let body else { return ("MSG_FROM_USER_IN_ROOM", APNsLocArgs(from, room)) }
                 switch msgtype {
-                case "m.image": return ("IMAGE_FROM_USER_IN_ROOM", [from, body, room])
-                case "m.emote": return ("ACTION_FROM_USER_IN_ROOM", [room, from, body])
-                default: return ("MSG_FROM_USER_IN_ROOM_WITH_CONTENT", [from, room, body])
+                case "m.image": return ("IMAGE_FROM_USER_IN_ROOM", APNsLocArgs(from, body, room))
+                case "m.emote": return ("ACTION_FROM_USER_IN_ROOM", APNsLocArgs(room, from, body))
+                default: return ("MSG_FROM_USER_IN_ROOM_WITH_CONTENT", APNsLocArgs(from, room, body))
                 }
             }
-            guard let body else { return ("MSG_FROM_USER", [from]) }
+            guard let body else { return ("MSG_FROM_USER", APNsLocArgs(from)) }
             switch msgtype {
-            case "m.image": return ("IMAGE_FROM_USER", [from, body])
-            case "m.emote": return ("ACTION_FROM_USER", [from, body])
-            default: return ("MSG_FROM_USER_WITH_CONTENT", [from, body])
+            case "m.image": return ("IMAGE_FROM_USER", APNsLocArgs(from, body))
+            case "m.emote": return ("ACTION_FROM_USER", APNsLocArgs(from, body))
+            default: return ("MSG_FROM_USER_WITH_CONTENT", APNsLocArgs(from, body))
             }
         case "m.call.invite":
             let sdp = n.contentObject?["offer"]?["sdp"]?.stringValue ?? ""
-            return (sdp.contains("m=video") ? "VIDEO_CALL_FROM_USER" : "VOICE_CALL_FROM_USER", [from])
+            return (sdp.contains("m=video") ? "VIDEO_CALL_FROM_USER" : "VOICE_CALL_FROM_USER", APNsLocArgs(from))
         case "m.room.member":
             guard n.userIsTarget, n.membership == "invite" else { return nil }
-            if let name = n.roomName, !name.isEmpty { return ("USER_INVITE_TO_NAMED_ROOM", [from, name]) }
-            if let alias = n.roomAlias, !alias.isEmpty { return ("USER_INVITE_TO_NAMED_ROOM", [from, alias]) }
-            return ("USER_INVITE_TO_CHAT", [from])
+            if let name = n.roomName, !name.isEmpty { return ("USER_INVITE_TO_NAMED_ROOM", APNsLocArgs(from, name)) }
+            if let alias = n.roomAlias, !alias.isEmpty { return ("USER_INVITE_TO_NAMED_ROOM", APNsLocArgs(from, alias)) }
+            return ("USER_INVITE_TO_CHAT", APNsLocArgs(from))
         default:
-            return ("MSG_FROM_USER", [from])
+            return ("MSG_FROM_USER", APNsLocArgs(from))
         }
     }
 

@@ -23,13 +23,14 @@ package final class APNsProviderToken: UpstreamCredential {
         self.lifetime = lifetime
     }
 
-    /// The token held, or a new one signed now.
-    package func token() throws -> String {
+    /// The `authorization` header's value, `bearer` and the token held, or a new one signed now:
+    /// made once per token, not per request.
+    package func authorization() throws -> String {
         let now = clock.date
         if let held = current.withLock({ $0.valid(at: now, margin: 0) }) { return held }
-        let token = try Self.sign(key: key, keyId: keyId, teamId: teamId, issuedAt: now)
-        current.withLock { $0.store(token, expires: now.addingTimeInterval(lifetime)) }
-        return token
+        let value = "bearer " + (try Self.sign(key: key, keyId: keyId, teamId: teamId, issuedAt: now))
+        current.withLock { $0.store(value, expires: now.addingTimeInterval(lifetime)) }
+        return value
     }
 
     /// A provider token issued at `issuedAt`, held by no credential (tests, the fake ceiling).
@@ -44,7 +45,7 @@ package final class APNsProviderToken: UpstreamCredential {
 extension APNsProviderToken {
     package func value() async throws(UpstreamPreparationError) -> String {
         do {
-            return try token()
+            return try authorization()
         } catch {
             throw .permanent(.localError("cannot sign the APNs provider token"))
         }

@@ -159,7 +159,8 @@ package final class APNsPushkin: APNsSending {
             if let collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
             headers.add(name: "apns-id", value: id)
             headers.add(name: "content-type", value: "application/json")
-            if let token { headers.add(name: "authorization", value: "bearer \(token)") }
+            // The credential's value is the header's (`bearer` and the token), made once per token.
+            if let token { headers.add(name: "authorization", value: token) }
             return UpstreamRequest(url: url, path: path, headers: headers, body: buffer, changingHeaders: Self.changingHeaders)
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
