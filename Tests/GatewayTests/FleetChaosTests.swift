@@ -506,6 +506,18 @@ import Testing
                 } ?? false)
         }.count
         let twiceUnexplained = notifyDuplicates - twiceAfterTakeover - twiceDuringOutage - twiceAfterACut
+        // Each duplicate with its notify's first and last try, in seconds from the database's crash,
+        // so that a failure says which kind it is nearest to.
+        let twiceTimes = twice.sorted().map { id -> String in
+            guard let window = done.notifyWindows[id], let outage = done.outage else { return id }
+            func seconds(_ instant: ContinuousClock.Instant) -> String {
+                String(
+                    format: "%.1f",
+                    Double((instant - outage.start).components.attoseconds) / 1e18 + Double((instant - outage.start).components.seconds))
+            }
+            let cut = done.notifiesCut.contains(id) ? ", cut" : ""
+            return "\(id) (tries \(seconds(window.first))…\(seconds(window.last)) s\(cut); outage 0…\(seconds(outage.end)) s)"
+        }
         let gorushSent = apns.received.filter { $0.status == 200 && $0.token != adamantToken }.map(\.token)
         let gorushDuplicates = gorushSent.count - Set(gorushSent).count
         let chatDuplicates = seen.chats.count - Set(seen.chats).count
@@ -558,7 +570,7 @@ import Testing
         // duplicate is one the fleet's logs name as taken over, at most the calls in flight at a kill.
         // While PostgreSQL is down each instance's memory stands in, and a retry that reaches
         // another instance then is sent again (documented, and counted apart).
-        #expect(twiceUnexplained == 0, "notifies delivered twice by a repeat or a retry: \(twiceUnexplained)")
+        #expect(twiceUnexplained == 0, "notifies delivered twice by a repeat or a retry: \(twiceUnexplained); all: \(twiceTimes)")
         #expect(twiceAfterTakeover <= done.kills, "notifies delivered twice after a takeover: \(twiceAfterTakeover)")
         #expect(twiceAfterACut <= done.kills + done.restartsInPlace, "notifies delivered twice after a cut 200: \(twiceAfterACut)")
         #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1, "\(done.kills) \(done.restartsInPlace)")
