@@ -26,6 +26,15 @@ package struct JSONParser {
 
     private static func parse(buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, known: KnownStrings) -> Result<JSONValue, Error> {
         var parser = JSONParser(bytes: buffer, maxDepth: maxDepth, known: known)
+        (parser.members, parser.elements) = JSONScratch.take()
+        defer {
+            // Moved out, not copied, so that the buffers go back with one reference each.
+            var members: [(key: String, value: JSONValue)] = []
+            var elements: [JSONValue] = []
+            swap(&members, &parser.members)
+            swap(&elements, &parser.elements)
+            JSONScratch.giveBack(members: members, elements: elements)
+        }
         parser.skipWhitespace()
         do throws(Error) {
             let value = try parser.parseValue(depth: 0)
@@ -49,10 +58,9 @@ package struct JSONParser {
     /// The members of the objects being parsed, innermost last, and likewise the elements of the
     /// arrays: one buffer each for the whole parse, so that each object's and array's own storage
     /// is allocated once, at its final size, instead of growing (and reallocating) member by member.
-    /// Each is made at its first use with room for a notify's members (`scratch`), not grown.
+    /// They are the thread's, kept from one parse to the next (`JSONScratch`).
     private var members: [(key: String, value: JSONValue)] = []
     private var elements: [JSONValue] = []
-    private static var scratch: Int { 32 }
 
     private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, known: KnownStrings) {
         self.bytes = bytes
@@ -103,7 +111,6 @@ package struct JSONParser {
             index += 1
             return .object(JSONObject())
         }
-        if members.capacity == 0 { members.reserveCapacity(Self.scratch) }
         let start = members.count
         defer { members.removeSubrange(start...) }
         while true {
@@ -139,7 +146,6 @@ package struct JSONParser {
             index += 1
             return .array([])
         }
-        if elements.capacity == 0 { elements.reserveCapacity(Self.scratch) }
         let start = elements.count
         defer { elements.removeSubrange(start...) }
         while true {
@@ -153,7 +159,7 @@ package struct JSONParser {
                 index += 1
                 // A copy of its own, at its size: `Array(elements[start...])` would share the
                 // scratch buffer when the array is its whole content, and the scratch's next
-                // change would then copy it.
+                // change would then copy it (and the thread would keep the array's storage).
                 var array: [JSONValue] = []
                 array.reserveCapacity(elements.count - start)
                 array.append(contentsOf: elements[start...])

@@ -188,28 +188,38 @@ package struct Dispatcher: Sendable {
         // Made only when a device is answered without being sent: when every device is sent, the
         // pushkin's outcomes are the group's as they are.
         var outcomes: [DeviceOutcome?] = []
-        var sending: [(position: Int, key: RepeatKey?)] = []
+        // The keys of the devices to send, in order, and their positions once a device is not sent
+        // (nil while every device so far is: they are then 0..<keys.count), so that a group whose
+        // every device is sent makes one list, not two.
+        var keys: [RepeatKey?] = []
+        var positions: [Int]?
         var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
         var recorded: [RepeatKey] = []
         var repeats = 0
         let event = notification.eventId ?? ""
         for (position, device) in devices.enumerated() {
             guard let guardian = once.guardian, !event.isEmpty else {
-                sending.append((position, nil))
+                keys.append(nil)
+                positions?.append(position)
                 continue
             }
             let key = Self.key(event: event, device)
             let trace = TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey)
             switch await guardian.claim(key, app: group.pushkin.name, trace: trace) {
-            case .send(let key): sending.append((position, key))
+            case .send(let key):
+                keys.append(key)
+                positions?.append(position)
             case .answered(let outcome):
+                if positions == nil { positions = Array(0..<keys.count) }
                 if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
                 outcomes[position] = outcome
                 if outcome.reason != .heldElsewhere {
                     repeats += 1
                     recorded.append(key)
                 }
-            case .join(let flight): joined.append((position, flight, key))
+            case .join(let flight):
+                if positions == nil { positions = Array(0..<keys.count) }
+                joined.append((position, flight, key))
             }
         }
         repeats += joined.count
@@ -218,18 +228,16 @@ package struct Dispatcher: Sendable {
                 "Repeat of a delivery already answered or under way: not sent again",
                 metadata: ["pushkin": "\(group.pushkin.name)", "repeats": "\(repeats)"])
         }
-        if sending.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
-        if !sending.isEmpty {
-            let everyDevice = sending.count == devices.count
-            let sent = await send(
-                everyDevice ? devices : sending.map { devices[$0.position] }, group, notification, context,
-                keys: sending.map(\.key))
-            for (entry, outcome) in zip(sending, sent) {
-                if let key = entry.key, RecordedOutcome(outcome) != nil { recorded.append(key) }
+        if keys.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
+        if !keys.isEmpty {
+            let sent = await send(positions.map { $0.map { devices[$0] } } ?? devices, group, notification, context, keys: keys)
+            for (key, outcome) in zip(keys, sent) {
+                if let key, RecordedOutcome(outcome) != nil { recorded.append(key) }
             }
-            if everyDevice { return GroupResult(outcomes: sent, repeats: repeats, recorded: recorded) }
+            // Every device sent: the pushkin's outcomes are the group's, in its order.
+            guard let positions else { return GroupResult(outcomes: sent, repeats: repeats, recorded: recorded) }
             if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
-            for (entry, outcome) in zip(sending, sent) { outcomes[entry.position] = outcome }
+            for (position, outcome) in zip(positions, sent) { outcomes[position] = outcome }
         }
         if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
         for entry in joined {
