@@ -46,8 +46,6 @@ package struct UpstreamOrigin: Sendable {
         return String(url[..<(url[afterScheme...].firstIndex(where: { $0 == "/" || $0 == "?" }) ?? url.endIndex)])
     }
 
-    /// A request URL's path (and query) on this origin. A URL with a space or a control character
-    /// is refused: it would make a broken request line.
     /// The request target of `request`: its own `path`, checked as `path(of:)` checks a URL's,
     /// else the path of its URL on this origin.
     func target(of request: UpstreamRequest) throws -> String {
@@ -56,6 +54,8 @@ package struct UpstreamOrigin: Sendable {
         return path
     }
 
+    /// A request URL's path (and query) on this origin. A URL with a space or a control character
+    /// is refused: it would make a broken request line.
     package func path(of url: String) throws -> String {
         if url.hasPrefix(prefix), !Self.hasSpaceOrControl(url) {
             let rest = url.dropFirst(prefix.utf8.count)

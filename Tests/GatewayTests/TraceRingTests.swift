@@ -17,6 +17,13 @@ import Testing
 
     func pushkey(_ i: Int) -> String { "k\(i)-" + String(repeating: "k", count: 40) }
 
+    /// Appends delivery `i`'s trace as the record does when it claims it.
+    func append(_ i: Int, eventId: String? = nil, to ring: inout TraceRing) -> UInt64? {
+        let start = trace(i, eventId: eventId)
+        return ring.append(
+            TraceStart(eventId: start.eventId, appId: start.appId, pushkey: pushkey(i)), at: Self.start, instance: start.instance)
+    }
+
     @Test func aStringCountsItsHeapObjectUnlessItIsSmall() {
         #expect(TraceCost.heapBytes(nil) == 0)
         #expect(TraceCost.heapBytes("") == 0)
@@ -44,7 +51,7 @@ import Testing
         var ring = TraceRing(maxBytes: 64 * 1024)
         var serials: [UInt64] = []
         for i in 0..<2_000 {
-            let appended = ring.append(trace(i), pushkey: pushkey(i))
+            let appended = append(i, to: &ring)
             let serial = try #require(appended)
             serials.append(serial)
             // Each delivery's end adds its longer strings; the ring drops its oldest to stay bounded.
@@ -69,9 +76,9 @@ import Testing
 
     @Test func aQueryFindsAnEventsDeliveriesByPushkeyAndAppOldestFirst() {
         var ring = TraceRing(maxBytes: 1 << 20)
-        _ = ring.append(trace(1, eventId: "$e"), pushkey: pushkey(1))
-        _ = ring.append(trace(2, eventId: "$other"), pushkey: pushkey(2))
-        _ = ring.append(trace(3, eventId: "$e"), pushkey: pushkey(3))
+        _ = append(1, eventId: "$e", to: &ring)
+        _ = append(2, eventId: "$other", to: &ring)
+        _ = append(3, eventId: "$e", to: &ring)
         #expect(ring.matching(DeliveryQuery(eventId: "$e")).map(\.pushkey) == [pushkey(1), pushkey(3)].map(Redaction.pushkey))
         #expect(ring.matching(DeliveryQuery(eventId: "$e", pushkey: pushkey(3))).count == 1)
         #expect(ring.matching(DeliveryQuery(eventId: "$e", appId: "com.example.other")).isEmpty)
@@ -79,7 +86,7 @@ import Testing
 
     @Test func noBytesMeansNoTraces() {
         var ring = TraceRing(maxBytes: 0)
-        #expect(ring.append(trace(1), pushkey: pushkey(1)) == nil)
+        #expect(append(1, to: &ring) == nil)
         #expect(ring.count == 0)
     }
 }

@@ -4,14 +4,15 @@ package struct APNsLocArgs: RandomAccessCollection, Sendable, Equatable {
     private let first: String
     private let second: String?
     private let third: String?
-    package let count: Int
 
+    /// A third argument counts only after a second.
     package init(_ first: String, _ second: String? = nil, _ third: String? = nil) {
         self.first = first
         self.second = second
         self.third = second == nil ? nil : third
-        count = second == nil ? 1 : third == nil ? 2 : 3
     }
+
+    package var count: Int { second == nil ? 1 : third == nil ? 2 : 3 }
 
     package var startIndex: Int { 0 }
     package var endIndex: Int { count }

@@ -56,12 +56,6 @@ package struct TraceStart: Sendable {
         self.appId = appId
         self.pushkey = pushkey
     }
-
-    /// The trace of a delivery claimed at `at` by `instance`, under way.
-    func inFlight(at: Date, instance: String) -> TracedDelivery {
-        TracedDelivery(
-            eventId: eventId, appId: appId, pushkey: Redaction.pushkey(pushkey), state: .inFlight, startedAt: at, instance: instance)
-    }
 }
 
 /// What a delivery's trace ends with: its outcome and the upstream call's note.

@@ -57,7 +57,7 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
             default:
                 found = .claimed
             }
-            let traced = trace.flatMap { state.traces.append($0.inFlight(at: now, instance: instance), pushkey: $0.pushkey) }
+            let traced = trace.flatMap { state.traces.append($0, at: now, instance: instance) }
             state.table.set(key, .init(kind: .claimed, time: at, trace: traced.map { UInt32(truncatingIfNeeded: $0) & 0xFF_FFFF }))
             trim(&state.table, now: at)
             return found

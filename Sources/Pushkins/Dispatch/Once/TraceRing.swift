@@ -27,6 +27,17 @@ struct TraceRing {
         var attempts: Int32
         var state: TracedDelivery.State
 
+        /// A delivery claimed at `at` by `instance`, under way.
+        init(_ start: TraceStart, at: Date, instance: String) {
+            eventId = start.eventId
+            appId = start.appId
+            pushkey = start.pushkey
+            self.instance = instance
+            startedAt = at
+            attempts = 0
+            state = .inFlight
+        }
+
         init(_ trace: TracedDelivery, pushkey: String) {
             eventId = trace.eventId
             appId = trace.appId
@@ -73,10 +84,11 @@ struct TraceRing {
 
     var count: Int { entries.count }
 
-    /// Appends a delivery's trace; its serial, or nil when traces are off (`maxBytes` 0).
-    mutating func append(_ trace: TracedDelivery, pushkey: String) -> UInt64? {
+    /// Appends the trace of a delivery claimed at `at` by `instance`; its serial, or nil when
+    /// traces are off (`maxBytes` 0).
+    mutating func append(_ start: TraceStart, at: Date, instance: String) -> UInt64? {
         guard maxBytes > 0 else { return nil }
-        let entry = Entry(trace, pushkey: pushkey)
+        let entry = Entry(start, at: at, instance: instance)
         bytes += entry.bytes
         entries.append(entry)
         let serial = first + UInt64(entries.count - 1)
