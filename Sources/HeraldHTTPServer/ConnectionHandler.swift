@@ -51,7 +51,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var finished = false
     /// The connection is over its listener's `max_connections`: its first request is answered 503.
     private var turningAway = false
-    private var waiter: CheckedContinuation<ReadRequest?, Never>?
+    private var waiter: UnsafeContinuation<ReadRequest?, Never>?
     private var writabilityWaiter: CheckedContinuation<Void, Never>?
     /// The connection's one answer-deadline timer (`LoopTimer`): armed by a request, it finds a
     /// later request not yet due when it fires and is armed again for it.
@@ -160,7 +160,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Gives `continuation` the next complete request, at once or when it has been read; nil once
     /// the connection is closing.
-    func nextRequest(_ continuation: CheckedContinuation<ReadRequest?, Never>) {
+    func nextRequest(_ continuation: UnsafeContinuation<ReadRequest?, Never>) {
         if let request = ready {
             ready = nil
             continuation.resume(returning: request)
@@ -216,14 +216,14 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Writes the handler's answer to the request last handed out, unless the server answered it
     /// at its deadline.
-    func respond(_ response: ServerResponse, to head: HTTPRequestHead) -> Responded {
+    func respond(_ response: consuming ServerResponse, to head: HTTPRequestHead) -> Responded {
         deadlineAnswer = nil
         if let early = answerDeadline.respond() { return .answeredAtDeadline(early) }
-        return write(response, to: head) ? .open : .closing
+        return write(consume response, to: head) ? .open : .closing
     }
 
     /// Writes the answer to the request last handed out; false when the connection closes after it.
-    private func write(_ response: ServerResponse, to head: HTTPRequestHead) -> Bool {
+    private func write(_ response: consuming ServerResponse, to head: HTTPRequestHead) -> Bool {
         bodyBudget?.release(held)
         held = 0
         guard let context, !finished else { return false }
@@ -231,7 +231,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
         // pipeline handler pass on a pipelined next request at once, from inside the write.
         let open = machine.responded(keepAlive: head.isKeepAlive) == .none
         if !open { finish(closing: nil) }
-        write(response, version: head.version, keepAlive: head.isKeepAlive, context: context, thenClose: open ? nil : .all)
+        write(consume response, version: head.version, keepAlive: head.isKeepAlive, context: context, thenClose: open ? nil : .all)
         return open
     }
 
@@ -261,18 +261,19 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Writes `response`; with `thenClose`, closes the connection that way once it is written.
     private func write(
-        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext, thenClose mode: CloseMode?
+        _ response: consuming ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext,
+        thenClose mode: CloseMode?
     ) {
         // Before the end is written: writing it may hand a pipelined request on at once.
         deadline.responseComplete()
-        guard let mode else {
-            ResponseWriter.write(response, version: version, keepAlive: keepAlive, context: context, promise: nil, wrap: wrapOutboundOut)
-            return
+        var written: EventLoopPromise<Void>?
+        if let mode {
+            let channel = context.channel
+            written = context.eventLoop.makePromise(of: Void.self)
+            written?.futureResult.whenComplete { _ in channel.close(mode: mode, promise: nil) }
         }
-        let channel = context.channel
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenComplete { _ in channel.close(mode: mode, promise: nil) }
-        ResponseWriter.write(response, version: version, keepAlive: keepAlive, context: context, promise: written, wrap: wrapOutboundOut)
+        ResponseWriter.write(
+            consume response, version: version, keepAlive: keepAlive, context: context, promise: written, wrap: wrapOutboundOut)
     }
 
     /// Hands out no more requests; with `closing`, closes the connection that way now.

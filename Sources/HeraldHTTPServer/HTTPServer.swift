@@ -188,17 +188,20 @@ package final class HTTPServer: Sendable {
             }
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
             if let onHeard = response.onHeard, await connection.claimAnswer() { await onHeard() }
-            switch await connection.respond(response, to: read.head) {
+            // What the access log keeps is taken first: the answer itself is handed on, so that
+            // the head is made from its fields without a copy of them.
+            let logged = accessLog == nil ? nil : LoggedAnswer(response)
+            switch await connection.respond(consume response, to: read.head) {
             case .open:
-                record(request, response, duration: clock.now - started)
+                record(request, logged, duration: clock.now - started)
                 await connection.writable()
             case .closing:
-                record(request, response, duration: clock.now - started)
+                record(request, logged, duration: clock.now - started)
                 await connection.closed()
                 return
             case .answeredAtDeadline(let early):
                 // What the sender saw, when it saw it.
-                record(request, early, duration: read.route.policy.answerDeadline?.within ?? clock.now - started)
+                record(request, LoggedAnswer(early), duration: read.route.policy.answerDeadline?.within ?? clock.now - started)
                 await connection.closed()
                 return
             }
@@ -206,10 +209,22 @@ package final class HTTPServer: Sendable {
         await connection.closed()
     }
 
-    private func record(_ request: ServerRequest, _ response: ServerResponse, duration: Duration) {
-        accessLog?.record(
-            request, status: response.status, responseBytes: response.body.readableBytes, duration: duration,
-            repeats: response.headers.first(name: "Herald-Repeats"))
+    /// What the access log records of an answer.
+    private struct LoggedAnswer {
+        let status: HTTPResponseStatus
+        let bytes: Int
+        let repeats: String?
+
+        init(_ response: ServerResponse) {
+            status = response.status
+            bytes = response.body.readableBytes
+            repeats = response.headers.first(name: "Herald-Repeats")
+        }
+    }
+
+    private func record(_ request: ServerRequest, _ answer: LoggedAnswer?, duration: Duration) {
+        guard let answer else { return }
+        accessLog?.record(request, status: answer.status, responseBytes: answer.bytes, duration: duration, repeats: answer.repeats)
     }
 
     /// Handles `request` inside a server span when tracing is enabled.

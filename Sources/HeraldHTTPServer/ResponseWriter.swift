@@ -9,27 +9,32 @@ import NIOHTTP1
 package enum ResponseWriter {
     /// The head `response` is sent with. A field that is not valid HTTP (`HTTPFieldSyntax`: a CR
     /// or LF in a value would start a header of the value's making) is left out: every field is
-    /// checked here, so SwiftNIO's encoder does not validate the head again (`HTTPServer`).
-    static func head(_ response: ServerResponse, version: HTTPVersion, keepAlive: Bool) -> HTTPResponseHead {
-        var headers = response.headers
+    /// checked here, so SwiftNIO's encoder does not validate the head again (`HTTPServer`). It takes
+    /// the answer (`consuming`): its fields become the head's without a copy when the caller hands
+    /// on its last use.
+    static func head(_ response: consuming ServerResponse, version: HTTPVersion, keepAlive: Bool) -> HTTPResponseHead {
+        let status = response.status
+        let length = response.body.readableBytes
+        var headers = (consume response).headers
         if !headers.allSatisfy({ HTTPFieldSyntax.isToken($0.name) && HTTPFieldSyntax.isFieldValue($0.value) }) {
             headers = HTTPHeaders(
                 headers.filter { HTTPFieldSyntax.isToken($0.name) && HTTPFieldSyntax.isFieldValue($0.value) }.map { ($0.name, $0.value) })
         }
-        headers.replaceOrAdd(name: "Content-Length", value: String(response.body.readableBytes))
+        headers.replaceOrAdd(name: "Content-Length", value: String(length))
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        return HTTPResponseHead(version: version, status: response.status, headers: headers)
+        return HTTPResponseHead(version: version, status: status, headers: headers)
     }
 
     /// Writes `response` as head, body and end, and flushes; `promise` (when the connection closes
     /// after it) completes once the end is written. A kept-alive answer passes none: a promise per
     /// response cost about 1.5 % of an APNs notify's CPU (bench/run.sh under perf).
     static func write(
-        _ response: ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext,
+        _ response: consuming ServerResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext,
         promise: EventLoopPromise<Void>?, wrap: (HTTPServerResponsePart) -> NIOAny
     ) {
-        context.write(wrap(.head(head(response, version: version, keepAlive: keepAlive))), promise: nil)
-        if response.body.readableBytes > 0 { context.write(wrap(.body(.byteBuffer(response.body))), promise: nil) }
+        let body = response.body
+        context.write(wrap(.head(head(consume response, version: version, keepAlive: keepAlive))), promise: nil)
+        if body.readableBytes > 0 { context.write(wrap(.body(.byteBuffer(body))), promise: nil) }
         context.writeAndFlush(wrap(.end(nil)), promise: promise)
     }
 

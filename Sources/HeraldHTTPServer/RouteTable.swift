@@ -34,8 +34,14 @@ package struct RouteTable: HTTPHandler {
 
     struct Route: Sendable {
         var match: PathMatch
-        var methods: [String: Handler]
+        var methods: [String: Method]
         var policy: RequestPolicy
+    }
+
+    /// A method's handler, kept in a struct: a closure stored in a dictionary directly is kept in
+    /// its generic form, and each lookup wrapped it in a thunk (an allocation per request).
+    struct Method: Sendable {
+        let handler: Handler
     }
 
     private var routes: [Route] = []
@@ -64,14 +70,14 @@ package struct RouteTable: HTTPHandler {
             maxBodyBytes: maxBodyBytes ?? defaultPolicy.maxBodyBytes, errors: errors ?? defaultPolicy.errors, answerDeadline: answerDeadline
         )
         if let index = routes.firstIndex(where: { $0.match == match }) {
-            for method in methods { routes[index].methods[method.rawValue] = handler }
+            for method in methods { routes[index].methods[method.rawValue] = Method(handler: handler) }
             // A path has one policy; a deadline, once given, stays (it is the path's, whatever the method).
             routes[index].policy = RequestPolicy(
                 maxBodyBytes: policy.maxBodyBytes, errors: policy.errors,
                 answerDeadline: answerDeadline ?? routes[index].policy.answerDeadline)
         } else {
-            var table: [String: Handler] = [:]
-            for method in methods { table[method.rawValue] = handler }
+            var table: [String: Method] = [:]
+            for method in methods { table[method.rawValue] = Method(handler: handler) }
             routes.append(Route(match: match, methods: table, policy: policy))
         }
     }
@@ -94,10 +100,10 @@ package struct RouteTable: HTTPHandler {
         guard let route = routes.first(where: { $0.match.matches(path) }) else {
             return ResolvedRoute(policy: defaultPolicy, name: nil, responder: .error(.notFound))
         }
-        guard let handler = route.methods[method.rawValue] else {
+        guard let method = route.methods[method.rawValue] else {
             return ResolvedRoute(
                 policy: route.policy, name: route.match.name, responder: .error(.methodNotAllowed(allow: route.methods.keys.sorted())))
         }
-        return ResolvedRoute(policy: route.policy, name: route.match.name, responder: .handler(handler, logger: logger))
+        return ResolvedRoute(policy: route.policy, name: route.match.name, responder: .handler(method.handler, logger: logger))
     }
 }

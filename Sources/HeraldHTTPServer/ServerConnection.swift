@@ -14,12 +14,19 @@ struct ServerConnection: Sendable {
     }
 
     /// The next request, once it has been read whole; nil when the connection is closing, or the
-    /// task is cancelled (which closes it).
+    /// task is cancelled (which closes it). The continuation is unchecked (the check's object was
+    /// one of a notify's allocations): the handler keeps one waiter and clears it as it resumes it,
+    /// when a request is read or the connection ends. On the loop, no closure is made either.
     func nextRequest() async -> ReadRequest? {
         let handler = self.handler
+        let loop = channel.eventLoop
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                onLoop { handler.value.nextRequest(continuation) }
+            await withUnsafeContinuation { continuation in
+                if loop.inEventLoop {
+                    handler.value.nextRequest(continuation)
+                } else {
+                    loop.execute { handler.value.nextRequest(continuation) }
+                }
             }
         } onCancel: {
             onLoop { handler.value.cancel() }
@@ -27,9 +34,10 @@ struct ServerConnection: Sendable {
     }
 
     /// Writes the answer to `head`'s request, unless the server answered it at its deadline.
-    func respond(_ response: ServerResponse, to head: HTTPRequestHead) async -> Responded {
+    func respond(_ response: consuming ServerResponse, to head: HTTPRequestHead) async -> Responded {
         let handler = self.handler
-        if channel.eventLoop.inEventLoop { return handler.value.respond(response, to: head) }
+        if channel.eventLoop.inEventLoop { return handler.value.respond(consume response, to: head) }
+        let response = copy response
         return (try? await channel.eventLoop.submit { handler.value.respond(response, to: head) }.get()) ?? .closing
     }
 
@@ -44,7 +52,9 @@ struct ServerConnection: Sendable {
     /// Starts `deadline` for `head`'s request (`AnswerDeadline`).
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         let handler = self.handler
-        onLoop { handler.value.answer(by: deadline, to: head, requestId: requestId) }
+        // On the loop, called directly: a closure for `onLoop` would be an allocation per request.
+        if channel.eventLoop.inEventLoop { return handler.value.answer(by: deadline, to: head, requestId: requestId) }
+        channel.eventLoop.execute { handler.value.answer(by: deadline, to: head, requestId: requestId) }
     }
 
     /// Returns when the connection can take more output, or has closed.

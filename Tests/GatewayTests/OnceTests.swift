@@ -39,6 +39,14 @@ struct OnceTests {
     /// The upstream accepts the push and stalls its answer past `answer_within`: the homeserver is
     /// answered 502 in time, retries, joins the call under way or reads its record, and the device
     /// gets the push once.
+    /// A record key is the first 16 bytes of SHA-256 over the length-prefixed parts: instances of
+    /// two releases share one PostgreSQL record during a rolling upgrade, so the digest may not
+    /// change (the expected value is Python's `hashlib.sha256`).
+    @Test func aRecordKeyIsTheDigestEveryReleaseRecords() {
+        #expect(RepeatKey(["$e", "app", "pushkey"]).digest == "e6a3efdaabfdf455e0faf56746e40954")
+        #expect(RepeatKey(["$e", "app", "pushke", "y"]).digest != RepeatKey(["$e", "app", "pushkey", ""]).digest)
+    }
+
     @Test func aRepeatWhileTheUpstreamStallsIsNotSentTwice() async throws {
         let setup = try await APNsEndToEndTests().start(top: "notify:\n  answer_within: 0.2")
         let key = APNsEndToEndTests.pushkey()

@@ -14,16 +14,7 @@ package func fanOut<Item: Sendable, Result: Sendable>(
     _ items: [Item], limit: Int? = nil, admission: AsyncLimiter? = nil, notStarted: Result,
     _ body: @escaping @Sendable (Item) async -> Result
 ) async -> [Result] {
-    if items.count == 1 {
-        guard let admission else { return [await body(items[0])] }
-        do {
-            try await admission.acquire()
-        } catch {
-            return [notStarted]
-        }
-        defer { admission.release() }
-        return [await body(items[0])]
-    }
+    if items.count == 1 { return [await admitted(admission, notStarted: notStarted) { await body(items[0]) }] }
     let window = limit.flatMap { $0 < items.count ? AsyncLimiter(limit: $0) : nil }
     if window == nil && admission == nil {
         return await withTaskGroup(of: (Int, Result).self) { group in
@@ -58,6 +49,20 @@ package func fanOut<Item: Sendable, Result: Sendable>(
         }
     }
     return results.all
+}
+
+/// `body` in the caller's task, holding one of `admission`'s permits while it runs; `notStarted`
+/// when the task was cancelled while it waited. A fan-out of one item is this, and a caller that
+/// has one item calls it directly: its closure is not escaping, so it is not allocated.
+package func admitted<Result>(_ admission: AsyncLimiter?, notStarted: Result, _ body: () async -> Result) async -> Result {
+    guard let admission else { return await body() }
+    do {
+        try await admission.acquire()
+    } catch {
+        return notStarted
+    }
+    defer { admission.release() }
+    return await body()
 }
 
 /// The results of a fan-out, written by its tasks as they finish.

@@ -192,6 +192,7 @@ package struct Dispatcher: Sendable {
         // (nil while every device so far is: they are then 0..<keys.count), so that a group whose
         // every device is sent makes one list, not two.
         var keys: [RepeatKey?] = []
+        keys.reserveCapacity(devices.count)
         var positions: [Int]?
         var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
         var recorded: [RepeatKey] = []
@@ -231,6 +232,7 @@ package struct Dispatcher: Sendable {
         if keys.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
         if !keys.isEmpty {
             let sent = await send(positions.map { $0.map { devices[$0] } } ?? devices, group, notification, context, keys: keys)
+            recorded.reserveCapacity(recorded.count + keys.count + joined.count)
             for (key, outcome) in zip(keys, sent) {
                 if let key, RecordedOutcome(outcome) != nil { recorded.append(key) }
             }

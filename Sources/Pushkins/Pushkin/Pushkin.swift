@@ -44,7 +44,14 @@ extension Pushkin {
     package func dispatchEach(
         _ notification: PushNotification, devices: [Device], context: DispatchContext, admission: AsyncLimiter? = nil
     ) async -> [DeviceOutcome] {
-        await fanOut(devices, admission: admission, notStarted: Self.notAdmitted) { device in
+        if devices.count == 1 {
+            return [
+                await admitted(admission, notStarted: Self.notAdmitted) {
+                    await tracedDispatch(notification, device: devices[0], context: context)
+                }
+            ]
+        }
+        return await fanOut(devices, admission: admission, notStarted: Self.notAdmitted) { device in
             await self.tracedDispatch(notification, device: device, context: context)
         }
     }
