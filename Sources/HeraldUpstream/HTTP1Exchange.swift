@@ -3,12 +3,12 @@ import NIOCore
 import NIOHTTP1
 
 /// The one handler of a keep-alive HTTP/1.1 connection of `HTTP1Upstream`: it writes a request
-/// handed to it and completes the request's promise with the answer, saying whether the connection
+/// handed to it and fills the request's answer slot with the answer, saying whether the connection
 /// may carry another request. What the connection is doing, and every rule about it, lives in
 /// `HTTP1ExchangeStateMachine`; this handler turns the channel's events into its calls and its
-/// actions into writes, promises and the timer. The connection's one `LoopTimer` watches the
+/// actions into writes, answers and the timer. The connection's one `LoopTimer` watches the
 /// request's deadline on the event loop's clock (`EventLoop.now`), so a test drives it by advancing
-/// an embedded loop's time. Completing a promise twice is ignored, so cancellation may fail it from
+/// an embedded loop's time. A slot takes the first answer only, so cancellation may fail it from
 /// outside at any time.
 final class HTTP1Exchange: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
@@ -18,7 +18,7 @@ final class HTTP1Exchange: ChannelDuplexHandler {
     struct Request: Sendable {
         let head: HTTPRequestHead
         let body: ByteBuffer?
-        let promise: EventLoopPromise<Answer>
+        let answer: AnswerSlot<Answer>
         /// When it fails unanswered, and the `request_timeout` that says so.
         let deadline: NIODeadline
         let timeout: Duration
@@ -30,14 +30,14 @@ final class HTTP1Exchange: ChannelDuplexHandler {
         let reusable: Bool
     }
 
-    private var machine: HTTP1ExchangeStateMachine<EventLoopPromise<Answer>>
+    private var machine: HTTP1ExchangeStateMachine<AnswerSlot<Answer>>
     private var timer = LoopTimer()
 
     init(maxBodyBytes: Int) { machine = HTTP1ExchangeStateMachine(maxBodyBytes: maxBodyBytes) }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
-        switch machine.send(request.promise, deadline: request.deadline, timeout: request.timeout) {
+        switch machine.send(request.answer, deadline: request.deadline, timeout: request.timeout) {
         case .refuse(let waiter):
             waiter.fail(UpstreamConnectionError.closedUnanswered)  // one request at a time
             promise?.succeed()

@@ -6,7 +6,7 @@ import NIOHTTP1
 /// one request (its waiter, deadline and the answer read so far), or closed. `HTTP1Exchange` turns
 /// the channel's events into calls on it and its actions into writes, promises and timers, so every
 /// rule here is tested without a socket (`HTTP1ExchangeStateMachineTests`). `Waiter` is what is told
-/// the outcome: the request's promise on a connection, anything in a test.
+/// the outcome: the request's answer slot on a connection, anything in a test.
 struct HTTP1ExchangeStateMachine<Waiter> {
     private struct InFlight {
         let waiter: Waiter

@@ -59,16 +59,21 @@ package final class HTTP1Upstream: UpstreamTransport {
         try await permits.acquire()
         defer { permits.release() }
         let channel = try await connection()
-        let promise = channel.eventLoop.makePromise(of: HTTP1Exchange.Answer.self)
+        let slot = AnswerSlot<HTTP1Exchange.Answer>()
         let exchange = HTTP1Exchange.Request(
-            head: head, body: request.body, promise: promise, deadline: deadline, timeout: settings.requestTimeout)
-        channel.writeAndFlush(exchange).whenFailure { promise.fail($0) }
-        // A connection whose request did not end with a complete answer is not reused.
-        promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
-        let answer = try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
-        } onCancel: {
-            promise.fail(CancellationError())
+            head: head, body: request.body, answer: slot, deadline: deadline, timeout: settings.requestTimeout)
+        channel.writeAndFlush(exchange).whenFailure { slot.fail($0) }
+        let answer: HTTP1Exchange.Answer
+        do {
+            answer = try await withTaskCancellationHandler {
+                try await slot.value()
+            } onCancel: {
+                slot.fail(CancellationError())
+            }
+        } catch {
+            // A connection whose request did not end with a complete answer is not reused.
+            channel.close(promise: nil)
+            throw error
         }
         if answer.reusable { putBack(channel) }
         return answer.response

@@ -5,14 +5,14 @@ import NIOHTTP1
 import NIOHTTP2
 
 /// One request on an HTTP/2 connection, as handed to the connection's event loop: what it sends,
-/// the promise its answer completes, and its deadline. `HTTP2Streams` gives it a stream
-/// (`HTTP2StreamsStateMachine` keeps the answer read so far); completing `promise` twice is
-/// ignored, so cancellation may fail it from outside at any time. `streamID` and `abandoned` are
+/// the slot its answer fills, and its deadline. `HTTP2Streams` gives it a stream
+/// (`HTTP2StreamsStateMachine` keeps the answer read so far); the slot takes the first answer
+/// only, so cancellation may fail it from outside at any time. `streamID` and `abandoned` are
 /// touched only on the connection's event loop.
 final class HTTP2Exchange: @unchecked Sendable {
     let requestHeaders: HPACKHeaders
     let requestBody: ByteBuffer?
-    let promise: EventLoopPromise<UpstreamResponse>
+    let answer = AnswerSlot<UpstreamResponse>()
     /// When it fails unanswered, and the `request_timeout` that says so.
     let deadline: NIODeadline
     let timeout: Duration
@@ -21,13 +21,9 @@ final class HTTP2Exchange: @unchecked Sendable {
     /// Given up on (cancellation) before it was started: it is not started.
     var abandoned = false
 
-    init(
-        headers: HPACKHeaders, body: ByteBuffer?, promise: EventLoopPromise<UpstreamResponse>, deadline: NIODeadline,
-        timeout: Duration
-    ) {
+    init(headers: HPACKHeaders, body: ByteBuffer?, deadline: NIODeadline, timeout: Duration) {
         self.requestHeaders = headers
         self.requestBody = body
-        self.promise = promise
         self.deadline = deadline
         self.timeout = timeout
     }

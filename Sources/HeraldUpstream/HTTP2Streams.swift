@@ -6,7 +6,7 @@ import NIOHTTP2
 /// connection's event loop without a channel per stream (docs/architecture.md, "The upstream-call
 /// path"). Which stream carries which request, each one's deadline and answer, and the window owed
 /// to the server live in `HTTP2StreamsStateMachine`; this handler turns the connection's events
-/// into its calls and its actions into frames, promises and the timer. A request fails when its
+/// into its calls and its actions into frames, answers and the timer. A request fails when its
 /// stream is reset, closed unanswered or never sent (SwiftNIO holds streams over the server's
 /// `MAX_CONCURRENT_STREAMS` and drops them on GOAWAY), and when unanswered by its deadline
 /// (`Deadline.Exceeded`, its stream reset): one `LoopTimer` for the connection, armed by the
@@ -22,7 +22,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
     struct StreamIDsExhausted: Sendable {}
 
     private var context: ChannelHandlerContext?
-    private var machine: HTTP2StreamsStateMachine<EventLoopPromise<UpstreamResponse>>
+    private var machine: HTTP2StreamsStateMachine<AnswerSlot<UpstreamResponse>>
     private var timer = LoopTimer()
 
     init(firstStreamID: HTTP2StreamID = 1, maxBodyBytes: Int) {
@@ -40,14 +40,14 @@ final class HTTP2Streams: ChannelDuplexHandler {
     func start(_ exchange: HTTP2Exchange) {
         guard !exchange.abandoned else { return }
         guard let context else {
-            exchange.promise.fail(UpstreamConnectionError.closedUnanswered)
+            exchange.answer.fail(UpstreamConnectionError.closedUnanswered)
             return
         }
-        switch machine.open(exchange.promise, deadline: exchange.deadline, timeout: exchange.timeout, active: context.channel.isActive) {
-        case .refuse(let promise):
-            promise.fail(UpstreamConnectionError.closedUnanswered)
-        case .exhausted(let promise):
-            promise.fail(UpstreamConnectionError.closedUnanswered)
+        switch machine.open(exchange.answer, deadline: exchange.deadline, timeout: exchange.timeout, active: context.channel.isActive) {
+        case .refuse(let answer):
+            answer.fail(UpstreamConnectionError.closedUnanswered)
+        case .exhausted(let answer):
+            answer.fail(UpstreamConnectionError.closedUnanswered)
             context.fireUserInboundEventTriggered(StreamIDsExhausted())
         case .open(let id, let deadline):
             exchange.streamID = id
@@ -109,16 +109,16 @@ final class HTTP2Streams: ChannelDuplexHandler {
         }
         switch machine.read(frame.payload, on: frame.streamID) {
         case .none: break
-        case .answer(let promise, let response): promise.succeed(response)
-        case .fail(let promise, let error, let open):
-            promise.fail(error)
+        case .answer(let answer, let response): answer.succeed(response)
+        case .fail(let answer, let error, let open):
+            answer.fail(error)
             if open { reset(frame.streamID) }
         }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent, let promise = machine.streamEnded(closed.streamID) {
-            promise.fail(closed.reason.map { UpstreamConnectionError.reset($0) } ?? .closedUnanswered)
+        if let closed = event as? StreamClosedEvent, let answer = machine.streamEnded(closed.streamID) {
+            answer.fail(closed.reason.map { UpstreamConnectionError.reset($0) } ?? .closedUnanswered)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -156,6 +156,6 @@ final class HTTP2Streams: ChannelDuplexHandler {
 
     private func failAll() {
         timer.cancel()
-        for promise in machine.close() { promise.fail(UpstreamConnectionError.closedUnanswered) }
+        for answer in machine.close() { answer.fail(UpstreamConnectionError.closedUnanswered) }
     }
 }

@@ -7,7 +7,7 @@ import NIOHTTP2
 /// flow-control window the server is owed, on the connection and on each stream. `HTTP2Streams`
 /// turns the connection's events into calls on it and its actions into frames, promises and the
 /// timer, so every rule here is tested without a socket (`HTTP2StreamsStateMachineTests`).
-/// `Waiter` is what is told a request's outcome: its promise on a connection, anything in a test.
+/// `Waiter` is what is told a request's outcome: its answer slot on a connection, anything in a test.
 struct HTTP2StreamsStateMachine<Waiter> {
     /// Bytes read before the window is given back: half of HTTP/2's initial window (RFC 9113 §6.9.2).
     static var windowUpdateThreshold: Int { 32_768 }

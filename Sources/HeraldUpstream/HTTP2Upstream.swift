@@ -72,9 +72,7 @@ package final class HTTP2Upstream: UpstreamTransport {
         let headers = try HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let connection = try await connection()
         let loop = connection.channel.eventLoop
-        let promise = loop.makePromise(of: UpstreamResponse.self)
-        let exchange = HTTP2Exchange(
-            headers: headers, body: request.body, promise: promise, deadline: deadline, timeout: settings.requestTimeout)
+        let exchange = HTTP2Exchange(headers: headers, body: request.body, deadline: deadline, timeout: settings.requestTimeout)
         let streams = connection.streams
         if loop.inEventLoop {
             streams.value.start(exchange)
@@ -82,9 +80,9 @@ package final class HTTP2Upstream: UpstreamTransport {
             loop.execute { streams.value.start(exchange) }
         }
         return try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
+            try await exchange.answer.value()
         } onCancel: {
-            promise.fail(CancellationError())
+            exchange.answer.fail(CancellationError())
             loop.execute { streams.value.abandon(exchange) }
         }
     }

@@ -128,12 +128,12 @@ import Testing
 
     // MARK: The handler, on an embedded loop's time
 
-    func request(on loop: EmbeddedEventLoop, timeout: Duration) -> (HTTP1Exchange.Request, EventLoopFuture<HTTP1Exchange.Answer>) {
-        let promise = loop.makePromise(of: HTTP1Exchange.Answer.self)
+    func request(on loop: EmbeddedEventLoop, timeout: Duration) -> (HTTP1Exchange.Request, AnswerSlot<HTTP1Exchange.Answer>) {
+        let slot = AnswerSlot<HTTP1Exchange.Answer>()
         let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/push")
         let request = HTTP1Exchange.Request(
-            head: head, body: ByteBuffer(string: "{}"), promise: promise, deadline: loop.now + TimeAmount(timeout), timeout: timeout)
-        return (request, promise.futureResult)
+            head: head, body: ByteBuffer(string: "{}"), answer: slot, deadline: loop.now + TimeAmount(timeout), timeout: timeout)
+        return (request, slot)
     }
 
     @Test func theHandlerFailsAnUnansweredRequestWhenTheLoopsTimeReachesItsDeadline() throws {
@@ -169,7 +169,7 @@ import Testing
         try channel.writeInbound(HTTPClientResponsePart.head(head(.ok)))
         try channel.writeInbound(HTTPClientResponsePart.body(ByteBuffer(string: "ok")))
         try channel.writeInbound(HTTPClientResponsePart.end(nil))
-        let answered = try firstAnswer.wait()
+        let answered = try #require(firstAnswer.answer).get()
         #expect(answered.reusable && answered.response.bodyText == "ok")
         let (second, secondAnswer) = request(on: loop, timeout: .seconds(10))
         try channel.writeOutbound(second)
@@ -186,13 +186,11 @@ import Testing
     }
 }
 
-/// What a future came to, once it did (read on the embedded loop's thread).
-final class Outcome<Value: Sendable>: Sendable {
-    private let box = Mutex<Result<Value, any Error>?>(nil)
+/// What a request's answer slot came to, once it did (read on the embedded loop's thread).
+struct Outcome<Value: Sendable> {
+    let slot: AnswerSlot<Value>
 
-    init(_ future: EventLoopFuture<Value>) {
-        future.whenComplete { result in self.box.withLock { $0 = result } }
-    }
+    init(_ slot: AnswerSlot<Value>) { self.slot = slot }
 
-    var value: Result<Value, any Error>? { box.withLock { $0 } }
+    var value: Result<Value, any Error>? { slot.answer }
 }

@@ -157,14 +157,14 @@ import Testing
         func exchange(_ timeout: Duration) -> HTTP2Exchange {
             HTTP2Exchange(
                 headers: HPACKHeaders([(":method", "POST"), (":path", "/3/device/x")]), body: ByteBuffer(string: "{}"),
-                promise: loop.makePromise(), deadline: loop.now + TimeAmount(timeout), timeout: timeout)
+                deadline: loop.now + TimeAmount(timeout), timeout: timeout)
         }
         let slow = exchange(.seconds(10))
         let fast = exchange(.seconds(4))
         streams.start(slow)
         streams.start(fast)
-        let slowOutcome = Outcome(slow.promise.futureResult)
-        let fastOutcome = Outcome(fast.promise.futureResult)
+        let slowOutcome = Outcome(slow.answer)
+        let fastOutcome = Outcome(fast.answer)
         let written = try (0..<4).map { _ in try #require(try channel.readOutbound(as: HTTP2Frame.self)) }
         #expect(written.map(\.streamID) == [1, 1, 3, 3])
         loop.advanceTime(by: .seconds(4))
@@ -198,17 +198,16 @@ import Testing
         let loop = channel.embeddedEventLoop
         func exchange() -> HTTP2Exchange {
             HTTP2Exchange(
-                headers: HPACKHeaders([(":method", "POST")]), body: nil, promise: loop.makePromise(), deadline: loop.now + .seconds(2),
-                timeout: .seconds(2))
+                headers: HPACKHeaders([(":method", "POST")]), body: nil, deadline: loop.now + .seconds(2), timeout: .seconds(2))
         }
         let first = exchange()
         streams.start(first)
         loop.advanceTime(by: .seconds(1))
         try channel.writeInbound(HTTP2Frame(streamID: 1, payload: headers(status: "200", endStream: true)))
-        #expect(try first.promise.futureResult.wait().status == 200)
+        #expect(try #require(first.answer.answer).get().status == 200)
         let second = exchange()
         streams.start(second)
-        let outcome = Outcome(second.promise.futureResult)
+        let outcome = Outcome(second.answer)
         loop.advanceTime(by: .milliseconds(1999))  // past the first request's deadline, not this one's
         #expect(outcome.value == nil)
         loop.advanceTime(by: .milliseconds(1))
@@ -225,10 +224,9 @@ import Testing
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let loop = channel.embeddedEventLoop
         let exchange = HTTP2Exchange(
-            headers: HPACKHeaders([(":method", "POST")]), body: nil, promise: loop.makePromise(), deadline: loop.now + .seconds(5),
-            timeout: .seconds(5))
+            headers: HPACKHeaders([(":method", "POST")]), body: nil, deadline: loop.now + .seconds(5), timeout: .seconds(5))
         streams.start(exchange)
-        let outcome = Outcome(exchange.promise.futureResult)
+        let outcome = Outcome(exchange.answer)
         try channel.close().wait()
         guard case .failure(let error) = outcome.value else {
             Issue.record("not failed when the connection closed")
