@@ -71,9 +71,11 @@ package final class HTTPServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
                     let deadline = RequestReadDeadline(timeout: readTimeout, answer: timeoutAnswer)
                     try child.pipeline.syncOperations.addHandler(deadline)
-                    // Every response head is written by `ResponseWriter`, which checks its fields.
+                    // Every response head is written by `ResponseWriter`, which checks its fields and
+                    // writes its framing.
                     try child.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withErrorHandling: false, withOutboundHeaderValidation: false)
+                        withErrorHandling: false, withOutboundHeaderValidation: false,
+                        withEncoderConfiguration: ResponseWriter.encoderConfiguration)
                     let pipelineHandler = try child.pipeline.syncOperations.handler(type: HTTPServerPipelineHandler.self)
                     try child.pipeline.syncOperations.addHandler(
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))

@@ -20,7 +20,15 @@ package enum ResponseWriter {
             headers = HTTPHeaders(
                 headers.filter { HTTPFieldSyntax.isToken($0.name) && HTTPFieldSyntax.isFieldValue($0.value) }.map { ($0.name, $0.value) })
         }
-        headers.replaceOrAdd(name: "Content-Length", value: String(length))
+        // The framing is written here, not by SwiftNIO's encoder (`encoderConfiguration`): a length
+        // for every answer that may have a body, none for one that may not (1xx, 204, 304: RFC 9110
+        // §8.6), whose body is not written either.
+        if status.mayHaveResponseBody {
+            headers.replaceOrAdd(name: "Content-Length", value: String(length))
+        } else {
+            headers.remove(name: "Content-Length")
+            headers.remove(name: "Transfer-Encoding")
+        }
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         return HTTPResponseHead(version: version, status: status, headers: headers)
     }
@@ -33,9 +41,19 @@ package enum ResponseWriter {
         promise: EventLoopPromise<Void>?, wrap: (HTTPServerResponsePart) -> NIOAny
     ) {
         let body = response.body
+        let hasBody = response.status.mayHaveResponseBody && body.readableBytes > 0
         context.write(wrap(.head(head(consume response, version: version, keepAlive: keepAlive))), promise: nil)
-        if body.readableBytes > 0 { context.write(wrap(.body(.byteBuffer(body))), promise: nil) }
+        if hasBody { context.write(wrap(.body(.byteBuffer(body))), promise: nil) }
         context.writeAndFlush(wrap(.end(nil)), promise: promise)
+    }
+
+    /// The encoder's configuration: it adds and removes no framing field, as `head` has written
+    /// them (its check of every head for a `Transfer-Encoding` to remove copied the head's fields,
+    /// an allocation per answer).
+    static var encoderConfiguration: HTTPResponseEncoder.Configuration {
+        var configuration = HTTPResponseEncoder.Configuration()
+        configuration.automaticallySetFramingHeaders = false
+        return configuration
     }
 
     /// `response` as the bytes HTTP/1.1 sends, for a handler below the HTTP encoder; the connection
@@ -46,7 +64,7 @@ package enum ResponseWriter {
         for (name, value) in head.headers { raw.writeString("\(name): \(value)\r\n") }
         raw.writeString("\r\n")
         var body = response.body
-        raw.writeBuffer(&body)
+        if response.status.mayHaveResponseBody { raw.writeBuffer(&body) }
         return raw
     }
 }

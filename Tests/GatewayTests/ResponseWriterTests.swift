@@ -9,11 +9,15 @@ import Testing
 /// `ResponseWriter`, the one place responses are framed: the bytes the read deadline writes below
 /// the HTTP encoder are the bytes the encoder itself writes for the same response.
 @Suite struct ResponseWriterTests {
-    static func throughTheEncoder(_ response: ServerResponse) throws -> ByteBuffer {
-        let channel = EmbeddedChannel(handler: HTTPResponseEncoder())
-        let head = ResponseWriter.head(response, version: .http1_1, keepAlive: false)
+    /// What the server's encoder writes for `response` (or SwiftNIO's own framing, with `nioFraming`).
+    static func throughTheEncoder(_ response: ServerResponse, keepAlive: Bool = false, nioFraming: Bool = false) throws -> ByteBuffer {
+        let encoder = nioFraming ? HTTPResponseEncoder() : HTTPResponseEncoder(configuration: ResponseWriter.encoderConfiguration)
+        let channel = EmbeddedChannel(handler: encoder)
+        let head = ResponseWriter.head(response, version: .http1_1, keepAlive: keepAlive)
         try channel.writeOutbound(HTTPServerResponsePart.head(head))
-        if response.body.readableBytes > 0 { try channel.writeOutbound(HTTPServerResponsePart.body(.byteBuffer(response.body))) }
+        if response.status.mayHaveResponseBody && response.body.readableBytes > 0 {
+            try channel.writeOutbound(HTTPServerResponsePart.body(.byteBuffer(response.body)))
+        }
         try channel.writeOutbound(HTTPServerResponsePart.end(nil))
         var all = ByteBuffer()
         while var part = try channel.readOutbound(as: ByteBuffer.self) { all.writeBuffer(&part) }
@@ -30,6 +34,26 @@ import Testing
         #expect(text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
         #expect(text.contains("Connection: close\r\n"))
         #expect(text.contains("Content-Length: \(response.body.readableBytes)\r\n"))
+    }
+
+    /// The server frames its answers itself: the bytes are the ones SwiftNIO's own framing writes,
+    /// a length for an answer with a body (empty or not), none and no body for 204 and 304.
+    @Test(arguments: [
+        ServerResponse.json(.ok, ["rejected": .array([])]), ServerResponse(status: .ok), ServerResponse(status: .badRequest),
+        ServerResponse(status: .noContent, body: ByteBuffer(string: "not sent")), ServerResponse(status: .notModified),
+    ])
+    func theServersFramingIsSwiftNIOs(response: ServerResponse) throws {
+        for keepAlive in [true, false] {
+            let ours = try Self.throughTheEncoder(response, keepAlive: keepAlive)
+            #expect(ours == (try Self.throughTheEncoder(response, keepAlive: keepAlive, nioFraming: true)))
+            let text = String(buffer: ours)
+            if response.status.mayHaveResponseBody {
+                #expect(text.contains("Content-Length: \(response.body.readableBytes)\r\n"))
+            } else {
+                #expect(!text.lowercased().contains("content-length") && !text.contains("not sent"))
+            }
+            #expect(!text.lowercased().contains("transfer-encoding"))
+        }
     }
 
     @Test func keptAliveResponsesSayTheirLengthAndNoClose() {
