@@ -153,8 +153,10 @@ import Testing
         """
         global
           maxconn 4096
+          log stderr format raw local0 info
         defaults
           mode http
+          log global
           timeout connect 2s
           timeout client 90s
           timeout server 90s
@@ -164,6 +166,9 @@ import Testing
           option abortonclose
         frontend herald
           bind 127.0.0.1:\(port)
+          # Which notify each request was, and whether the balancer sent it again (`retries=+1`).
+          http-request capture req.hdr(X-Chaos-Try) len 64
+          log-format "chaos-try %[capture.req.hdr(0)] retries=%rc server=%s status=%ST"
           default_backend heralds
         backend heralds
           balance roundrobin
@@ -190,6 +195,19 @@ import Testing
         output.split(separator: "\n").filter { $0.contains("Did not stop within the shutdown grace period") }.compactMap { line in
             line.range(of: "service=").map { String(line[$0.upperBound...].prefix { $0 != " " }) }
         }
+    }
+
+    /// The notifies the balancer sent again to another instance after the first closed the
+    /// connection without an answer (its log's `retries=` is not 0; `haproxyConfig`).
+    static func resentByTheBalancer(log path: String) -> Set<String> {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        var ids = Set<String>()
+        for line in text.split(separator: "\n") where line.hasPrefix("chaos-try ") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3, fields[2].hasPrefix("retries="), fields[2] != "retries=0" else { continue }
+            ids.insert(String(fields[1]))
+        }
+        return ids
     }
 
     /// The delivery keys whose claims an instance took over from a killed one (their log lines,
@@ -252,10 +270,12 @@ import Testing
         return Dispatcher.key(event: id, device).digest
     }
 
-    /// POSTs `body`; the status, or nil when no answer came (a broken connection).
-    static func post(_ url: String, _ body: [UInt8]) async -> (status: Int, body: [UInt8])? {
+    /// POSTs `body`, named by `tag` in the balancer's log; the status, or nil when no answer came
+    /// (a broken connection).
+    static func post(_ url: String, _ body: [UInt8], tag: String? = nil) async -> (status: Int, body: [UInt8])? {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
+        if let tag { request.headers.add(name: "X-Chaos-Try", value: tag) }
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
             let response = try await HTTPClient.shared.execute(request, timeout: .seconds(90))
@@ -269,12 +289,12 @@ import Testing
     /// Sends until an answer that is not a 5xx nor a broken connection, backing off as Synapse and
     /// status-go do (0.1 s doubling to 2 s), for at most 90 s; the last status (nil: none).
     static func withRetries(
-        _ url: String, _ body: [UInt8], answers: @escaping @Sendable (Int?) -> Void
+        _ url: String, _ body: [UInt8], tag: String? = nil, answers: @escaping @Sendable (Int?) -> Void
     ) async -> (status: Int, body: [UInt8])? {
         var pause = Duration.milliseconds(100)
         let giveUp = ContinuousClock.now + .seconds(90)
         while true {
-            let answer = await post(url, body)
+            let answer = await post(url, body, tag: tag)
             answers(answer?.status)
             if let answer, answer.status < 500 { return answer }
             if ContinuousClock.now + pause > giveUp { return answer }
@@ -352,7 +372,7 @@ import Testing
                         let body = JSONWriter.serialize(notifyBody(["event_id": .string(id)], devices: [device]))
                         let first = ContinuousClock.now
                         let firstDate = Date()
-                        let answer = await Self.withRetries("\(base)/_matrix/push/v1/notify", body) { status in
+                        let answer = await Self.withRetries("\(base)/_matrix/push/v1/notify", body, tag: id) { status in
                             ledger.state.withLock {
                                 $0.notifyAnswers[status ?? 0, default: 0] += 1
                                 if status == nil { $0.notifiesCut.insert(id) }
@@ -547,9 +567,12 @@ import Testing
         // Its instance killed as it answered 200: the record took the answer as heard, the client
         // never read it (docs/operations.md, "When a push can arrive twice": a 200 lost after it
         // was written).
+        // The client saw the cut, or the balancer did and sent the request to another instance
+        // (`retry-on empty-response`: its log says `retries=+1`), which found the 200 heard.
+        let resent = Self.resentByTheBalancer(log: "\(dir)/haproxy.log")
         let twiceAfterACut = twice.filter { id in
-            !takenOver.contains(Self.deliveryKey(id, subscription: subscription)) && done.notifiesCut.contains(id)
-                && !unreachable.contains(id)
+            !takenOver.contains(Self.deliveryKey(id, subscription: subscription))
+                && (done.notifiesCut.contains(id) || resent.contains(id)) && !unreachable.contains(id)
         }.count
         let twiceUnexplained = notifyDuplicates - twiceAfterTakeover - twiceDuringOutage - twiceAfterACut
         // Each duplicate with its notify's first and last try, in seconds from the database's crash,
@@ -561,7 +584,7 @@ import Testing
                     format: "%.1f",
                     Double((instant - outage.start).components.attoseconds) / 1e18 + Double((instant - outage.start).components.seconds))
             }
-            let cut = done.notifiesCut.contains(id) ? ", cut" : ""
+            let cut = (done.notifiesCut.contains(id) ? ", cut" : "") + (resent.contains(id) ? ", resent by the balancer" : "")
             return "\(id) (tries \(seconds(window.first))…\(seconds(window.last)) s\(cut); outage 0…\(seconds(outage.end)) s)"
         }
         let gorushSent = apns.received.filter { $0.status == 200 && $0.token != adamantToken }.map(\.token)
@@ -579,7 +602,7 @@ import Testing
             | Matrix notifies sent / acknowledged / given up | \(done.notifiesSent.count) / \(done.notifiesAcknowledged.count) / \(done.notifiesGivenUp.count) |
             | notify answers (status: count; 0 = broken connection) | \(done.notifyAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
             | acknowledged notifies not delivered | \(done.notifiesAcknowledged.subtracting(seen.notifies).count) |
-            | notifies delivered twice: a repeat or a retry / a claim taken over from a SIGKILLed instance / while the record was unreachable (PostgreSQL down or slower than repeat_store_timeout) / a 200 cut by a kill | \(twiceUnexplained) / \(twiceAfterTakeover) (claims taken over: \(takenOver.count)) / \(twiceDuringOutage) / \(twiceAfterACut) (of \(done.notifiesCut.count) cut) |
+            | notifies delivered twice: a repeat or a retry / a claim taken over from a SIGKILLed instance / while the record was unreachable (PostgreSQL down or slower than repeat_store_timeout) / a 200 cut by a kill | \(twiceUnexplained) / \(twiceAfterTakeover) (claims taken over: \(takenOver.count)) / \(twiceDuringOutage) / \(twiceAfterACut) (of \(done.notifiesCut.count) cut, \(resent.count) resent by the balancer) |
             | gorush tokens acknowledged / not delivered / sent twice | \(done.gorushAcknowledged.count) / \(Set(done.gorushAcknowledged).subtracting(seen.gorush).count) / \(gorushDuplicates) (bound \(gorushBound)) |
             | gorush answers | \(done.gorushAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
             | Status registrations acknowledged / found afterwards | \(done.registrationsAcknowledged.count) / \(registered) |
