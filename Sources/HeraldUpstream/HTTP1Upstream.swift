@@ -93,6 +93,8 @@ package final class HTTP1Upstream: UpstreamTransport {
     private func requestHead(_ request: UpstreamRequest) throws -> HTTPRequestHead {
         try InvalidHeaderField.check(request.headers)
         var headers = request.headers
+        // The request's fields are copied once, with room for the three added here.
+        headers.reserveCapacity(headers.count + 3)
         headers.replaceOrAdd(name: "Host", value: origin.authority)
         if !headers.contains(name: "user-agent") { headers.add(name: "User-Agent", value: HeraldVersion.userAgent) }
         headers.replaceOrAdd(name: "Content-Length", value: String(request.body?.readableBytes ?? 0))

@@ -14,5 +14,15 @@ import Testing
         #expect(HTTPProvider.stringField("name", in: Array(#"{"name": 3}"#.utf8)) == nil)
         #expect(HTTPProvider.stringField("name", in: Array(#"{"name": "a\"b"}"#.utf8)) == nil)
         #expect(HTTPProvider.stringField("name", in: Array(#"{"name": "unterminated"#.utf8)) == nil)
+        // A key that is only a prefix or a suffix of another is not it; the answer may end at the key.
+        #expect(HTTPProvider.stringField("name", in: Array(#"{"names": "x", "rename": "y", "name":"z"}"#.utf8)) == "z")
+        #expect(HTTPProvider.stringField("name", in: Array(#"{"name""#.utf8)) == nil)
+    }
+
+    /// A body that is not contiguous in memory is read the same, through a copy.
+    @Test func aBodyInPiecesIsReadTheSame() {
+        let fcm = #"{"name": "projects/herald/messages/0:1700000000%31"}"#.utf8.lazy.map { $0 }
+        #expect(HTTPProvider.stringField("name", in: fcm) == "projects/herald/messages/0:1700000000%31")
+        #expect(HTTPProvider.stringField("requestId", in: fcm) == nil)
     }
 }

@@ -102,6 +102,7 @@ package final class FCMPushkin: FCMSending {
         let url = v1URL
         return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
+            headers.reserveCapacity(2)
             if let accessToken { headers.add(name: "Authorization", value: "Bearer \(accessToken)") }
             headers.add(name: "Content-Type", value: "application/json")
             return UpstreamRequest(url: url, headers: headers, body: buffer)

@@ -38,19 +38,30 @@ struct HTTPProvider: Sendable {
     /// The value of `"field": "…"` in a small JSON answer, found by a scan rather than a parse (an
     /// accepted message's answer is one short object; ids hold no escapes). Nil when absent.
     static func stringField(_ field: String, in body: some Collection<UInt8>) -> String? {
-        let bytes = Array(body)
-        let key = Array("\"\(field)\"".utf8)
-        guard bytes.count > key.count,
-            let start = (0...(bytes.count - key.count)).first(where: { bytes[$0..<($0 + key.count)].elementsEqual(key) })
-        else { return nil }
-        var index = start + key.count
+        // Read in place when the body is contiguous (an answer's buffer is): no copy of it, and
+        // the key compared without being made.
+        if let found = body.withContiguousStorageIfAvailable({ stringField(field, inBytes: $0) }) { return found }
+        return Array(body).withUnsafeBufferPointer { stringField(field, inBytes: $0) }
+    }
+
+    private static func stringField(_ field: String, inBytes bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        let quote = UInt8(ascii: "\"")
+        let name = field.utf8
+        let keyCount = name.count + 2
+        guard bytes.count > keyCount else { return nil }
+        func isKey(at start: Int) -> Bool {
+            bytes[start] == quote && bytes[start + keyCount - 1] == quote
+                && bytes[(start + 1)..<(start + keyCount - 1)].elementsEqual(name)
+        }
+        guard let start = (0...(bytes.count - keyCount)).first(where: isKey) else { return nil }
+        var index = start + keyCount
         while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: ":") { index += 1 }
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        guard index < bytes.count, bytes[index] == quote else { return nil }
         index += 1
-        guard let end = bytes[index...].firstIndex(of: UInt8(ascii: "\"")), !bytes[index..<end].contains(UInt8(ascii: "\\")) else {
+        guard let end = bytes[index...].firstIndex(of: quote), !bytes[index..<end].contains(UInt8(ascii: "\\")) else {
             return nil
         }
-        return String(decoding: bytes[index..<end], as: UTF8.self)
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<end]), as: UTF8.self)
     }
 
     func shutdown() async {
