@@ -22,12 +22,13 @@ package enum ResponseWriter {
         }
         // The framing is written here, not by SwiftNIO's encoder (`encoderConfiguration`): a length
         // for every answer that may have a body, none for one that may not (1xx, 204, 304: RFC 9110
-        // §8.6), whose body is not written either.
+        // §8.6), whose body is not written either; never a `Transfer-Encoding` a handler set, which
+        // would contradict the length (the fields are this answer's own here: no copy is made).
+        headers.remove(name: "Transfer-Encoding")
         if status.mayHaveResponseBody {
             headers.replaceOrAdd(name: "Content-Length", value: String(length))
         } else {
             headers.remove(name: "Content-Length")
-            headers.remove(name: "Transfer-Encoding")
         }
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         return HTTPResponseHead(version: version, status: status, headers: headers)

@@ -56,6 +56,19 @@ import Testing
         }
     }
 
+    /// A `Transfer-Encoding` a handler set never reaches the wire beside the length (a response
+    /// framed two ways), as SwiftNIO's own framing removed it.
+    @Test func aHandlersTransferEncodingIsLeftOut() throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Transfer-Encoding", value: "chunked")
+        let response = ServerResponse(status: .ok, headers: headers, body: ByteBuffer(string: "hello"))
+        let text = String(buffer: try Self.throughTheEncoder(response, keepAlive: true))
+        #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(
+            try Self.throughTheEncoder(response, keepAlive: true)
+                == (try Self.throughTheEncoder(response, keepAlive: true, nioFraming: true)))
+    }
+
     @Test func keptAliveResponsesSayTheirLengthAndNoClose() {
         let head = ResponseWriter.head(ServerResponse(status: .ok, body: ByteBuffer(string: "hello")), version: .http1_1, keepAlive: true)
         #expect(head.headers["Content-Length"] == ["5"])
