@@ -1,6 +1,7 @@
 package import Crypto
 import FoundationEssentials
 import HeraldCore
+package import NIOCore
 
 /// Message encryption for Web Push: `aes128gcm` (RFC 8188) with the key derivation of RFC 8291.
 package enum WebPushEncryption {
@@ -19,15 +20,25 @@ package enum WebPushEncryption {
     /// Encrypts `plaintext` for a subscription. `salt` and `senderKey` are fresh per message unless
     /// given (the known-answer tests give RFC 8291's).
     package static func encrypt(
-        _ plaintext: [UInt8], p256dh: [UInt8], authSecret: [UInt8],
+        _ plaintext: consuming [UInt8], p256dh: [UInt8], authSecret: [UInt8],
         salt: [UInt8]? = nil, senderKey: P256.KeyAgreement.PrivateKey? = nil, recordSize: UInt32 = 4096
     ) throws -> [UInt8] {
+        let body = try encryptedBody(
+            plaintext, p256dh: p256dh, authSecret: authSecret, salt: salt, senderKey: senderKey, recordSize: recordSize)
+        return Array(body.readableBytesView)
+    }
+
+    /// `encrypt`'s body in a buffer of its exact size, as the request carries it.
+    package static func encryptedBody(
+        _ plaintext: consuming [UInt8], p256dh: [UInt8], authSecret: [UInt8],
+        salt: [UInt8]? = nil, senderKey: P256.KeyAgreement.PrivateKey? = nil, recordSize: UInt32 = 4096
+    ) throws -> ByteBuffer {
         guard authSecret.count == 16 else { throw Error.invalidAuthSecret }
         guard p256dh.count == 65, let uaPublic = try? P256.KeyAgreement.PublicKey(x963Representation: p256dh) else {
             throw Error.invalidPublicKey
         }
         let asPrivate = senderKey ?? freshSenderKey()
-        let asPublic = [UInt8](asPrivate.publicKey.x963Representation)
+        let asPublic = asPrivate.publicKey.x963Representation
         let salt = salt ?? SecureRandom.bytes(16)
         let shared = try asPrivate.sharedSecretFromKeyAgreement(with: uaPublic)
         let (cek, nonce) = try deriveKeys(shared: shared, authSecret: authSecret, uaPublic: p256dh, asPublic: asPublic, salt: salt)
@@ -36,14 +47,14 @@ package enum WebPushEncryption {
         record.append(0x02)  // last-record delimiter, no padding
         let sealed = try AES.GCM.seal(record, using: cek, nonce: nonce)
 
-        var body: [UInt8] = []
-        body.reserveCapacity(86 + record.count + 16)
-        body.append(contentsOf: salt)
-        body.append(contentsOf: withUnsafeBytes(of: recordSize.bigEndian, Array.init))
-        body.append(UInt8(asPublic.count))
-        body.append(contentsOf: asPublic)
-        body.append(contentsOf: sealed.ciphertext)
-        body.append(contentsOf: sealed.tag)
+        // The header (RFC 8188 §2.1): salt, record size, the sender key's length and the key.
+        var body = ByteBufferAllocator().buffer(capacity: 86 + record.count + 16)
+        body.writeBytes(salt)
+        body.writeInteger(recordSize)
+        body.writeInteger(UInt8(asPublic.count))
+        body.writeBytes(asPublic)
+        body.writeBytes(sealed.ciphertext)
+        body.writeBytes(sealed.tag)
         return body
     }
 
@@ -87,39 +98,40 @@ package enum WebPushEncryption {
     /// RFC 8291 §3.4's key derivation. Every HKDF-SHA-256 step here wants at most 32 bytes, so each
     /// is one HMAC (RFC 5869 §2): Extract is `HMAC(salt, IKM)`, and Expand's first block,
     /// `HMAC(PRK, info || 0x01)`, is all of its output. Spelt out, it costs five HMACs and none of
-    /// the generic key wrapping of `HKDF` (whose calls were about 6 % of a Web Push notify's samples).
+    /// the generic key wrapping of `HKDF` (whose calls were about 6 % of a Web Push notify's samples);
+    /// each HMAC is fed its parts in place (`HMACSHA256`), so the derivation allocates its ten hash
+    /// contexts and the two keys it returns, nothing else.
     private static func deriveKeys(
-        shared: SharedSecret, authSecret: [UInt8], uaPublic: [UInt8], asPublic: [UInt8], salt: [UInt8]
+        shared: SharedSecret, authSecret: [UInt8], uaPublic: [UInt8], asPublic: some ContiguousBytes, salt: [UInt8]
     ) throws -> (SymmetricKey, AES.GCM.Nonce) {
-        let ecdhSecret = shared.withUnsafeBytes { Array($0) }
         // PRK_key = HKDF-Extract(auth_secret, ecdh_secret); IKM = HKDF-Expand(PRK_key, key_info, 32)
-        let prkKey = hmac(key: authSecret, ecdhSecret)
-        let ikm = hmac(key: prkKey, Self.keyInfoLabel + uaPublic + asPublic + [1])
+        var prkKeyMAC = authSecret.withUnsafeBytes { HMACSHA256(key: $0) }
+        shared.withUnsafeBytes { prkKeyMAC.update($0) }
+        let prkKey = prkKeyMAC.finalize()
+        var ikmMAC = prkKey.withUnsafeBytes { HMACSHA256(key: $0) }
+        keyInfoLabel.withUnsafeBytes { ikmMAC.update($0) }
+        uaPublic.withUnsafeBytes { ikmMAC.update($0) }
+        asPublic.withUnsafeBytes { ikmMAC.update($0) }
+        withUnsafeBytes(of: UInt8(1)) { ikmMAC.update($0) }
+        let ikm = ikmMAC.finalize()
         // PRK = HKDF-Extract(salt, IKM); CEK and NONCE are its expansions to 16 and 12 bytes.
-        let prk = hmac(key: salt, ikm)
-        let cek = SymmetricKey(data: hmac(key: prk, Self.cekInfo)[0..<16])
-        let nonce = try AES.GCM.Nonce(data: hmac(key: prk, Self.nonceInfo)[0..<12])
+        var prkMAC = salt.withUnsafeBytes { HMACSHA256(key: $0) }
+        ikm.withUnsafeBytes { prkMAC.update($0) }
+        let prk = prkMAC.finalize()
+        var cekMAC = prk.withUnsafeBytes { HMACSHA256(key: $0) }
+        cekInfo.withUnsafeBytes { cekMAC.update($0) }
+        let cek = cekMAC.finalize().withUnsafeBytes { SymmetricKey(data: $0[0..<16]) }
+        var nonceMAC = prk.withUnsafeBytes { HMACSHA256(key: $0) }
+        nonceInfo.withUnsafeBytes { nonceMAC.update($0) }
+        let nonce = try nonceMAC.finalize().withUnsafeBytes { try AES.GCM.Nonce(data: $0[0..<12]) }
         return (cek, nonce)
     }
 
-    /// HMAC-SHA-256 (RFC 2104) as two one-shot hashes: `H((K ⊕ opad) || H((K ⊕ ipad) || m))`.
-    /// The keys here are 16 or 32 bytes (a key longer than SHA-256's 64-byte block would be hashed
-    /// first). swift-crypto's `HMAC` wraps the key and keeps two hash contexts, which cost this
-    /// derivation more than its ten hashes (1.9 against 1.2 µs an HMAC in one measurement). Checked
-    /// again through bench/run.sh, alternating builds three times: a Web Push notify took 222–229 µs
-    /// of CPU with this, 242–250 with swift-crypto's `HMAC` and 243–254 with its `HKDF`, so it
-    /// stays, with RFC 4231's vectors and RFC 8291's example as its tests.
+    /// HMAC-SHA-256 of one message, for the RFC 4231 vectors.
     static func hmac(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
-        let key = key.count > 64 ? Array(SHA256.hash(data: key)) : key
-        var inner = [UInt8](repeating: 0x36, count: 64 + message.count)
-        var outer = [UInt8](repeating: 0x5C, count: 64 + SHA256.byteCount)
-        for (i, byte) in key.enumerated() {
-            inner[i] ^= byte
-            outer[i] ^= byte
-        }
-        inner.replaceSubrange(64..., with: message)
-        SHA256.hash(data: inner).withUnsafeBytes { outer.replaceSubrange(64..., with: $0) }
-        return Array(SHA256.hash(data: outer))
+        var mac = key.withUnsafeBytes { HMACSHA256(key: $0) }
+        message.withUnsafeBytes { mac.update($0) }
+        return Array(mac.finalize())
     }
 
     private static let keyInfoLabel = Array("WebPush: info\0".utf8)

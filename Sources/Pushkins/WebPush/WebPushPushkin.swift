@@ -67,16 +67,17 @@ package final class WebPushPushkin: Pushkin {
         guard let plaintext = WebPushPayload.encode(payload) else {
             return .dropped(reason: .payloadTooLarge)
         }
-        let body: [UInt8]
+        let body: ByteBuffer
         let authorization: String
         do {
-            body = try WebPushEncryption.encrypt(plaintext, p256dh: p256dh, authSecret: authSecret)
+            body = try WebPushEncryption.encryptedBody(plaintext, p256dh: p256dh, authSecret: authSecret)
             authorization = try vapid.authorization(origin: endpoint.origin, now: clock.date)
         } catch {
             return .rejected(reason: .invalidPushkey("cannot encrypt for this subscription"))
         }
 
         var headers = HTTPHeaders()
+        headers.reserveCapacity(6)  // the five below and `Topic`
         headers.add(name: "Authorization", value: authorization)
         headers.add(name: "TTL", value: String(config.ttl))
         headers.add(name: "Urgency", value: notification.isLowPriority ? "low" : "normal")
@@ -85,7 +86,7 @@ package final class WebPushPushkin: Pushkin {
         if data["only_last_per_room"]?.isTruthy == true, let roomId = notification.roomId, !roomId.isEmpty {
             headers.add(name: "Topic", value: Self.topic(forRoom: roomId))
         }
-        let request = UpstreamRequest(url: endpoint.url, headers: headers, body: ByteBuffer(bytes: body))
+        let request = UpstreamRequest(url: endpoint.url, headers: headers, body: body)
         return await pushService.deliver(request, to: endpoint, pushkey: device.pushkey, context: context)
     }
 
