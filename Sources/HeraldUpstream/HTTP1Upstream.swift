@@ -116,8 +116,14 @@ package final class HTTP1Upstream: UpstreamTransport {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         let channel = try await connector.connect(on: loop) { channel in
             let operations = channel.pipeline.syncOperations
-            try operations.addHTTPClientHandlers()
-            try operations.addHandler(IdleStateHandler(allTimeout: Self.idleTimeout))
+            // Herald's own request encoder (one buffer a request), SwiftNIO's response decoder.
+            try operations.addHandler(HTTP1RequestEncoder())
+            try operations.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
+            // Idle is "nothing read for a while": every request is answered by a read, and the
+            // exchange closes only a connection with nothing in flight. A write or all timeout
+            // would have the handler make a promise and a callback for every write (five
+            // allocations a request) to note the time each write completed.
+            try operations.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
             try operations.addHandler(HTTP1Exchange(maxBodyBytes: maxBodyBytes))
             return channel.eventLoop.makeSucceededFuture(channel)
         }.get()
