@@ -15,8 +15,10 @@ package final class FCMPushkin: FCMSending {
     private var upstream: UpstreamCall { provider.upstream }
     private let tokens: OAuthAccessTokens?
     private let legacy: FCMLegacySender?
-    /// v1's `messages:send` URL, made once.
-    private let v1URL: String
+    /// v1's `messages:send` target on `base_url`'s origin, made once (a request carries it as its
+    /// path, so no URL is taken apart per request).
+    private let v1Path: String
+    private let bearer = BearerField()
 
     package init(name: String, config: FCMConfig, environment: PushkinEnvironment) throws {
         self.name = name
@@ -38,10 +40,10 @@ package final class FCMPushkin: FCMSending {
                     + (try account.assertion(now: clock.date)).formEncoded
             }
             legacy = nil
-            v1URL = "\(config.baseURL)/v1/projects/\(project)/messages:send"
+            v1Path = try UpstreamOrigin(config.baseURL).path(of: "\(config.baseURL)/v1/projects/\(project)/messages:send")
         case .legacy(let apiKey):
             tokens = nil
-            v1URL = ""
+            v1Path = ""
             legacy = FCMLegacySender(url: "\(config.baseURL)/fcm/send", apiKey: apiKey, upstream: provider.upstream)
         }
     }
@@ -99,13 +101,13 @@ package final class FCMPushkin: FCMSending {
     /// decides the outcome.
     private func sendV1(body: JSONValue, tokens: OAuthAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
         let buffer = JSONWriter.buffer(body)
-        let url = v1URL
+        let (url, path, bearer) = (config.baseURL, v1Path, bearer)
         return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
             headers.reserveCapacity(2)
-            if let accessToken { headers.add(name: "Authorization", value: "Bearer \(accessToken)") }
+            if let accessToken { headers.add(name: "Authorization", value: bearer.value(for: accessToken)) }
             headers.add(name: "Content-Type", value: "application/json")
-            return UpstreamRequest(url: url, headers: headers, body: buffer)
+            return UpstreamRequest(url: url, path: path, headers: headers, body: buffer)
         } classify: { response in
             let error = FCMErrorBody(response)
             return FCMDisposition.of(status: response.status, error: error).verdict(.fcm(status: response.status, error.code)) {

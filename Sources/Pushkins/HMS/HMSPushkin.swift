@@ -45,6 +45,7 @@ package final class HMSPushkin: HMSSending {
     private var upstream: UpstreamCall { provider.upstream }
     private let credential: any UpstreamCredential
     private let url: String
+    private let bearerField = BearerField()
 
     package init(name: String, config: HMSConfig, environment: PushkinEnvironment) throws {
         self.name = name
@@ -182,10 +183,11 @@ package final class HMSPushkin: HMSSending {
         let body = JSONWriter.buffer(HMSMessage.withTokens(built.body, tokens))
         let url = self.url
         let name = self.name
+        let bearerField = self.bearerField
         let result: Result<[DeviceOutcome], UpstreamCallFailure> = await upstream.run(logger: context.logger, credential: credential) {
             _, bearer throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
-            if let bearer { headers.add(name: "Authorization", value: "Bearer \(bearer)") }
+            if let bearer { headers.add(name: "Authorization", value: bearerField.value(for: bearer)) }
             headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
             if let pushType = built.pushType { headers.add(name: "push-type", value: pushType.header) }
             return UpstreamRequest(url: url, headers: headers, body: body)
