@@ -18,4 +18,12 @@ import Testing
         #expect(String(decoding: appended, as: UTF8.self) == "0x" + expected)
         #expect(Hex.encode([UInt8]()) == "")
     }
+
+    /// A prefix (Status's `0x`) leads the digits, from either path, and alone for no bytes.
+    @Test func aPrefixLeadsTheDigits() {
+        #expect(Hex.encode([0x00, 0xAB, 0xFF], prefix: "0x") == "0x00abff")
+        #expect(Hex.encode([0x00, 0xAB, 0xFF].lazy.map { $0 }, prefix: "0x") == "0x00abff")
+        #expect(Hex.encode(Data([0x10]), prefix: "0x") == "0x10")
+        #expect(Hex.encode([UInt8](), prefix: "0x") == "0x")
+    }
 }

@@ -124,6 +124,23 @@ import Testing
         #expect(object != ["c": 5])
     }
 
+    /// A `for` loop (the object's own iterator) and the collection's indices see the same members
+    /// in the same order, small and indexed.
+    @Test func aLoopVisitsTheMembersInOrder() {
+        for size in [0, 3, JSONObject.indexedFrom + 5] {
+            var object = JSONObject()
+            for i in (0..<size).reversed() { object["k\(i)"] = .int(Int64(i)) }
+            object["k1"] = nil
+            var looped: [String] = []
+            for (key, value) in object {
+                looped.append(key)
+                #expect(value == object[key])
+            }
+            #expect(looped == object.indices.map { object[$0].key })
+            #expect(looped == (0..<size).reversed().filter { $0 != 1 }.map { "k\($0)" })
+        }
+    }
+
     @Test func equalityIsOrderSensitiveAsTheBytesOnTheWireAre() {
         #expect(JSONObject(dictionaryLiteral: ("a", 1), ("b", 2)) != JSONObject(dictionaryLiteral: ("b", 2), ("a", 1)))
         #expect(JSONValue.object(["a": 1, "b": 2]).semanticallyEquals(.object(["b": 2, "a": 1])))

@@ -98,6 +98,12 @@ extension JSONObject: RandomAccessCollection {
     package var startIndex: Int { members.startIndex }
     package var endIndex: Int { members.endIndex }
     package subscript(position: Int) -> Element { members[position] }
+
+    /// The members' own iterator. A `for` loop over an object in another module would otherwise
+    /// go through `IndexingIterator` and the collection's generic `subscript.read`, whose
+    /// coroutine takes a heap allocation for every member it yields (a key and a value do not fit
+    /// its frame).
+    package func makeIterator() -> ContiguousArray<Element>.Iterator { members.makeIterator() }
 }
 
 extension JSONObject: Equatable {

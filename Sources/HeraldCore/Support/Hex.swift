@@ -1,19 +1,23 @@
 /// Lowercase hexadecimal text of bytes, without `String(format:)`.
 package enum Hex {
-    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    /// The lowercase hexadecimal text of `bytes`, after `prefix` (Status's `0x`), in one string.
+    package static func encode(_ bytes: some Sequence<UInt8>, prefix: StaticString = "") -> String {
         // Contiguous bytes (an array, `Data`) are written straight into the string's storage.
+        let lead = prefix.utf8CodeUnitCount
         let direct = bytes.withContiguousStorageIfAvailable { input in
-            String(unsafeUninitializedCapacity: input.count * 2) { out in
+            String(unsafeUninitializedCapacity: lead + input.count * 2) { out in
+                for i in 0..<lead { out[i] = prefix.utf8Start[i] }
                 for (i, byte) in input.enumerated() {
-                    out[2 * i] = digit(byte >> 4)
-                    out[2 * i + 1] = digit(byte & 0x0F)
+                    out[lead + 2 * i] = digit(byte >> 4)
+                    out[lead + 2 * i + 1] = digit(byte & 0x0F)
                 }
-                return input.count * 2
+                return lead + input.count * 2
             }
         }
         if let direct { return direct }
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
+        out.reserveCapacity(lead + bytes.underestimatedCount * 2)
+        out.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: lead))
         append(bytes, to: &out)
         return String(decoding: out, as: UTF8.self)
     }

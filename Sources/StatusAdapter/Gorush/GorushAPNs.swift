@@ -29,7 +29,9 @@ enum GorushAPNs {
 
     /// `{"aps": {…}, <each data key>}`: the `aps` keys in the order Apple lists them.
     static func payload(_ n: GorushNotification) -> JSONObject {
-        var aps: JSONObject = [:]
+        // Room for what Status's own notifications set (alert, content-available, sound); the
+        // rare others grow it.
+        var aps = JSONObject(minimumCapacity: 4)
         if let alert = alert(n) { aps["alert"] = alert }
         if let badge = n.badge, badge >= 0 { aps["badge"] = .int(badge) }
         if !n.category.isEmpty { aps["category"] = .string(n.category) }
@@ -47,7 +49,8 @@ enum GorushAPNs {
         if n.timestamp > 0 { aps["timestamp"] = .int(n.timestamp) }
         if !n.attributesType.isEmpty { aps["attributes-type"] = .string(n.attributesType) }
         if !n.attributes.isEmpty { aps["attributes"] = .object(n.attributes) }
-        var payload: JSONObject = ["aps": .object(aps)]
+        var payload = JSONObject(minimumCapacity: 1 + n.data.count)
+        payload["aps"] = .object(aps)
         // gorush copies every data key to the top level; an `aps` key among them would replace
         // Apple's dictionary, which Herald does not let a data key do.
         for (key, value) in n.data where key != "aps" { payload[key] = value }

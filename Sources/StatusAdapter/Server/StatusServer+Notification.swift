@@ -40,10 +40,12 @@ extension StatusServer {
         var notification = GorushNotification()
         notification.platform = platform.number
         notification.message = text(for: item.type)
-        notification.data = [
-            "encryptedMessage": .string("0x" + Hex.encode(item.message)), "chatId": .string("0x" + Hex.encode(item.chatID)),
-            "publicKey": .string("0x" + Hex.encode(item.publicKey)),
-        ]
+        // Room for the three keys and iOS's `deepLink`; each text made in one string with its `0x`.
+        var data = JSONObject(minimumCapacity: 4)
+        data["encryptedMessage"] = .string(Hex.encode(item.message, prefix: "0x"))
+        data["chatId"] = .string(Hex.encode(item.chatID, prefix: "0x"))
+        data["publicKey"] = .string(Hex.encode(item.publicKey, prefix: "0x"))
+        notification.data = data
         guard platform == .ios else { return notification }
         notification.topic = topic
         notification.contentAvailable = true
