@@ -50,8 +50,10 @@ import Testing
 
         #expect(expected.buffers == 2)
         #expect(got.buffers == 1)
-        #expect(got.bytes == expected.bytes)
+        // Compared as text (the bytes are ASCII), so that a failure shows where they differ.
         let text = String(decoding: got.bytes, as: UTF8.self)
+        #expect(text == String(decoding: expected.bytes, as: UTF8.self))
+        #expect(got.bytes.count == expected.bytes.count)
         #expect(text.hasPrefix("POST /fcm/send?x=1 HTTP/1.1\r\nAuthorization: vapid t=aaa"))
         #expect(text.hasSuffix("Content-Length: 5\r\n\r\nhello"))
     }
