@@ -33,11 +33,7 @@ final class HTTP1RequestEncoder: ChannelOutboundHandler, RemovableChannelHandler
             hold(promise)
         case .body(.byteBuffer(let chunk)):
             guard self.head != nil else { return refuse(promise) }
-            if body == nil {
-                body = chunk
-            } else {
-                body?.writeImmutableBuffer(chunk)
-            }
+            body.setOrWriteImmutableBuffer(chunk)
             hold(promise)
         case .body(.fileRegion):
             refuse(promise)

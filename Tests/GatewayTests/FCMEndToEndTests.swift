@@ -292,4 +292,31 @@ import Testing
         #expect(bad.errors.contains("apps.a.service_account_file: required key is missing"))
         #expect(failed.pushkins.isEmpty)
     }
+
+    /// A project id that cannot be a segment of the request's path is refused when the config is
+    /// read, naming the key, and the app is left out; a domain-scoped id is accepted.
+    @Test func aProjectIdThatCannotBeAPathSegmentIsRefused() async throws {
+        let dir = temporaryDirectory()
+        let fcm = try await FakeFCM.start(directory: dir)
+        for project in ["my project", "p/../x", "p?q"] {
+            let yaml = gatewayYAML(
+                apps: "  a:\n    type: gcm\n    project_id: \"\(project)\"\n    service_account_file: \(fcm.serviceAccountFile)\n")
+            let (config, diagnostics) = try ConfigLoading.parse(yaml)
+            let gateway = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"), clock: SystemClock())
+            #expect(
+                diagnostics.errors == [
+                    "apps.a.project_id: not a Firebase project id (letters, digits and - . : _ only): \(project.debugDescription)"
+                ])
+            #expect(gateway.pushkins.isEmpty)
+            await gateway.close()
+        }
+        let (config, diagnostics) = try ConfigLoading.parse(
+            gatewayYAML(
+                apps: "  a:\n    type: gcm\n    project_id: example.com:my-app_1\n    service_account_file: \(fcm.serviceAccountFile)\n"))
+        let gateway = Gateway(config: config, diagnostics: diagnostics, logger: .init(label: "t"), clock: SystemClock())
+        #expect(diagnostics.errors == [])
+        #expect(gateway.pushkins.count == 1)
+        await gateway.close()
+        await fcm.stop()
+    }
 }

@@ -25,5 +25,7 @@ import Testing
         #expect(Hex.encode([0x00, 0xAB, 0xFF].lazy.map { $0 }, prefix: "0x") == "0x00abff")
         #expect(Hex.encode(Data([0x10]), prefix: "0x") == "0x10")
         #expect(Hex.encode([UInt8](), prefix: "0x") == "0x")
+        #expect(Hex.encode([0x0F], prefix: "#") == "#0f", "a one-character prefix")
+        #expect(Hex.encode([0x0F].lazy.map { $0 }, prefix: "#") == "#0f")
     }
 }

@@ -61,6 +61,14 @@ package struct FCMConfig: Sendable {
             let file = config.readableFile("service_account_file", required: true)
             let tokenURI = config.string("token_uri")
             guard let project, !project.isEmpty, let file else { return nil }
+            // The id is a segment of every request's path (`/v1/projects/<id>/messages:send`): a
+            // character that would end or break the segment is refused here, not on each push.
+            guard project.utf8.allSatisfy(Self.isProjectIdByte) else {
+                diagnostics.error(
+                    config.keyPath("project_id"),
+                    "not a Firebase project id (letters, digits and - . : _ only): \(project.debugDescription)")
+                return nil
+            }
             do {
                 var account = try GoogleServiceAccount.load(path: file)
                 if let uri = tokenURI, !uri.isEmpty { account.tokenURI = uri }
@@ -73,5 +81,16 @@ package struct FCMConfig: Sendable {
         return FCMConfig(
             credentials: credentials, fcmOptions: options, sendBadgeCounts: badges, visibleNotification: visible,
             badgePriority: badgePriority, baseURL: baseURL, upstream: upstream, retry: retry)
+    }
+
+    /// A byte of a project id: Google's ids are lower-case letters, digits and `-`, and older
+    /// domain-scoped ones carry `.` and `:`.
+    static func isProjectIdByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "_")
+        }
     }
 }
