@@ -16,6 +16,16 @@ import Testing
         return d
     }
 
+    /// An FCM v1 body as the writer writes it, read back.
+    static func v1(
+        data: JSONObject, token: String, notification: PushNotification, options: JSONObject, visible: Bool,
+        badgePriority: BadgePriority = .normal
+    ) throws -> JSONValue {
+        let body = FCMMessage.v1(
+            data: data, token: token, notification: notification, options: options, visible: visible, badgePriority: badgePriority)
+        return try JSONParser.parse(String(buffer: body))
+    }
+
     @Test func legacyExpectedBody() {
         let body = FCMMessage.legacy(
             data: data(Self.canonical, .legacy) ?? [:], tokens: ["spqr"], notification: Self.canonical, options: [:])
@@ -31,12 +41,12 @@ import Testing
         #expect(body == expected)  // key order included
     }
 
-    @Test func v1ExpectedBody() {
+    @Test func v1ExpectedBody() throws {
         let options: JSONObject = [
             "android": ["notification": ["body": "test body"]],
             "apns": ["payload": ["aps": ["content-available": 1, "mutable-content": 1, "alert": ""]]],
         ]
-        let body = FCMMessage.v1(
+        let body = try Self.v1(
             data: data(Self.canonical, .v1) ?? [:], token: "spqr", notification: Self.canonical, options: options, visible: false)
         let expected: JSONValue = [
             "message": [
@@ -52,7 +62,7 @@ import Testing
                 "token": "spqr",
             ]
         ]
-        #expect(body.semanticallyEquals(expected))
+        #expect(body == expected)  // key order included: the options' members first
     }
 
     @Test func badgeCountsOff() {
@@ -124,24 +134,89 @@ import Testing
         #expect(d["content_body"] == "b")
     }
 
-    @Test func v1DataValuesBecomeStringsAndApsMovesToTheAPNsBlock() {
+    @Test func v1DataValuesBecomeStringsAndApsMovesToTheAPNsBlock() throws {
         let (strings, aps) = FCMData.stringify([
             "a": "s", "n": 1, "b": true, "o": ["k": "v"], "z": nil, "aps": ["alert": ["loc-key": "SINGLE_UNREAD"], "mutable-content": 1],
         ])
         #expect(strings == ["a": "s", "n": "1", "b": "true", "o": #"{"k":"v"}"#])
         #expect(aps == ["alert": ["loc-key": "SINGLE_UNREAD"], "mutable-content": 1])
-        let body = FCMMessage.v1(
+        let body = try Self.v1(
             data: ["event_id": "$e", "aps": ["mutable-content": 1]], token: "t", notification: PushNotification(eventId: "$e"),
             options: ["apns": ["payload": ["aps": ["content-available": 1]]]], visible: false)
         #expect(body["message"]?["apns"]?["payload"]?["aps"] == ["content-available": 1, "mutable-content": 1])
         #expect(body["message"]?["data"] == ["event_id": "$e"])
     }
 
-    @Test func visibleNotificationBlock() {
-        let body = FCMMessage.v1(data: [:], token: "t", notification: Self.canonical, options: [:], visible: true)
+    /// The v1 message as the same members set one by one in a `JSONObject` over the options (a
+    /// member they have keeps its place), then serialised: what the writer must write, byte for byte.
+    static func membersSetInOrder(
+        data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool,
+        badgePriority: BadgePriority
+    ) -> String {
+        var message = options
+        let (strings, aps) = FCMData.stringify(data)
+        message["data"] = .object(strings)
+        var android = message["android"]?.objectValue ?? JSONObject()
+        android["priority"] = .string(badgePriority.isHigh(n) ? "high" : "normal")
+        message["android"] = .object(android)
+        if let aps {
+            var apns = message["apns"]?.objectValue ?? JSONObject()
+            var payload = apns["payload"]?.objectValue ?? JSONObject()
+            var merged = payload["aps"]?.objectValue ?? JSONObject()
+            for (key, value) in aps { merged[key] = value }
+            payload["aps"] = .object(merged)
+            apns["payload"] = .object(payload)
+            message["apns"] = .object(apns)
+        }
+        if visible, message["notification"] == nil, let block = FCMMessage.visibleBlock(n) { message["notification"] = .object(block) }
+        message["token"] = .string(token)
+        return JSONWriter.string(["message": .object(message)])
+    }
+
+    @Test func v1IsWrittenAsItsMembersSetOverTheOptions() throws {
+        let options: [JSONObject] = [
+            [:],
+            ["android": ["ttl": "10s", "collapse_key": "c"]],
+            ["android": ["priority": "normal", "ttl": "1s"], "fcm_options": ["analytics_label": "l"]],
+            ["android": "not an object"],
+            ["token": "theirs", "data": ["a": "b"], "webpush": ["headers": ["TTL": "60"]]],
+            ["notification": ["title": "theirs"], "apns": ["headers": ["apns-priority": "5"]]],
+            ["notification": nil, "apns": "not an object"],
+            ["apns": ["payload": ["aps": ["content-available": 1, "sound": "x"]]], "android": [:]],
+        ]
+        let maps: [JSONObject] = [
+            try #require(data(Self.canonical, .v1)),
+            ["event_id": "$e", "aps": ["mutable-content": 1, "sound": "y"], "n": 1],
+            [:],
+        ]
+        let notifications = [
+            Self.canonical, PushNotification(counts: .init(unread: 1)), PushNotification(eventId: "$e", type: "m.room.encrypted"),
+        ]
+        var compared = 0
+        for options in options {
+            for data in maps {
+                for n in notifications {
+                    for visible in [false, true] {
+                        for priority in [BadgePriority.normal, .high] {
+                            let written = FCMMessage.v1(
+                                data: data, token: "spqr", notification: n, options: options, visible: visible, badgePriority: priority)
+                            let expected = Self.membersSetInOrder(
+                                data: data, token: "spqr", notification: n, options: options, visible: visible, badgePriority: priority)
+                            #expect(String(buffer: written) == expected, "options \(options), data \(data), visible \(visible)")
+                            compared += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(compared == 8 * 3 * 3 * 2 * 2)
+    }
+
+    @Test func visibleNotificationBlock() throws {
+        let body = try Self.v1(data: [:], token: "t", notification: Self.canonical, options: [:], visible: true)
         #expect(
             body["message"]?["notification"] == ["title": "Mission Control", "body": "Major Tom: I'm floating in a most peculiar way."])
-        let badge = FCMMessage.v1(
+        let badge = try Self.v1(
             data: [:], token: "t", notification: PushNotification(counts: .init(unread: 1)), options: [:], visible: true)
         #expect(badge["message"]?["notification"] == nil)
     }

@@ -1,34 +1,109 @@
 package import HeraldCore
+package import NIOCore
 
 /// Request bodies for FCM (docs/compatibility/fcm.md).
 package enum FCMMessage {
     /// `{"message": {…fcm_options, data, android.priority, token}}` for HTTP v1, with data values
-    /// made strings and an `aps` object routed to `apns.payload.aps`.
+    /// made strings and an `aps` object routed to `apns.payload.aps`, written straight into the
+    /// buffer it is sent from.
+    ///
+    /// The message is the app's `fcm_options` with Herald's members set over them: a member the
+    /// options have keeps its place and takes Herald's value (`android` keeps its own members and
+    /// gains `priority`), the others follow in the order `data`, `android`, `apns`,
+    /// `notification`, `token`. This is the order the same members set in a `JSONObject` would
+    /// have; it is written without building that object (docs/operations.md, "The hot path as
+    /// values").
     package static func v1(
         data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool,
         badgePriority: BadgePriority = .normal
-    ) -> JSONValue {
-        var message = options
-        message.reserveCapacity(options.count + 5)  // data, android, apns, notification, token
+    ) -> ByteBuffer {
         let (strings, aps) = FCMData.stringify(data)
-        message["data"] = .object(strings)
-        var android = message["android"]?.objectValue ?? JSONObject(minimumCapacity: 1)
-        android["priority"] = .string(badgePriority.isHigh(n) ? "high" : "normal")
-        message["android"] = .object(android)
-        if let aps {
-            var apns = message["apns"]?.objectValue ?? JSONObject()
-            var payload = apns["payload"]?.objectValue ?? JSONObject()
-            var merged = payload["aps"]?.objectValue ?? JSONObject()
-            for (key, value) in aps { merged[key] = value }
-            payload["aps"] = .object(merged)
-            apns["payload"] = .object(payload)
-            message["apns"] = .object(apns)
+        let priority: JSONValue = .string(badgePriority.isHigh(n) ? "high" : "normal")
+        // The options' own `notification` is kept; Herald's is added only where they have none.
+        let block = visible && options.index(forKey: "notification") == nil ? visibleBlock(n) : nil
+        var out = ByteBufferAllocator().buffer(capacity: 1024)
+        out.writeStaticString(#"{"message":{"#)
+        var written = 0
+        func key(_ key: String) {
+            if written > 0 { out.writeInteger(UInt8(ascii: ",")) }
+            written += 1
+            JSONWriter.writeString(key, into: &out)
+            out.writeInteger(UInt8(ascii: ":"))
         }
-        if visible, message["notification"] == nil, let block = visibleBlock(n) {
-            message["notification"] = .object(block)
+        func value(_ value: JSONValue) { JSONWriter.write(value, style: .compact, into: &out) }
+        func android(_ own: JSONValue?) {
+            out.writeInteger(UInt8(ascii: "{"))
+            guard case .object(let members)? = own else {
+                out.writeStaticString(#""priority":"#)
+                value(priority)
+                out.writeInteger(UInt8(ascii: "}"))
+                return
+            }
+            var first = true
+            var hasPriority = false
+            for (name, item) in members {
+                if !first { out.writeInteger(UInt8(ascii: ",")) }
+                first = false
+                JSONWriter.writeString(name, into: &out)
+                out.writeInteger(UInt8(ascii: ":"))
+                if name == "priority" {
+                    hasPriority = true
+                    value(priority)
+                } else {
+                    value(item)
+                }
+            }
+            if !hasPriority {
+                if !first { out.writeInteger(UInt8(ascii: ",")) }
+                out.writeStaticString(#""priority":"#)
+                value(priority)
+            }
+            out.writeInteger(UInt8(ascii: "}"))
         }
-        message["token"] = .string(token)
-        return ["message": .object(message)]
+        for (name, item) in options {
+            key(name)
+            switch name {
+            case "data": value(.object(strings))
+            case "android": android(item)
+            case "apns" where aps != nil: value(.object(apnsBlock(item, aps: aps ?? [:])))
+            case "token": value(.string(token))
+            default: value(item)
+            }
+        }
+        if options.index(forKey: "data") == nil {
+            key("data")
+            value(.object(strings))
+        }
+        if options.index(forKey: "android") == nil {
+            key("android")
+            android(nil)
+        }
+        if let aps, options.index(forKey: "apns") == nil {
+            key("apns")
+            value(.object(apnsBlock(nil, aps: aps)))
+        }
+        if let block {
+            key("notification")
+            value(.object(block))
+        }
+        if options.index(forKey: "token") == nil {
+            key("token")
+            value(.string(token))
+        }
+        out.writeStaticString("}}")
+        return out
+    }
+
+    /// The options' `apns` block with a `default_payload`'s `aps` members set in its
+    /// `payload.aps` (rare: only an iOS-style default payload has one).
+    static func apnsBlock(_ own: JSONValue?, aps: JSONObject) -> JSONObject {
+        var apns = own?.objectValue ?? JSONObject()
+        var payload = apns["payload"]?.objectValue ?? JSONObject()
+        var merged = payload["aps"]?.objectValue ?? JSONObject()
+        for (key, value) in aps { merged[key] = value }
+        payload["aps"] = .object(merged)
+        apns["payload"] = .object(payload)
+        return apns
     }
 
     /// `{…fcm_options, data, priority, to | registration_ids}` for the legacy API.

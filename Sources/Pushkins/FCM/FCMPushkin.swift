@@ -83,7 +83,8 @@ package final class FCMPushkin: FCMSending {
             var message = config.fcmOptions
             for (key, value) in raw.message { message[key] = value }
             message["token"] = .string(raw.token)
-            return await sendV1(body: ["message": .object(message)], tokens: tokens, pushkey: raw.token, context: context)
+            return await sendV1(
+                body: JSONWriter.buffer(["message": .object(message)]), tokens: tokens, pushkey: raw.token, context: context)
         case .legacy:
             guard let legacy else { return .failed(reason: .authorization("no API key")) }
             var body = config.fcmOptions
@@ -99,8 +100,9 @@ package final class FCMPushkin: FCMSending {
     /// One v1 message through the one upstream-call path: `UpstreamCall` asks for the OAuth token
     /// (fetched or reused) per attempt and replaces it once when FCM answers 401; the error body
     /// decides the outcome.
-    private func sendV1(body: JSONValue, tokens: OAuthAccessTokens, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
-        let buffer = JSONWriter.buffer(body)
+    private func sendV1(body buffer: ByteBuffer, tokens: OAuthAccessTokens, pushkey: String, context: DispatchContext) async
+        -> DeviceOutcome
+    {
         let (url, path, bearer) = (config.baseURL, v1Path, bearer)
         return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import Synchronization
 import Testing
 
 @testable import HeraldUpstream
@@ -82,17 +83,19 @@ import Testing
         let bodyWritten = channel.eventLoop.makePromise(of: Void.self)
         channel.write(HTTPClientRequestPart.head(head([("Content-Length", "1")])), promise: headWritten)
         channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: "x"))), promise: bodyWritten)
-        var headDone = false
-        headWritten.futureResult.whenSuccess { headDone = true }
+        let headDone = Atomic(false)
+        headWritten.futureResult.whenSuccess { headDone.store(true, ordering: .relaxed) }
         channel.flush()
-        #expect(!headDone, "nothing is written before the request's end")
+        let doneEarly = headDone.load(ordering: .relaxed)
+        #expect(!doneEarly, "nothing is written before the request's end")
         #expect(try channel.readOutbound(as: IOData.self) == nil)
         let endWritten = channel.eventLoop.makePromise(of: Void.self)
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: endWritten)
         try endWritten.futureResult.wait()
         try headWritten.futureResult.wait()
         try bodyWritten.futureResult.wait()
-        #expect(headDone)
+        let done = headDone.load(ordering: .relaxed)
+        #expect(done)
         #expect(try written(by: channel).buffers == 1)
     }
 
