@@ -73,7 +73,9 @@ package enum Retrying {
     }
 
     /// Calls `attempt` until it is done, attempts run out, or the next pause would end past the
-    /// budget. Returns the result, or the last temporary failure's reason.
+    /// budget. Returns the result, or the last temporary failure's reason. Out of line: its pause
+    /// (an existential clock's wait) would otherwise widen the frame of every caller that inlines it.
+    @inline(never)
     package static func run<Result: Sendable, Reason: Sendable>(
         policy: RetryPolicy,
         clock: any HeraldClock,

@@ -129,6 +129,15 @@ package struct UpstreamCall: Sendable {
             guard case .proceed(let response) = sending else { return sending.finished }
             return await judge(response, to: request, classify: classify, credential: credential, state: &state, logger: logger)
         }
+        return Self.ended(result, state: state)
+    }
+
+    /// The call's result from its attempts', noted for the delivery trace (synchronous and out of
+    /// line, as the attempt's cold paths).
+    @inline(never)
+    private static func ended<Value: Sendable>(_ result: Result<Value?, RetryExhausted<OutcomeReason>>, state: CallState)
+        -> Result<Value, UpstreamCallFailure>
+    {
         DeliveryNote.sink?.add(attempts: state.attempts, providerId: state.providerId)
         switch result {
         case .success(let value?): return .success(value)
@@ -140,7 +149,10 @@ package struct UpstreamCall: Sendable {
     }
 
     /// Step 1 of an attempt: the credential's current value, and the request built with it. A
-    /// preparation that may work later is retried; one that never can ends the call.
+    /// preparation that may work later is retried; one that never can ends the call. Each step is
+    /// kept out of `run`, so that an attempt's frame holds one step's values at a time, not all
+    /// three steps' (docs/architecture.md, "Values on the notify path").
+    @inline(never)
     private func prepared<Value: Sendable>(
         _ attempt: Int, credential: (any UpstreamCredential)?,
         prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
@@ -150,25 +162,36 @@ package struct UpstreamCall: Sendable {
             state.sent = try await credential?.value()
             return .proceed(try await prepare(attempt, state.sent))
         } catch {
-            switch error {
-            case .temporary(let reason):
-                if let suppressed = LogThrottle.perDevice.admit("Upstream request not prepared \(metrics.type)") {
-                    logger.warning(
-                        "Upstream request could not be prepared",
-                        metadata: [
-                            "upstream": "\(metrics.type)", "reason": "\(reason)", "similar_lines_suppressed": "\(suppressed)",
-                        ])
-                }
-                return .finish(.retry(reason: reason, after: nil))
-            case .permanent(let reason):
-                state.permanent = reason
-                return .finish(.done(nil))
+            return .finish(notPrepared(error, state: &state, logger: logger))
+        }
+    }
+
+    /// Why a request was not prepared, logged. Synchronous and out of line, as the other cold
+    /// paths of an attempt are: what they need lives on the thread's stack while they run, not in
+    /// every call's async frame (docs/architecture.md, "Values on the notify path").
+    @inline(never)
+    private func notPrepared<Value: Sendable>(_ error: UpstreamPreparationError, state: inout CallState, logger: Logger)
+        -> Retrying.Step<Value?, OutcomeReason>
+    {
+        switch error {
+        case .temporary(let reason):
+            if let suppressed = LogThrottle.perDevice.admit("Upstream request not prepared \(metrics.type)") {
+                logger.warning(
+                    "Upstream request could not be prepared",
+                    metadata: [
+                        "upstream": "\(metrics.type)", "reason": "\(reason)", "similar_lines_suppressed": "\(suppressed)",
+                    ])
             }
+            return .retry(reason: reason, after: nil)
+        case .permanent(let reason):
+            state.permanent = reason
+            return .done(nil)
         }
     }
 
     /// Step 2: the request sent, timed and counted. A network error is retried (noting whether
     /// the request may have arrived); an address the check refused ends the call.
+    @inline(never)
     private func answer<Value: Sendable>(to request: UpstreamRequest, attempt: Int, state: inout CallState, logger: Logger) async
         -> AttemptStage<UpstreamResponse, Value>
     {
@@ -176,23 +199,35 @@ package struct UpstreamCall: Sendable {
         do {
             return .proceed(
                 try await Spans.enabled ? traced(request, attempt: attempt) : metrics.measure { try await transport.send(request) })
-        } catch let refused as PeerAddressRefused {
+        } catch {
+            return .finish(notAnswered(error, state: &state, logger: logger))
+        }
+    }
+
+    /// Why a request got no answer: an address the check refused ends the call, as does a field
+    /// that cannot be sent; anything else is retried, noting whether the request may have arrived.
+    @inline(never)
+    private func notAnswered<Value: Sendable>(_ error: any Error, state: inout CallState, logger: Logger)
+        -> Retrying.Step<Value?, OutcomeReason>
+    {
+        switch error {
+        case let refused as PeerAddressRefused:
             state.attempts -= 1
             state.permanent = .endpointRefused(refused.reason)
-            return .finish(.done(nil))
-        } catch let invalid as InvalidHeaderField {
+            return .done(nil)
+        case let invalid as InvalidHeaderField:
             // Sent again it would be the same request: no retry.
             logger.error("Upstream request not sent", metadata: ["upstream": "\(metrics.type)", "reason": "\(invalid)"])
             state.permanent = .localError("\(invalid)")
-            return .finish(.done(nil))
-        } catch {
+            return .done(nil)
+        default:
             state.unanswered = Self.mayHaveArrived(error)
             if let suppressed = LogThrottle.perDevice.admit("Upstream request failed \(metrics.type)") {
                 logger.warning(
                     "Upstream request failed",
                     metadata: ["upstream": "\(metrics.type)", "error": "\(error)", "similar_lines_suppressed": "\(suppressed)"])
             }
-            return .finish(.retry(reason: .network("\(error)"), after: nil))
+            return .retry(reason: .network("\(error)"), after: nil)
         }
     }
 
@@ -209,11 +244,25 @@ package struct UpstreamCall: Sendable {
     /// pushback answer (429, or 503 with `Retry-After`) holds the whole origin and this call waits
     /// the hold out; a refused credential is forgotten and, once per call, renewed for an
     /// immediate resend.
+    @inline(never)
     private func judge<Value: Sendable>(
         _ response: UpstreamResponse, to request: UpstreamRequest, classify: (UpstreamResponse) async -> UpstreamVerdict<Value>,
         credential: (any UpstreamCredential)?, state: inout CallState, logger: Logger
     ) async -> Retrying.Step<Value?, OutcomeReason> {
         let verdict = await classify(response)
+        if case .renewCredential(let reason) = verdict, let credential {
+            await refuse(state.sent, of: credential, reason: reason, logger: logger)
+        }
+        return settle(verdict, of: response, to: request, withCredential: credential != nil, state: &state, logger: logger)
+    }
+
+    /// What the verdict on an answer makes of the attempt, the credential already told of a
+    /// refusal (synchronous and out of line, as `notAnswered`).
+    @inline(never)
+    private func settle<Value: Sendable>(
+        _ verdict: UpstreamVerdict<Value>, of response: UpstreamResponse, to request: UpstreamRequest, withCredential: Bool,
+        state: inout CallState, logger: Logger
+    ) -> Retrying.Step<Value?, OutcomeReason> {
         var retryAfter: Duration? {
             RetryAfter.parse(response.headers.first(name: "retry-after"), now: clock.date)
         }
@@ -235,14 +284,13 @@ package struct UpstreamCall: Sendable {
         case .retry(let reason):
             return .retry(reason: reason, after: retryAfter)
         case .renewCredential(let reason):
-            guard let credential else {
+            guard withCredential else {
                 logger.error(
                     "Upstream refused a request that carries no credential",
                     metadata: ["upstream": "\(metrics.type)", "reason": "\(reason.label)"])
                 state.permanent = reason
                 return .done(nil)
             }
-            await refuse(state.sent, of: credential, reason: reason, logger: logger)
             guard !state.renewed else {
                 state.permanent = reason
                 return .done(nil)
@@ -293,7 +341,8 @@ package struct UpstreamCall: Sendable {
         }
     }
 
-    /// One attempt in a client span, when tracing is enabled.
+    /// One attempt in a client span, when tracing is enabled (out of line: its frame is taken only then).
+    @inline(never)
     private func traced(_ request: UpstreamRequest, attempt: Int) async throws -> UpstreamResponse {
         try await withSpan("\(metrics.type) upstream", ofKind: .client) { span in
             guard span.isRecording else { return try await metrics.measure { try await transport.send(request) } }

@@ -67,21 +67,48 @@ package final class APNsPushkin: APNsSending {
     }
 
     package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        switch request(notification, device: device) {
+        case .answered(let outcome): return outcome
+        case .send(let request): return await send(request, pushkey: device.pushkey, context: context)
+        }
+    }
+
+    /// The device's request, or why it has none (its message, then what its requests carry).
+    @inline(never)
+    private func request(_ notification: PushNotification, device: Device) -> Step<APNsRequestParts> {
+        switch message(notification, device: device) {
+        case .answered(let outcome): return .answered(outcome)
+        case .send(let message): return request(for: message)
+        }
+    }
+
+    /// A step's result: an outcome found without sending, or what to send.
+    private enum Step<Value> {
+        case answered(DeviceOutcome)
+        case send(Value)
+    }
+
+    /// The device's message, or why it has none. The synchronous steps of a dispatch are kept out
+    /// of line, so that what they use lives on the thread's stack while they run rather than in
+    /// the frame every device's task takes from its allocator (docs/architecture.md, "Values on
+    /// the notify path").
+    @inline(never)
+    private func message(_ notification: PushNotification, device: Device) -> Step<APNsMessage> {
         if let value = device.data?["default_payload"], value.objectValue == nil {
-            return .rejected(reason: .invalidDefaultPayload)
+            return .answered(.rejected(reason: .invalidDefaultPayload))
         }
         guard let token = APNsDeviceToken.token(fromPushkey: device.pushkey, convertToHex: config.convertDeviceTokenToHex) else {
-            return .rejected(reason: .invalidPushkey("pushkey is not a base64 device token"))
+            return .answered(.rejected(reason: .invalidPushkey("pushkey is not a base64 device token")))
         }
         guard token.utf8.count <= APNsDeviceToken.maxHexLength else {
-            return .rejected(reason: .invalidPushkey("device token is longer than any APNs token"))
+            return .answered(.rejected(reason: .invalidPushkey("device token is longer than any APNs token")))
         }
-        guard let body = payload(notification, device: device) else { return .skipped(reason: .nothingToSend) }
+        guard let body = payload(notification, device: device) else { return .answered(.skipped(reason: .nothingToSend)) }
         let expiration = config.expiration == 0 ? 0 : Int(environment.clock.date.timeIntervalSince1970) + config.expiration
-        let message = APNsMessage(
-            body: body, deviceToken: token, priority: notification.isLowPriority ? 5 : 10, expiration: expiration,
-            collapseId: notification.eventId.flatMap { $0.isEmpty ? nil : Self.collapseId($0) })
-        return await send(message, pushkey: device.pushkey, context: context)
+        return .send(
+            APNsMessage(
+                body: body, deviceToken: token, priority: notification.isLowPriority ? 5 : 10, expiration: expiration,
+                collapseId: notification.eventId.flatMap { $0.isEmpty ? nil : Self.collapseId($0) }))
     }
 
     /// The device's payload, nil when there is nothing to send. Written straight into the request's
@@ -116,52 +143,21 @@ package final class APNsPushkin: APNsSending {
         }
         var message = message
         message.deviceToken = message.deviceToken.lowercased()
-        return await send(message, pushkey: message.deviceToken, context: context)
+        switch request(for: message) {
+        case .answered(let outcome): return outcome
+        case .send(let request): return await send(request, pushkey: message.deviceToken, context: context)
+        }
     }
 
-    /// One message to one device: its headers, then the one upstream-call path with Apple's answer
-    /// classified; `UpstreamCall` renews the provider token once when Apple says it expired.
-    private func send(_ message: APNsMessage, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
-        // The payload follows the push type, and every request names one (docs/compatibility/apns.md,
-        // "Push type and payload"): the message's, the app's, else the one its payload is.
-        var message = message
-        let pushType = message.pushType ?? config.pushType ?? APNsPushType.derived(from: message.body)
-        if pushType == APNsPushType.background, case .payload(let payload) = message.body {
-            message.body = .payload(APNsPushType.backgroundPayload(payload))
-        }
-        let buffer: ByteBuffer
-        switch message.body {
-        case .payload(let payload):
-            guard let fitted = APNsTruncation.fit(payload) else { return .dropped(reason: .payloadTooLarge) }
-            buffer = ByteBuffer(bytes: fitted)
-        case .raw(let bytes):
-            guard bytes.readableBytes <= APNsHosts.maxPayloadBytes else { return .dropped(reason: .payloadTooLarge) }
-            buffer = bytes
-        }
-        // Apple's rules for the push type win over what the message asks (APNsPushType).
-        let rule = APNsPushType.named(pushType)
-        let topic = message.topic ?? config.topic
-        let wanted = config.priority ?? message.priority
-        let priority = rule.map { $0.priority(wanted) } ?? wanted
-        let id = message.id ?? SecureRandom.uuid().lowercasedString
-        let (expiration, collapseId) = (message.expiration, message.collapseId)
-        let (url, path) = (config.baseURL, devicePath + message.deviceToken)
-
+    /// One request to one device through the one upstream-call path, Apple's answer classified;
+    /// `UpstreamCall` renews the provider token once when Apple says it expired.
+    private func send(_ request: APNsRequestParts, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
+        let url = config.baseURL
         return await upstream.deliver(logger: context.logger, credential: providerToken) {
             _, token throws(UpstreamPreparationError) in
-            // Built for each attempt, in one allocation with the provider token's.
-            var headers = HTTPHeaders()
-            headers.reserveCapacity(8)
-            headers.add(name: "apns-topic", value: rule?.topic(topic) ?? topic)
-            if let priority { headers.add(name: "apns-priority", value: String(priority)) }
-            headers.add(name: "apns-push-type", value: pushType)
-            if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
-            if let collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-            headers.add(name: "apns-id", value: id)
-            headers.add(name: "content-type", value: "application/json")
-            // The credential's value is the header's (`bearer` and the token), made once per token.
-            if let token { headers.add(name: "authorization", value: token) }
-            return UpstreamRequest(url: url, path: path, headers: headers, body: buffer, changingHeaders: Self.changingHeaders)
+            UpstreamRequest(
+                url: url, path: request.path, headers: request.headers(authorization: token), body: request.body,
+                changingHeaders: Self.changingHeaders)
         } classify: { response in
             let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
             let reason = reasonText.flatMap(APNsErrorReason.init(rawValue:))
@@ -173,6 +169,38 @@ package final class APNsPushkin: APNsSending {
                     ])
             }
         }
+    }
+
+    /// What a message's requests carry, or nil when its payload cannot be sent: the payload follows
+    /// the push type, and every request names one (docs/compatibility/apns.md, "Push type and
+    /// payload"): the message's, the app's, else the one its payload is. Synchronous and out of
+    /// line, as `message(_:device:)`.
+    @inline(never)
+    private func request(for message: APNsMessage) -> Step<APNsRequestParts> {
+        var message = message
+        let pushType = message.pushType ?? config.pushType ?? APNsPushType.derived(from: message.body)
+        if pushType == APNsPushType.background, case .payload(let payload) = message.body {
+            message.body = .payload(APNsPushType.backgroundPayload(payload))
+        }
+        let buffer: ByteBuffer
+        switch message.body {
+        case .payload(let payload):
+            guard let fitted = APNsTruncation.fit(payload) else { return .answered(.dropped(reason: .payloadTooLarge)) }
+            buffer = ByteBuffer(bytes: fitted)
+        case .raw(let bytes):
+            guard bytes.readableBytes <= APNsHosts.maxPayloadBytes else { return .answered(.dropped(reason: .payloadTooLarge)) }
+            buffer = bytes
+        }
+        // Apple's rules for the push type win over what the message asks (APNsPushType).
+        let rule = APNsPushType.named(pushType)
+        let topic = message.topic ?? config.topic
+        let wanted = config.priority ?? message.priority
+        return .send(
+            APNsRequestParts(
+                path: devicePath + message.deviceToken, body: buffer, topic: rule?.topic(topic) ?? topic,
+                priority: rule.map { $0.priority(wanted) } ?? wanted, pushType: pushType,
+                id: message.id ?? SecureRandom.uuid().lowercasedString, expiration: message.expiration,
+                collapseId: message.collapseId))
     }
 
     /// `apns-collapse-id` is at most 64 bytes of visible ASCII: the value, or a digest of one that

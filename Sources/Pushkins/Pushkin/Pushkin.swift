@@ -74,7 +74,15 @@ extension Pushkin {
 
     private func spannedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         guard Spans.enabled else { return await dispatch(notification, device: device, context: context) }
-        return await withSpan("dispatch \(name)", ofKind: .internal) { span in
+        return await dispatchInSpan(notification, device: device, context: context)
+    }
+
+    /// Out of line, so that the span's frame (the span, its name and attributes) is taken from the
+    /// task's allocator only when tracing is on, not by every device's dispatch (docs/architecture.md,
+    /// "Values on the notify path").
+    @inline(never)
+    private func dispatchInSpan(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        await withSpan("dispatch \(name)", ofKind: .internal) { span in
             guard span.isRecording else { return await dispatch(notification, device: device, context: context) }
             span.attributes["herald.pushkin"] = name
             span.attributes["herald.pushkin.type"] = type.rawValue
