@@ -47,8 +47,10 @@ final class HTTP2Streams: ChannelDuplexHandler {
         case .refuse(let answer):
             answer.fail(UpstreamConnectionError.closedUnanswered)
         case .exhausted(let answer):
-            answer.fail(UpstreamConnectionError.closedUnanswered)
+            // Retired before the request fails: its caller, resumed on another thread, sends again
+            // at once and must find a new connection, not this one.
             context.fireUserInboundEventTriggered(StreamIDsExhausted())
+            answer.fail(UpstreamConnectionError.closedUnanswered)
         case .open(let id, let deadline):
             exchange.streamID = id
             arm(by: deadline, context: context)
