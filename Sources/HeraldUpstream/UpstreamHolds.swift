@@ -159,9 +159,9 @@ package struct PushbackScope: Sendable {
 
     /// `scheme://host[:port]` of a URL: its first three slashes' worth.
     package static func origin(ofURL url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url }
-        let rest = url[scheme.upperBound...]
+        guard let authority = UpstreamOrigin.authorityStart(of: url) else { return url }
+        let rest = url[authority...]
         let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        return url[..<scheme.upperBound].lowercased() + rest[..<end].lowercased()
+        return url[..<authority].lowercased() + rest[..<end].lowercased()
     }
 }

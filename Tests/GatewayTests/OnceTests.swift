@@ -45,6 +45,15 @@ struct OnceTests {
     @Test func aRecordKeyIsTheDigestEveryReleaseRecords() {
         #expect(RepeatKey(["$e", "app", "pushkey"]).digest == "e6a3efdaabfdf455e0faf56746e40954")
         #expect(RepeatKey(["$e", "app", "pushke", "y"]).digest != RepeatKey(["$e", "app", "pushkey", ""]).digest)
+        // A pusher's `data` is hashed as its JSON's bytes: the digest of the same text as a part.
+        let data: JSONObject = ["url": "https://push.example/x", "format": "event_id_only"]
+        let device = Device(appId: "app", pushkey: "pushkey", data: data)
+        #expect(
+            Dispatcher.key(event: "$e", device)
+                == RepeatKey(["$e", "app", "pushkey", #"{"url":"https://push.example/x","format":"event_id_only"}"#]))
+        #expect(
+            Dispatcher.key(event: "$e", Device(appId: "app", pushkey: "pushkey", data: [:])) == RepeatKey(["$e", "app", "pushkey", "{}"]))
+        #expect(Dispatcher.key(event: "$e", Device(appId: "app", pushkey: "pushkey")) == RepeatKey(["$e", "app", "pushkey", ""]))
     }
 
     @Test func aRepeatWhileTheUpstreamStallsIsNotSentTwice() async throws {

@@ -313,6 +313,21 @@ import Testing
         #expect(throws: UpstreamOriginError.self) { try UpstreamOrigin("ftp://h") }
     }
 
+    /// An origin is the URL up to its authority's end, found after the first `://`: what a Web
+    /// Push request's pool is looked up by, and what a pushback holds.
+    @Test func anOriginIsCutAfterTheFirstSchemeSeparator() {
+        #expect(UpstreamOrigin.prefix(of: "https://push.example/wpush/v2/abc") == "https://push.example")
+        #expect(UpstreamOrigin.prefix(of: "http://h:8080?q=1") == "http://h:8080")
+        #expect(UpstreamOrigin.prefix(of: "https://[::1]:8443/x") == "https://[::1]:8443")
+        #expect(UpstreamOrigin.prefix(of: "a:b://c/d") == "a:b://c")
+        #expect(UpstreamOrigin.prefix(of: "no-scheme/path") == "no-scheme")
+        #expect(UpstreamOrigin.prefix(of: "https:") == "https:")
+        #expect(UpstreamOrigin.prefix(of: "https://") == "https://")
+        #expect(PushbackScope.origin(ofURL: "HTTPS://Push.Example:443/x#f") == "https://push.example:443")
+        #expect(PushbackScope.origin(ofURL: "https://h?x=1") == "https://h")
+        #expect(PushbackScope.origin(ofURL: "not a url") == "not a url")
+    }
+
     /// A request that names its own target (APNs's `/3/device/…`) is sent to it as it is, checked
     /// as a URL's path is; without one, the URL's path on the origin is the target.
     @Test func aRequestsOwnPathIsItsTargetCheckedAsAURLsPathIs() throws {

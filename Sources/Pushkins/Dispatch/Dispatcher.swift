@@ -254,8 +254,10 @@ package struct Dispatcher: Sendable {
     /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
     /// homeserver's retry carries it unchanged; two accounts' pushers on one phone differ in it).
     package static func key(event: String, _ device: Device) -> RepeatKey {
-        let data = device.data.map { $0.isEmpty ? "{}" : JSONWriter.string(.object($0)) } ?? ""
-        return RepeatKey([event, device.appId, device.pushkey, data])
+        guard let data = device.data, !data.isEmpty else {
+            return RepeatKey([event, device.appId, device.pushkey, device.data == nil ? "" : "{}"])
+        }
+        return RepeatKey([event, device.appId, device.pushkey], last: JSONWriter.serialize(.object(data)))
     }
 
     /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots, counts

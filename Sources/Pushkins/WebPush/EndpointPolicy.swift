@@ -65,7 +65,7 @@ package final class EndpointPolicy: Sendable {
             scheme == "https" || scheme == "http", let rawHost = UpstreamOrigin.wireHost(components), !rawHost.isEmpty
         else { return nil }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
-        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let hostPart = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         let netloc = components.port.map { "\(hostPart):\($0)" } ?? hostPart
         return Endpoint(
             url: url, scheme: scheme, host: host, port: components.port ?? (scheme == "https" ? 443 : 80),

@@ -16,14 +16,22 @@ package struct RepeatKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     package init(_ parts: [String]) {
+        self.init(parts, last: nil)
+    }
+
+    /// The key of `parts` and then `last`, a part given as bytes (a pusher's `data` as JSON, hashed
+    /// as written rather than made into a string first): the same digest as `last` given as text.
+    package init(_ parts: [String], last: [UInt8]?) {
         var hasher = SHA256()
+        func add(_ bytes: UnsafeRawBufferPointer) {
+            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { hasher.update(bufferPointer: $0) }
+            hasher.update(bufferPointer: bytes)
+        }
         for part in parts {
             var part = part
-            part.withUTF8 { bytes in
-                withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { hasher.update(bufferPointer: $0) }
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
-            }
+            part.withUTF8 { add(UnsafeRawBufferPointer($0)) }
         }
+        last?.withUnsafeBytes { add($0) }
         (high, low) = hasher.finalize().withUnsafeBytes { raw in
             (
                 UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
