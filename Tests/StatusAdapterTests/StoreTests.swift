@@ -265,6 +265,44 @@ import Testing
         }
     }
 
+    /// A statement stepped in place stores what GRDB's `execute(arguments:)` stores, fails with
+    /// SQLite's own error, and is ready for the next row after a failure.
+    @Test func aStatementSteppedInPlaceStoresAndFailsAsGRDBs() async throws {
+        let queue = try DatabaseQueue(path: temporaryPath("in-place.sqlite"))
+        try await queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (k BLOB PRIMARY KEY, v BLOB, x REAL NOT NULL)")
+            let insert = try db.cachedStatement(sql: "INSERT INTO t (k, v, x) VALUES (?, ?, ?)")
+            try insert.stepInPlace(in: db) { parameters in
+                parameters.blob([1, 2])
+                parameters.blob([0, 255, 0])
+                parameters.real(1.5)
+            }
+            try db.execute(sql: "INSERT INTO t (k, v, x) VALUES (?, ?, ?)", arguments: [Data([3]), Data([0, 255, 0]), 1.5])
+            // The same key again: SQLite's constraint error, and nothing stored.
+            #expect {
+                try insert.stepInPlace(in: db) { parameters in
+                    parameters.blob([1, 2])
+                    parameters.blob([7])
+                    parameters.real(2)
+                }
+            } throws: { error in
+                (error as? DatabaseError)?.resultCode == .SQLITE_CONSTRAINT
+            }
+            try insert.stepInPlace(in: db) { parameters in
+                parameters.blob([4])
+                parameters.blob([])
+                parameters.real(3)
+            }
+            try db.execute(sql: "INSERT INTO t (k, v, x) VALUES (?, ?, ?)", arguments: [Data([5]), Data(), 3])
+        }
+        let rows = try await queue.read { db in try Row.fetchAll(db, sql: "SELECT k, v, x FROM t ORDER BY k") }
+        #expect(rows.map { $0[0] as Data } == [Data([1, 2]), Data([3]), Data([4]), Data([5])])
+        #expect(rows[0][1] as Data? == rows[1][1] as Data?)
+        #expect(rows[0][2] as Double == 1.5)
+        // No bytes are stored as GRDB stores an empty `Data`.
+        #expect(rows[2][1] as DatabaseValue == rows[3][1] as DatabaseValue)
+    }
+
     /// `sqlite_cache_kib` bounds every connection's page cache: the pool's writer and readers and
     /// the point-read connections.
     @Test func everyConnectionKeepsTheConfiguredPageCache() async throws {

@@ -164,7 +164,11 @@ package final class SQLiteStatusStore: StatusStore {
                 let insert = try db.cachedStatement(
                     sql: "INSERT OR REPLACE INTO status_responses (message_id, response, expires_at) VALUES (?, ?, ?)")
                 for entry in entries {
-                    try insert.execute(arguments: [Data(entry.messageId), Data(entry.response), entry.expires.timeIntervalSince1970])
+                    try insert.stepInPlace(in: db) { parameters in
+                        parameters.blob(entry.messageId)
+                        parameters.blob(entry.response)
+                        parameters.real(entry.expires.timeIntervalSince1970)
+                    }
                 }
                 guard prune else { return .commit }
                 try db.execute(sql: "DELETE FROM status_responses WHERE expires_at <= ?", arguments: [clock.date.timeIntervalSince1970])
