@@ -171,7 +171,7 @@ package final class APNsPushkin: APNsSending {
         }
     }
 
-    /// What a message's requests carry, or nil when its payload cannot be sent: the payload follows
+    /// What a message's requests carry, or its outcome when its payload is too large: the payload follows
     /// the push type, and every request names one (docs/compatibility/apns.md, "Push type and
     /// payload"): the message's, the app's, else the one its payload is. Synchronous and out of
     /// line, as `message(_:device:)`.
