@@ -73,27 +73,18 @@ package final class APNsPushkin: APNsSending {
         }
     }
 
-    /// The device's request, or why it has none (its message, then what its requests carry).
-    @inline(never)
-    private func request(_ notification: PushNotification, device: Device) -> Step<APNsRequestParts> {
-        switch message(notification, device: device) {
-        case .answered(let outcome): return .answered(outcome)
-        case .send(let message): return request(for: message)
-        }
-    }
-
     /// A step's result: an outcome found without sending, or what to send.
-    private enum Step<Value> {
+    private enum Step {
         case answered(DeviceOutcome)
-        case send(Value)
+        case send(APNsRequestParts)
     }
 
-    /// The device's message, or why it has none. The synchronous steps of a dispatch are kept out
-    /// of line, so that what they use lives on the thread's stack while they run rather than in
-    /// the frame every device's task takes from its allocator (docs/architecture.md, "Values on
-    /// the notify path").
+    /// The device's request (its message, then what the message's requests carry), or why it has
+    /// none. The synchronous steps of a dispatch are kept out of line, so that what they use lives
+    /// on the thread's stack while they run rather than in the frame every device's task takes
+    /// from its allocator (docs/architecture.md, "Values on the notify path").
     @inline(never)
-    private func message(_ notification: PushNotification, device: Device) -> Step<APNsMessage> {
+    private func request(_ notification: PushNotification, device: Device) -> Step {
         if let value = device.data?["default_payload"], value.objectValue == nil {
             return .answered(.rejected(reason: .invalidDefaultPayload))
         }
@@ -105,8 +96,8 @@ package final class APNsPushkin: APNsSending {
         }
         guard let body = payload(notification, device: device) else { return .answered(.skipped(reason: .nothingToSend)) }
         let expiration = config.expiration == 0 ? 0 : Int(environment.clock.date.timeIntervalSince1970) + config.expiration
-        return .send(
-            APNsMessage(
+        return request(
+            for: APNsMessage(
                 body: body, deviceToken: token, priority: notification.isLowPriority ? 5 : 10, expiration: expiration,
                 collapseId: notification.eventId.flatMap { $0.isEmpty ? nil : Self.collapseId($0) }))
     }
@@ -174,9 +165,9 @@ package final class APNsPushkin: APNsSending {
     /// What a message's requests carry, or its outcome when its payload is too large: the payload follows
     /// the push type, and every request names one (docs/compatibility/apns.md, "Push type and
     /// payload"): the message's, the app's, else the one its payload is. Synchronous and out of
-    /// line, as `message(_:device:)`.
+    /// line, as `request(_:device:)`.
     @inline(never)
-    private func request(for message: APNsMessage) -> Step<APNsRequestParts> {
+    private func request(for message: APNsMessage) -> Step {
         var message = message
         let pushType = message.pushType ?? config.pushType ?? APNsPushType.derived(from: message.body)
         if pushType == APNsPushType.background, case .payload(let payload) = message.body {

@@ -254,9 +254,8 @@ package struct Dispatcher: Sendable {
     /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
     /// homeserver's retry carries it unchanged; two accounts' pushers on one phone differ in it).
     package static func key(event: String, _ device: Device) -> RepeatKey {
-        guard let data = device.data, !data.isEmpty else {
-            return RepeatKey([event, device.appId, device.pushkey, device.data == nil ? "" : "{}"])
-        }
+        guard let data = device.data else { return RepeatKey([event, device.appId, device.pushkey, ""]) }
+        if data.isEmpty { return RepeatKey([event, device.appId, device.pushkey, "{}"]) }
         return RepeatKey([event, device.appId, device.pushkey], last: JSONWriter.serialize(.object(data)))
     }
 

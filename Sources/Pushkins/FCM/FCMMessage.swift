@@ -32,40 +32,23 @@ package enum FCMMessage {
         }
         func value(_ value: JSONValue) { JSONWriter.write(value, style: .compact, into: &out) }
         func android(_ own: JSONValue?) {
-            out.writeInteger(UInt8(ascii: "{"))
-            guard case .object(let members)? = own else {
-                out.writeStaticString(#""priority":"#)
+            guard case .object(var members)? = own else {
+                out.writeStaticString(#"{"priority":"#)
                 value(priority)
                 out.writeInteger(UInt8(ascii: "}"))
                 return
             }
-            var first = true
-            var hasPriority = false
-            for (name, item) in members {
-                if !first { out.writeInteger(UInt8(ascii: ",")) }
-                first = false
-                JSONWriter.writeString(name, into: &out)
-                out.writeInteger(UInt8(ascii: ":"))
-                if name == "priority" {
-                    hasPriority = true
-                    value(priority)
-                } else {
-                    value(item)
-                }
-            }
-            if !hasPriority {
-                if !first { out.writeInteger(UInt8(ascii: ",")) }
-                out.writeStaticString(#""priority":"#)
-                value(priority)
-            }
-            out.writeInteger(UInt8(ascii: "}"))
+            // The app's own `android` options (rare): `priority` set among them, in its place if
+            // they have one.
+            members["priority"] = priority
+            value(.object(members))
         }
         for (name, item) in options {
             key(name)
             switch name {
             case "data": value(.object(strings))
             case "android": android(item)
-            case "apns" where aps != nil: value(.object(apnsBlock(item, aps: aps ?? [:])))
+            case "apns": value(aps.map { .object(apnsBlock(item, aps: $0)) } ?? item)
             case "token": value(.string(token))
             default: value(item)
             }
