@@ -48,7 +48,10 @@ package final class DeliveryNotes: Sendable {
 
     private let notes = Mutex(Table())
 
-    package init() {}
+    /// `devices`: how many the group has, for the table to be made at its size.
+    package init(devices: Int = 1) {
+        if devices > 1 { notes.withLock { $0.rest.reserveCapacity(devices - 1) } }
+    }
 
     /// One device's place in `notes`.
     package struct Sink: Sendable {

@@ -12,6 +12,7 @@ import Testing
         let held = try #require(JSONScratch.held)
         #expect(held.members >= 2 && held.members <= JSONScratch.keptCapacity)
         #expect(held.elements >= 3 && held.elements <= JSONScratch.keptCapacity)
+        #expect(held.document >= 3 && held.document <= JSONScratch.keptCapacity)
         // A body of many elements grows them past what is kept: they are let go.
         let large = "[" + (0..<1_000).map(String.init).joined(separator: ", ") + "]"
         let parsed = try JSONParser.parse(large)

@@ -25,22 +25,22 @@ package struct JSONParser {
     }
 
     private static func parse(buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, known: KnownStrings) -> Result<JSONValue, Error> {
+        // A document's places are 32-bit (`JSONObject`); no body Herald accepts comes near.
+        guard buffer.count < Int(Int32.max) else { return .failure(Error(offset: 0, reason: "document too large")) }
         var parser = JSONParser(bytes: buffer, maxDepth: maxDepth, known: known)
-        (parser.members, parser.elements) = JSONScratch.take()
+        parser.scratch = JSONScratch.take()
         defer {
             // Moved out, not copied, so that the buffers go back with one reference each.
-            var members: [(key: String, value: JSONValue)] = []
-            var elements: [JSONValue] = []
-            swap(&members, &parser.members)
-            swap(&elements, &parser.elements)
-            JSONScratch.giveBack(members: members, elements: elements)
+            var buffers = JSONScratch.Buffers()
+            swap(&buffers, &parser.scratch)
+            JSONScratch.giveBack(buffers)
         }
         parser.skipWhitespace()
         do throws(Error) {
             let value = try parser.parseValue(depth: 0)
             parser.skipWhitespace()
             guard parser.index == buffer.count else { throw parser.error("trailing data after JSON value") }
-            return .success(value)
+            return .success(parser.finished(value))
         } catch {
             return .failure(error)
         }
@@ -56,11 +56,16 @@ package struct JSONParser {
     private let known: KnownStrings
     private var index = 0
     /// The members of the objects being parsed, innermost last, and likewise the elements of the
-    /// arrays: one buffer each for the whole parse, so that each object's and array's own storage
-    /// is allocated once, at its final size, instead of growing (and reallocating) member by member.
-    /// They are the thread's, kept from one parse to the next (`JSONScratch`).
-    private var members: [(key: String, value: JSONValue)] = []
-    private var elements: [JSONValue] = []
+    /// arrays: one buffer each for the whole parse, so that each array's own storage is allocated
+    /// once, at its final size, instead of growing (and reallocating) element by element. And the
+    /// members of the objects parsed so far, each object a range of them: the document they are
+    /// copied into once, at its size, when the array or the body that holds them ends
+    /// (docs/architecture.md, "The notify's JSON as documents"). They are the thread's, kept from
+    /// one parse to the next (`JSONScratch`).
+    private var scratch = JSONScratch.Buffers()
+    /// Where the document being made begins in `scratch.document`: an array's objects make a
+    /// document of their own (it holds them, and a document cannot hold what holds it).
+    private var documentStart = 0
 
     private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, known: KnownStrings) {
         self.bytes = bytes
@@ -111,8 +116,9 @@ package struct JSONParser {
             index += 1
             return .object(JSONObject())
         }
-        let start = members.count
-        defer { members.removeSubrange(start...) }
+        let start = scratch.members.count
+        let mark = scratch.document.count
+        defer { scratch.members.removeSubrange(start...) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected object key") }
@@ -121,21 +127,71 @@ package struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipWhitespace()
-            members.append((key, try parseValue(depth: depth)))
+            scratch.members.append((key, try parseValue(depth: depth)))
             skipWhitespace()
             guard index < bytes.count else { throw error("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                var object = JSONObject(minimumCapacity: members.count - start)
-                // A repeated key keeps its first place and its last value.
-                for member in members[start...] { object[member.key] = member.value }
-                return .object(object)
+                return closeObject(membersFrom: start, documentMark: mark)
             } else {
                 throw error("expected ',' or '}'")
             }
         }
+    }
+
+    /// The object whose members are `scratch.members[start...]`: a range of the document, or, past
+    /// `JSONObject.indexedFrom` members, an object of its own with its keys indexed (and its own
+    /// objects made its own too, out of the document, where they lie from `mark` on).
+    private mutating func closeObject(membersFrom start: Int, documentMark mark: Int) -> JSONValue {
+        // A repeated key keeps its first place and its last value.
+        if scratch.members.count - start > JSONObject.indexedFrom {
+            var object = JSONObject(minimumCapacity: scratch.members.count - start)
+            for member in scratch.members[start...] { object[member.key] = ownCopy(member.value) }
+            scratch.document.removeSubrange(mark...)
+            return .object(object)
+        }
+        var end = start
+        for place in start..<scratch.members.count {
+            let key = scratch.members[place].key
+            if let first = scratch.members[start..<end].firstIndex(where: { $0.key == key }) {
+                scratch.members[first].value = scratch.members[place].value
+            } else {
+                if place != end { scratch.members[end] = scratch.members[place] }
+                end += 1
+            }
+        }
+        let at = scratch.document.count - documentStart
+        scratch.document.append(contentsOf: scratch.members[start..<end])
+        return .object(JSONObject(pendingAt: at, count: end - start))
+    }
+
+    /// `value` with its objects pending in the document made objects of their own.
+    private func ownCopy(_ value: JSONValue) -> JSONValue {
+        guard case .object(let pending) = value, let range = pending.pendingRange else { return value }
+        var object = JSONObject(minimumCapacity: range.count)
+        for place in range {
+            let member = scratch.document[documentStart + place]
+            object[member.key] = ownCopy(member.value)
+        }
+        return .object(object)
+    }
+
+    /// `value` read from the document made so far: its objects pending there become windows on it.
+    private func finished(_ value: JSONValue) -> JSONValue {
+        guard scratch.document.count > documentStart else { return value }
+        return JSONObject.bind(value, in: document())
+    }
+
+    /// The document made since `documentStart`: a copy at its size. (`ContiguousArray` of a slice
+    /// that is the whole scratch buffer would share it, with all its room, and the thread's next
+    /// parse would then make a new one.)
+    private func document() -> ContiguousArray<JSONObject.Element> {
+        var document = ContiguousArray<JSONObject.Element>()
+        document.reserveCapacity(scratch.document.count - documentStart)
+        document.append(contentsOf: scratch.document[documentStart...])
+        return document
     }
 
     private mutating func parseArray(depth: Int) throws(Error) -> JSONValue {
@@ -146,11 +202,17 @@ package struct JSONParser {
             index += 1
             return .array([])
         }
-        let start = elements.count
-        defer { elements.removeSubrange(start...) }
+        let start = scratch.elements.count
+        let outerDocument = documentStart
+        documentStart = scratch.document.count
+        defer {
+            scratch.elements.removeSubrange(start...)
+            scratch.document.removeSubrange(documentStart...)
+            documentStart = outerDocument
+        }
         while true {
             skipWhitespace()
-            elements.append(try parseValue(depth: depth))
+            scratch.elements.append(try parseValue(depth: depth))
             skipWhitespace()
             guard index < bytes.count else { throw error("unterminated array") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -161,8 +223,14 @@ package struct JSONParser {
                 // scratch buffer when the array is its whole content, and the scratch's next
                 // change would then copy it (and the thread would keep the array's storage).
                 var array: [JSONValue] = []
-                array.reserveCapacity(elements.count - start)
-                array.append(contentsOf: elements[start...])
+                array.reserveCapacity(scratch.elements.count - start)
+                if scratch.document.count > documentStart {
+                    // Its objects' document, made once for them all.
+                    let document = document()
+                    for element in scratch.elements[start...] { array.append(JSONObject.bind(element, in: document)) }
+                } else {
+                    array.append(contentsOf: scratch.elements[start...])
+                }
                 return .array(array)
             } else {
                 throw error("expected ',' or ']'")

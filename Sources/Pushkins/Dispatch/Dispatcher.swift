@@ -73,7 +73,11 @@ package struct Dispatcher: Sendable {
                 if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
                     groups[g].indices?.append(index)
                 } else {
-                    groups.append(Group(pushkin: pushkin, indices: [index]))
+                    // Room for every device left, which may all join it: no growth step by step.
+                    var indices: [Int] = []
+                    indices.reserveCapacity(notification.devices.count - index)
+                    indices.append(index)
+                    groups.append(Group(pushkin: pushkin, indices: indices))
                 }
             }
         }
@@ -270,7 +274,7 @@ package struct Dispatcher: Sendable {
         // without a keyed device: a badge update is not traced).
         let guardian = keys?.contains { $0 != nil } == true ? once?.guardian : nil
         var context = context
-        if guardian != nil { context.notes = DeliveryNotes() }
+        if guardian != nil { context.notes = DeliveryNotes(devices: devices.count) }
         if wave >= devices.count {
             outcomes = await group.pushkin.dispatch(notification, devices: devices, context: context)
         } else {
