@@ -109,4 +109,18 @@ import Testing
         #expect(results[0] == 0)
         #expect(results.dropFirst().allSatisfy { $0 == -1 })
     }
+
+    /// The last item runs in the caller's own task, beside the others' child tasks, with and
+    /// without an admission limiter: the results are the same, and one task fewer is made.
+    @Test func theLastItemRunsInTheCallersTask() async throws {
+        let caller = withUnsafeCurrentTask { $0?.hashValue }
+        for admission in [nil, AsyncLimiter(limit: 8)] {
+            let inCaller = await fanOut(Array(0..<4), admission: admission, notStarted: nil) { _ -> Bool? in
+                withUnsafeCurrentTask { $0?.hashValue } == caller
+            }
+            #expect(inCaller == [false, false, false, true])
+            #expect(admission?.inUse ?? 0 == 0)
+        }
+        #expect(await fanOut([Int](), notStarted: 0) { $0 }.isEmpty)
+    }
 }
