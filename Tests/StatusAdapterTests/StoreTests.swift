@@ -295,7 +295,7 @@ import Testing
             }
             try db.execute(sql: "INSERT INTO t (k, v, x) VALUES (?, ?, ?)", arguments: [Data([5]), Data(), 3])
         }
-        let rows = try await queue.read { db in try Row.fetchAll(db, sql: "SELECT k, v, x FROM t ORDER BY k") }
+        let rows = try queue.read { db in try Row.fetchAll(db, sql: "SELECT k, v, x FROM t ORDER BY k") }
         #expect(rows.map { $0[0] as Data } == [Data([1, 2]), Data([3]), Data([4]), Data([5])])
         #expect(rows[0][1] as Data? == rows[1][1] as Data?)
         #expect(rows[0][2] as Double == 1.5)
