@@ -27,9 +27,10 @@ import Testing
     static let topic = "com.example.app"
 
     /// `extra` goes into the app's section, `top` at the top level of the config.
-    func start(extra: String = "", top: String = "", maxConcurrentStreams: Int = 1000, certificate: Bool = false, limit: Int = 512)
-        async throws -> Setup
-    {
+    func start(
+        extra: String = "", top: String = "", maxConcurrentStreams: Int = 1000, certificate: Bool = false, limit: Int = 512,
+        clock: any HeraldClock = SystemClock()
+    ) async throws -> Setup {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
         let apns: FakeAPNs
@@ -61,7 +62,7 @@ import Testing
             \((timeouts + extra).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top))
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top), clock: clock)
         return Setup(herald: herald, apns: apns, directory: dir)
     }
 

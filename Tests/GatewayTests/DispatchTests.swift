@@ -106,7 +106,8 @@ import Testing
         #expect(probe.seen == ["k-exact", "k-glob"])
     }
 
-    @Test func inflightRequestLimitFailsFastWith502AndIsCounted() async throws {
+    /// The app's own limit is a pause with an end: 429 with `Retry-After`, `M_LIMIT_EXCEEDED`.
+    @Test func inflightRequestLimitFailsFastWith429AndIsCounted() async throws {
         let probe = Probe()
         let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 1\n"
         let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
@@ -118,7 +119,9 @@ import Testing
         let metrics = try await herald.metricsText()
         await herald.stop()
         #expect(firstResponse.status == 200)
-        #expect(second.status == 502)
+        #expect(second.status == 429)
+        #expect(second.headers.first(name: "Retry-After") == "1")
+        #expect(second.json?["errcode"] == "M_LIMIT_EXCEEDED" && second.json?["retry_after_ms"] == 1000)
         #expect(probe.seen == ["hold"])
         #expect(metrics.contains(#"sygnal_inflight_request_limit_drop_total{pushkin="com.example.probe"} 1"#))
     }

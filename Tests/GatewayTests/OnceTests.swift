@@ -168,6 +168,57 @@ struct OnceTests {
         #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 3)
     }
 
+    /// The notify's 200 is written `elapsed` after the request arrived (the gateway's clock is
+    /// moved while the upstream holds its answer). Written within `notify.heard_within` (2 s) it
+    /// was heard, and the same notify sent after it is sent again; written later, a proxy in
+    /// front may have given up on it and kept its connection to Herald open (HAProxy without
+    /// `option abortonclose`), so the same notify is a retry, answered from the record.
+    @Test(arguments: [(elapsed: 1, pushes: 2), (elapsed: 3, pushes: 1)])
+    func aTwoHundredWrittenLateIsNotTakenAsHeard(_ elapsed: Int, _ pushes: Int) async throws {
+        let clock = ManualClock()
+        let setup = try await APNsEndToEndTests().start(clock: clock)
+        let key = APNsEndToEndTests.pushkey()
+        let token = APNsEndToEndTests.hex(key)
+        let release = TestEvent()
+        setup.apns.script(token, .sequence([.hold(release, then: .accept), .accept]))
+        async let first = notify(setup.herald, key)
+        let reached = await eventually(within: .seconds(60)) { setup.apns.maxConcurrentRequests >= 1 }
+        clock.advance(by: .seconds(elapsed))
+        release.raise()
+        let answered = try await first
+        let again = try await notify(setup.herald, key)
+        await setup.stop()
+        #expect(reached)
+        #expect(answered.status == 200)
+        #expect(again.status == 200)
+        #expect(again.headers.first(name: "Herald-Repeats") == (pushes == 1 ? "1" : nil))
+        #expect(setup.apns.received(token: token).count == pushes)
+    }
+
+    /// A test push (`$THIS_IS_A_FAKE_EVENT_ID`) is never answered from the record, even when its
+    /// answer came too late to count as heard: each run of the troubleshooter is a push.
+    @Test func aTestPushAnsweredLateIsStillSentAgain() async throws {
+        let clock = ManualClock()
+        let setup = try await APNsEndToEndTests().start(clock: clock)
+        let key = APNsEndToEndTests.pushkey()
+        let token = APNsEndToEndTests.hex(key)
+        var message = Self.message
+        message["event_id"] = .string(Once.testPushEventId)
+        let release = TestEvent()
+        setup.apns.script(token, .sequence([.hold(release, then: .accept), .accept]))
+        async let first = notify(setup.herald, key, message: message)
+        let reached = await eventually(within: .seconds(60)) { setup.apns.maxConcurrentRequests >= 1 }
+        clock.advance(by: .seconds(5))
+        release.raise()
+        let answered = try await first
+        let again = try await notify(setup.herald, key, message: message)
+        await setup.stop()
+        #expect(reached)
+        #expect(answered.status == 200 && again.status == 200)
+        #expect(again.headers.first(name: "Herald-Repeats") == nil)
+        #expect(setup.apns.received(token: token).count == 2)
+    }
+
     /// Element X registers a pusher per account with the phone's one token and a per-account
     /// secret in `default_payload`: two accounts in one room get the same event for the same
     /// pushkey, each with its own `data`. Both are pushed, each with its own secret; each sent

@@ -9,7 +9,8 @@ import Testing
 
 /// Pushback honoured for the whole upstream origin (docs/operations.md, "Pushback"): after a 429
 /// (or a 503 with `Retry-After`) no request reaches that origin until the hold it asked for ends;
-/// the devices for it fail at once as temporary (502), and the hold is named in `/health` and
+/// the devices for it fail at once as temporary (429 with `Retry-After` when nothing else failed:
+/// docs/compatibility/matrix.md), and the hold is named in `/health` and
 /// counted. The time is a manual clock's: the test moves it past the hold.
 @Suite(.serialized)
 struct PushbackTests {
@@ -37,7 +38,8 @@ struct PushbackTests {
     }
 
     /// FCM answers one notify 429 with `Retry-After: 5`: the next 50 notifies for the same project
-    /// within the hold send nothing and are answered 502; another project is not held; the first
+    /// within the hold send nothing and are answered 429 with the hold's `Retry-After` (Element
+    /// X's troubleshooter says "rate limited, try later"); another project is not held; the first
     /// call, which waited the hold out, and the first notify after the hold are delivered.
     @Test func anFCMProjectThatAnswers429IsHeldForTheTimeItAsked() async throws {
         let held = try await FakeFCM.start(directory: temporaryDirectory())
@@ -51,8 +53,11 @@ struct PushbackTests {
             (try? await herald.request(.GET, "/health"))?.json?["held"] != nil
         }
         var during: [Int] = []
+        var answers: [TestResponse] = []
         for n in 0..<50 {
-            during.append(try await fcmNotify(herald, app: "com.example.held", token: "during-\(n)", event: "$d\(n)").status)
+            let answer = try await fcmNotify(herald, app: "com.example.held", token: "during-\(n)", event: "$d\(n)")
+            during.append(answer.status)
+            answers.append(answer)
         }
         let elsewhere = try await fcmNotify(herald, app: "com.example.other", token: "elsewhere")
         let health = try await herald.request(.GET, "/health")
@@ -65,7 +70,11 @@ struct PushbackTests {
         await held.stop()
         await other.stop()
         #expect(holding)
-        #expect(during.allSatisfy { $0 == 502 }, "\(during)")
+        #expect(during.allSatisfy { $0 == 429 }, "\(during)")
+        let firstHeld = try #require(answers.first)
+        #expect(firstHeld.headers.first(name: "Retry-After") == "5")
+        #expect(firstHeld.json?["errcode"] == "M_LIMIT_EXCEEDED" && firstHeld.json?["retry_after_ms"] == 5000)
+        #expect(firstHeld.json?["rejected"] == [])
         #expect(held.received.filter { $0.tokens.contains { $0.hasPrefix("during-") } }.isEmpty)
         #expect(held.received.flatMap(\.tokens) == ["first", "first", "after"])
         #expect(elsewhere.status == 200 && other.received.flatMap(\.tokens) == ["elsewhere"])
@@ -80,6 +89,22 @@ struct PushbackTests {
             Self.value(
                 in: metrics, of: "herald_upstream_pushback_seconds_total", labels: ["pushkin=\"com.example.held\"", "origin_class=\"fcm\""])
                 == 5)
+    }
+
+    /// The notify's answer when devices failed: 429 only when every failure is a pause with a
+    /// known end (the longest pause, rounded up, at least a second); a mixed failure stays 502.
+    @Test func aNotifyIs429OnlyWhenEveryFailureIsAPause() {
+        let limited = NotifyError.failed([.pushback(seconds: 3), .inflightLimit, .pushback(seconds: 7)], rejected: ["k"])
+        let response = MatrixErrors().render(limited)
+        #expect(response.status == .tooManyRequests)
+        #expect(response.headers.first(name: "Retry-After") == "7")
+        let body = try? JSONParser.parse(response.body.readableBytesView)
+        #expect(body?["errcode"] == "M_LIMIT_EXCEEDED" && body?["retry_after_ms"] == 7000 && body?["rejected"] == ["k"])
+        #expect(MatrixErrors().render(NotifyError.failed([.pushback(seconds: 0)], rejected: [])).headers.first(name: "Retry-After") == "1")
+        for mixed in [[OutcomeReason.pushback(seconds: 3), .network("reset")], [.answerDeadline], [.heldElsewhere, .inflightLimit]] {
+            let answer = MatrixErrors().render(NotifyError.failed(mixed, rejected: []))
+            #expect(answer.status == .badGateway && answer.headers.first(name: "Retry-After") == nil, "\(mixed)")
+        }
     }
 
     /// The value of the series of `name` whose labels include `labels`, in a Prometheus exposition.
@@ -144,7 +169,8 @@ struct PushbackTests {
         await herald.stop()
         await one.stop()
         await two.stop()
-        #expect(answers == [502, 502, 200])
+        // The push service's own 429 is its answer (502); the next device, held, is told to wait.
+        #expect(answers == [502, 429, 200])
         #expect(one.received.count == 1 && one.received(for: sameOrigin).isEmpty)
         #expect(two.received(for: otherOrigin).count == 1)
         #expect(health.json?["held"]?.arrayValue?.first?["origin_class"]?.stringValue == "other")

@@ -43,6 +43,7 @@ extension GatewayConfig.Notify {
         config.repeatStoreTimeout = notify.seconds("repeat_store_timeout", default: 1, range: 0.05...60)
         config.repeatStoreMaxConnections = notify.int("repeat_store_max_connections", default: 8, range: 1...1000)
         config.answerWithin = notify.seconds("answer_within", default: 20, range: 0...300)
+        config.heardWithin = notify.seconds("heard_within", default: 2, range: 0...60)
         config.traceMaxBytes = notify.int("trace_max_bytes", default: 8 << 20, range: 0...(16 << 30))
         notify.warnUnknownKeys()
         return config

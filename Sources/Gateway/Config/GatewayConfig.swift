@@ -74,6 +74,10 @@ package struct GatewayConfig: Sendable {
         /// Every notify is answered within this; devices whose upstream has not answered are 502
         /// while their calls go on.
         package var answerWithin: Duration = .seconds(20)
+        /// A 200 written on an open connection within this of its request's arrival was heard: a
+        /// notify sent again after it is sent again. A later 200 may have been written into a
+        /// proxy's connection whose client had gone, so its repeat is answered from the record.
+        package var heardWithin: Duration = .seconds(2)
     }
 
     /// `admin:`: Herald's own routes on the metrics listener (the delivery trace).

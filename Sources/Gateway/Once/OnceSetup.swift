@@ -31,7 +31,7 @@ struct OnceSetup: Sendable {
             }
             guardian = RepeatGuard(store: store, fallback: memory, clock: clock, counters: counters, logger: logger)
         }
-        once = Once(guardian: guardian, answerWithin: notify.answerWithin)
+        once = Once(guardian: guardian, answerWithin: notify.answerWithin, heardWithin: notify.heardWithin)
         self.services = services
         self.health = health
     }

@@ -20,6 +20,8 @@ package final class FakeAPNs: Sendable {
         /// Use each behaviour once, in order, then keep the last.
         indirect case sequence([Behavior])
         indirect case delay(Duration, then: Behavior)
+        /// Hold the answer until the test raises `event` (what a test waits on instead of time).
+        indirect case hold(TestEvent, then: Behavior)
         /// Answer, then send GOAWAY and close the connection.
         indirect case goAway(then: Behavior)
         /// Close the TCP connection without answering.
@@ -226,7 +228,7 @@ package final class FakeAPNs: Sendable {
         case .sequence(let list):
             guard let last = list.last else { return Reply(status: 200) }
             return performAtOnce(index < list.count ? list[index] : last, index: 0)
-        case .delay: return nil
+        case .delay, .hold: return nil
         case .goAway(let then):
             guard var reply = performAtOnce(then, index: index) else { return nil }
             reply.goAway = true
@@ -247,6 +249,9 @@ package final class FakeAPNs: Sendable {
             return await perform(index < list.count ? list[index] : last, index: 0)
         case .delay(let duration, let then):
             try? await Task.sleep(for: duration)
+            return await perform(then, index: index)
+        case .hold(let event, let then):
+            await event.wait()
             return await perform(then, index: index)
         case .goAway(let then):
             var reply = await perform(then, index: index)

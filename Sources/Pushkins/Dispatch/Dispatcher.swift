@@ -201,7 +201,8 @@ package struct Dispatcher: Sendable {
         var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
         var recorded: [RepeatKey] = []
         var repeats = 0
-        let event = notification.eventId ?? ""
+        // A test push is never a repeat: each is sent (docs/operations.md, "Once").
+        let event = notification.eventId == Once.testPushEventId ? "" : notification.eventId ?? ""
         for (position, device) in devices.enumerated() {
             guard let guardian = once.guardian, !event.isEmpty else {
                 keys.append(nil)

@@ -11,11 +11,31 @@ enum NotifyError: HTTPResponseError {
     /// Some device failed for now (upstream unavailable, budget spent, in-flight limit): the
     /// homeserver retries the request; the rejections already known are in the body.
     case dispatchFailed(count: Int, first: OutcomeReason, rejected: [String])
+    /// Every device that failed did so because its upstream origin is held by pushback, or the
+    /// app's `inflight_request_limit` was reached: nothing is wrong but the pace. 429 with
+    /// `Retry-After`, so that a push troubleshooter says "try later", not "broken"; Synapse retries
+    /// it as it retries a 502 (docs/compatibility/matrix.md).
+    case limited(count: Int, first: OutcomeReason, retryAfterSeconds: Int, rejected: [String])
+
+    /// `.limited` when every failure is a pause with a known end (pushback, the in-flight limit),
+    /// else `.dispatchFailed`. The limit's pause is a second: its slots free as calls end.
+    static func failed(_ failures: [OutcomeReason], rejected: [String]) -> NotifyError {
+        var seconds = 0
+        for failure in failures {
+            switch failure {
+            case .pushback(let left): seconds = max(seconds, left, 1)
+            case .inflightLimit: seconds = max(seconds, 1)
+            default: return .dispatchFailed(count: failures.count, first: failures[0], rejected: rejected)
+            }
+        }
+        return .limited(count: failures.count, first: failures[0], retryAfterSeconds: seconds, rejected: rejected)
+    }
 
     var status: HTTPResponseStatus {
         switch self {
         case .notJSON, .badJSON: return .badRequest
         case .dispatchFailed: return .badGateway
+        case .limited: return .tooManyRequests
         }
     }
 
@@ -24,6 +44,7 @@ enum NotifyError: HTTPResponseError {
         case .notJSON: return "M_NOT_JSON"
         case .badJSON: return "M_BAD_JSON"
         case .dispatchFailed: return "M_UNKNOWN"
+        case .limited: return "M_LIMIT_EXCEEDED"
         }
     }
 
@@ -32,11 +53,22 @@ enum NotifyError: HTTPResponseError {
         case .notJSON(let message), .badJSON(let message): return message
         case .dispatchFailed(0, let first, _): return "Failed to dispatch: \(first)"
         case .dispatchFailed(let count, let first, _): return "Failed to dispatch to \(count) device(s): \(first)"
+        case .limited(let count, let first, let seconds, _):
+            return "Rate limited: \(count) device(s) not sent yet (\(first)); try again in \(seconds) s"
         }
     }
 
     var extraFields: JSONObject {
-        guard case .dispatchFailed(_, _, let rejected) = self else { return [:] }
-        return ["rejected": .array(rejected.map(JSONValue.string))]
+        switch self {
+        case .notJSON, .badJSON: return [:]
+        case .dispatchFailed(_, _, let rejected): return ["rejected": .array(rejected.map(JSONValue.string))]
+        case .limited(_, _, let seconds, let rejected):
+            return ["retry_after_ms": .int(Int64(seconds) * 1000), "rejected": .array(rejected.map(JSONValue.string))]
+        }
+    }
+
+    var headers: HTTPHeaders {
+        guard case .limited(_, _, let seconds, _) = self else { return HTTPHeaders() }
+        return ["Retry-After": String(seconds)]
     }
 }

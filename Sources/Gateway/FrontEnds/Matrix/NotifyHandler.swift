@@ -14,7 +14,9 @@ import Pushkins
 /// dropped for good. When any device *failed* (upstream unavailable, retry budget spent,
 /// in-flight limit), the answer is 502 so that the homeserver retries the request; the body then
 /// still carries the rejections already known, `{"errcode": "M_UNKNOWN", "error": …,
-/// "rejected": [...]}`. A 400 only ever means a body that can never succeed.
+/// "rejected": [...]}`; 429 with `Retry-After` and `M_LIMIT_EXCEEDED` instead when every failure
+/// was a pause with a known end (pushback, the in-flight limit). A 400 only ever means a body that
+/// can never succeed.
 package struct NotifyHandler: Sendable {
     let dispatcher: Dispatcher
     let metrics: GatewayMetrics
@@ -54,7 +56,7 @@ package struct NotifyHandler: Sendable {
             inFlight.leave()
         }
         do {
-            let response = try await process(request)
+            let response = try await process(request, start: start)
             metrics.notifyFinished(code: Int(response.status.code), duration: clock.now - start)
             return response
         } catch {
@@ -66,7 +68,7 @@ package struct NotifyHandler: Sendable {
     /// The answer to nearly every notify, made once: its body is shared, not written again.
     private static let noneRejected = ServerResponse.json(.ok, ["rejected": []])
 
-    private func process(_ request: ServerRequest) async throws(NotifyError) -> ServerResponse {
+    private func process(_ request: ServerRequest, start: ContinuousClock.Instant) async throws(NotifyError) -> ServerResponse {
         // Its lines carry `request_id` through `RequestContext.metadataProvider` (the server binds
         // the id around the request): no logger of its own per notify.
         let logger = self.logger
@@ -95,16 +97,21 @@ package struct NotifyHandler: Sendable {
             case .delivered, .skipped, .dropped: break
             }
         }
-        if let first = failures.first {
-            throw .dispatchFailed(count: failures.count, first: first, rejected: rejected)
-        }
+        if !failures.isEmpty { throw NotifyError.failed(failures, rejected: rejected) }
         var response = rejected.isEmpty ? Self.noneRejected : ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
         // The access log shows it (docs/operations.md, "Once").
         if dispatched.repeats > 0 { response.headers.add(name: "Herald-Repeats", value: String(dispatched.repeats)) }
         // A 200 the homeserver hears ends its retries: the same notify sent again after it is sent
-        // on purpose (Element's push troubleshooter) and is sent again. A 502, or a 200 it cannot
-        // hear, leaves the record to answer its retry.
-        if !dispatched.recorded.isEmpty { response.onHeard = { await dispatched.heard() } }
+        // on purpose and is sent again. A 502, or a 200 it may not hear (written on a closed
+        // connection, or late: a proxy in front may have given up on it and keep its connection
+        // to Herald open), leaves the record to answer its retry (docs/operations.md, "Once").
+        if !dispatched.recorded.isEmpty, let once = dispatcher.once {
+            let clock = self.clock
+            response.onHeard = {
+                guard once.heard(after: clock.now - start) else { return }
+                await dispatched.heard()
+            }
+        }
         return response
     }
 }
