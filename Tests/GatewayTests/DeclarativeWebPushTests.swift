@@ -148,10 +148,11 @@ import Testing
 
         let lines = RecordingLogs()
         let logger = Logger(label: "t") { _ in lines }
-        let flag = OneTimeFlag()
+        let warnings = PushServiceWarnings()
         let answer = UpstreamResponse(status: 403, headers: [:], body: ByteBuffer(string: #"{"reason":"BadJwtToken"}"#))
         for _ in 0..<3 {
-            let verdict = PushServiceAnswer.classify(answer, pushkey: "k", context: DispatchContext(logger: logger), badJwtWarning: flag)
+            let verdict = PushServiceAnswer.classify(
+                answer, pushkey: "k", origin: "https://web.push.apple.com", context: DispatchContext(logger: logger), warnings: warnings)
             guard case .done(.dropped) = verdict else { return #expect(Bool(false), "\(verdict)") }
         }
         #expect(lines.messages.filter { $0.contains("BadJwtToken") }.count == 1)

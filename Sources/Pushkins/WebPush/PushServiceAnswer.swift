@@ -1,12 +1,20 @@
 package import HeraldCore
 import HeraldUpstream
+import Synchronization
 
 /// A push service's answer, as a device's outcome carries it (Web Push and UnifiedPush alike).
 package struct PushServiceReason: ProviderReason, Equatable {
     package let status: Int
+    /// What the refusal says the request lacks, when it says so.
+    package var requirement: PushServiceRequirement?
+    /// The service's own words with such a refusal (`PushServiceRequirement.said`).
+    package var said: String?
 
-    package var label: String { "http_\(status)" }
-    package var description: String { "push service answered \(status)" }
+    package var label: String { requirement?.rawValue ?? "http_\(status)" }
+    package var description: String {
+        guard let requirement else { return "push service answered \(status)" }
+        return "push service answered \(status): \(requirement.summary)" + (said.map { " (it said: \($0))" } ?? "")
+    }
     package var rejectionMeansDeadToken: Bool { PushServiceAnswer.disposition(status: status) == .deadToken }
 }
 
@@ -28,15 +36,28 @@ enum PushServiceAnswer {
         }
     }
 
-    static func classify(_ response: UpstreamResponse, pushkey: String, context: DispatchContext, badJwtWarning: OneTimeFlag)
-        -> UpstreamVerdict<DeviceOutcome>
-    {
+    static func classify(
+        _ response: UpstreamResponse, pushkey: String, origin: String, context: DispatchContext, warnings: PushServiceWarnings
+    ) -> UpstreamVerdict<DeviceOutcome> {
         let disposition = disposition(status: response.status)
+        if disposition == .dropped, let requirement = PushServiceRequirement.of(status: response.status, body: response.bodyText) {
+            let said = PushServiceRequirement.said(response.bodyText)
+            if warnings.first(requirement, origin: origin) {
+                context.logger.warning(
+                    "The push service refused the message: \(requirement.fix)",
+                    metadata: [
+                        "status": "\(response.status)", "reason": "\(requirement.rawValue)", "origin": "\(origin)", "body": "\(said)",
+                        "pushkey": "\(Redaction.pushkey(pushkey))",
+                    ])
+            }
+            let reason = PushServiceReason(status: response.status, requirement: requirement, said: said.isEmpty ? nil : said)
+            return disposition.verdict(.provider(reason))
+        }
         if disposition == .dropped {
             if response.status == 403, response.bodyText.contains("BadJwtToken") {
                 // Apple's push service says this of a VAPID subject it cannot resolve; every push
                 // of the app fails alike until the operator changes it: said once per app.
-                if badJwtWarning.fire() {
+                if warnings.badJwt.fire() {
                     context.logger.error(
                         "The push service refused the VAPID token (403 BadJwtToken): Apple's refuses a vapid_contact_email whose domain it cannot resolve; set it to an address at a public domain",
                         metadata: ["body": "\(response.bodyText.prefix(200))"])
@@ -51,6 +72,23 @@ enum PushServiceAnswer {
             }
         }
         return disposition.verdict(.pushService(status: response.status))
+    }
+}
+
+/// The warnings a push-service app says once: Apple's "403 BadJwtToken", and each requirement a
+/// refusal names, once per origin (at most `limit` origins remembered; past that, once more per
+/// origin after they are forgotten).
+final class PushServiceWarnings: Sendable {
+    let badJwt = OneTimeFlag()
+    private let said = Mutex<Set<String>>([])
+    static let limit = 4096
+
+    /// True the first time `requirement` is named by `origin`.
+    func first(_ requirement: PushServiceRequirement, origin: String) -> Bool {
+        said.withLock { said in
+            if said.count >= Self.limit { said.removeAll() }
+            return said.insert(requirement.rawValue + " " + origin).inserted
+        }
     }
 }
 

@@ -11,8 +11,8 @@ import NIOCore
 /// `allow_private_endpoints`, through pools that do not.
 final class PushServiceClient: Sendable {
     let policy: EndpointPolicy
-    /// The app's "403 BadJwtToken" error, logged once.
-    let badJwtWarning = OneTimeFlag()
+    /// The app's warnings said once ("403 BadJwtToken", a requirement per origin).
+    let warnings = PushServiceWarnings()
     private let checked: UpstreamCall
     private let unchecked: UpstreamCall
     private let transports: [OriginPools]
@@ -74,7 +74,7 @@ final class PushServiceClient: Sendable {
         let outcome = await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
-            PushServiceAnswer.classify(response, pushkey: pushkey, context: context, badJwtWarning: self.badJwtWarning)
+            PushServiceAnswer.classify(response, pushkey: pushkey, origin: endpoint.origin, context: context, warnings: self.warnings)
         }
         if case .skipped(.endpointRefused(let reason)) = outcome { refused(reason, pushkey: pushkey, context: context) }
         return outcome

@@ -39,9 +39,7 @@ package final class WebPushPushkin: Pushkin {
         guard !device.pushkey.isEmpty, let endpointURL = data["endpoint"]?.stringValue, let auth = data["auth"]?.stringValue else {
             return .rejected(reason: .invalidPushkey("subscription needs a pushkey, data.endpoint and data.auth"))
         }
-        guard let p256dh = Base64URL.decode(device.pushkey), p256dh.count == 65, let authSecret = Base64URL.decode(auth),
-            authSecret.count == 16
-        else {
+        guard let keys = EncryptedPush.Keys(p256dh: device.pushkey, auth: auth) else {
             return .rejected(reason: .invalidPushkey("pushkey is not a P-256 public key or auth is not 16 bytes"))
         }
         let endpoint: EndpointPolicy.Endpoint
@@ -67,26 +65,19 @@ package final class WebPushPushkin: Pushkin {
         guard let plaintext = WebPushPayload.encode(payload) else {
             return .dropped(reason: .payloadTooLarge)
         }
-        let body: ByteBuffer
-        let authorization: String
+        var topic: String?
+        if data["only_last_per_room"]?.isTruthy == true, let roomId = notification.roomId, !roomId.isEmpty {
+            topic = Self.topic(forRoom: roomId)
+        }
+        let message: EncryptedPush
         do {
-            body = try WebPushEncryption.encryptedBody(plaintext, p256dh: p256dh, authSecret: authSecret)
-            authorization = try vapid.authorization(origin: endpoint.origin, now: clock.date)
+            message = try EncryptedPush(
+                plaintext, for: keys, vapid: vapid, origin: endpoint.origin, now: clock.date, ttl: config.ttl,
+                urgency: notification.isLowPriority ? .low : .normal, topic: topic)
         } catch {
             return .rejected(reason: .invalidPushkey("cannot encrypt for this subscription"))
         }
-
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(6)  // the five below and `Topic`
-        headers.add(name: "Authorization", value: authorization)
-        headers.add(name: "TTL", value: String(config.ttl))
-        headers.add(name: "Urgency", value: notification.isLowPriority ? "low" : "normal")
-        headers.add(name: "Content-Encoding", value: "aes128gcm")
-        headers.add(name: "Content-Type", value: "application/octet-stream")
-        if data["only_last_per_room"]?.isTruthy == true, let roomId = notification.roomId, !roomId.isEmpty {
-            headers.add(name: "Topic", value: Self.topic(forRoom: roomId))
-        }
-        let request = UpstreamRequest(url: endpoint.url, headers: headers, body: body)
+        let request = UpstreamRequest(url: endpoint.url, headers: message.headers, body: message.body)
         return await pushService.deliver(request, to: endpoint, pushkey: device.pushkey, context: context)
     }
 
