@@ -6,10 +6,14 @@ package struct DeliveryNote: Sendable, Equatable {
     package var attempts: Int
     /// APNs `apns-id`, an FCM message name, a Huawei request id, a push service's message URL.
     package var providerId: String?
+    /// Which of its forms the device was addressed by, where a provider has two: FCM's `token` or
+    /// `fid` (docs/compatibility/fcm.md, "Installation ids").
+    package var target: String?
 
-    package init(attempts: Int = 0, providerId: String? = nil) {
+    package init(attempts: Int = 0, providerId: String? = nil, target: String? = nil) {
         self.attempts = attempts
         self.providerId = providerId
+        self.target = target
     }
 
     /// Where the call running in this task writes its note: bound by the dispatcher for each device
@@ -32,11 +36,18 @@ package final class DeliveryNotes: Sendable {
         var rest: [String: DeliveryNote] = [:]
 
         mutating func add(_ pushkey: String, attempts: Int, providerId: String?) {
+            update(pushkey) { $0.add(attempts: attempts, providerId: providerId) }
+        }
+
+        mutating func update(_ pushkey: String, _ change: (inout DeliveryNote) -> Void) {
             if first == nil { first = (pushkey, DeliveryNote()) }
             if first?.pushkey == pushkey {
-                first?.note.add(attempts: attempts, providerId: providerId)
+                if var note = first?.note {
+                    change(&note)
+                    first?.note = note
+                }
             } else {
-                rest[pushkey, default: DeliveryNote()].add(attempts: attempts, providerId: providerId)
+                change(&rest[pushkey, default: DeliveryNote()])
             }
         }
 
@@ -67,6 +78,11 @@ package final class DeliveryNotes: Sendable {
         /// an OAuth token, a sibling host) and keeps the last provider id.
         func add(attempts: Int, providerId: String?) {
             notes.notes.withLock { $0.add(pushkey, attempts: attempts, providerId: providerId) }
+        }
+
+        /// The form the device was addressed by (`DeliveryNote.target`).
+        package func addressed(as target: String) {
+            notes.notes.withLock { $0.update(pushkey) { $0.target = target } }
         }
     }
 

@@ -68,6 +68,45 @@ import Testing
         #expect(setup.fcm.tokenRequests == 1)
     }
 
+    /// A Firebase installation id (22 characters of base64url) is sent as `message.fid`, a
+    /// registration token as `message.token`, each through the one v1 writer; FCM's answers about
+    /// either map alike (UNREGISTERED rejects the pushkey).
+    @Test func anInstallationIdIsSentAsAnFidAndATokenAsAToken() async throws {
+        let setup = try await start()
+        let fid = "eKmDbRLmQS6q2ye8hyN0gA"
+        let deadFid = "c2hvdWxkYmVyZWplY3RlZA"
+        let token = "eKmDbRLmQS6q2ye8hyN0gA:APA91bH" + String(repeating: "k", count: 140)
+        setup.fcm.script(deadFid, .unregistered)
+        let response = try await setup.herald.notify(
+            notifyBody(Self.message, devices: [device(fid), device(token), device(deadFid)]))
+        let event = Self.message["event_id"]?.stringValue ?? ""
+        let fidTrace = try await setup.herald.deliveries(event: event, query: "&pushkey=\(fid)")
+        let tokenTrace = try await setup.herald.deliveries(event: event, query: "&pushkey=\(token)")
+        await setup.stop()
+        #expect(fidTrace.first?["target"] == "fid" && fidTrace.first?["outcome"] == "delivered")
+        #expect(tokenTrace.first?["target"] == "token")
+        #expect(response.json == ["rejected": [.string(deadFid)]])
+        let sent = Dictionary(setup.fcm.received.map { ($0.tokens[0], $0) }) { a, _ in a }
+        #expect(sent[fid]?.target == "fid" && sent[fid]?.status == 200)
+        #expect(sent[fid]?.body?["message"]?["token"] == nil)
+        #expect(sent[token]?.target == "token" && sent[token]?.status == 200)
+        #expect(sent[deadFid]?.target == "fid" && sent[deadFid]?.status == 404)
+    }
+
+    /// `fcm_target` overrides the guess: `token` sends even an FID-shaped pushkey as a token (and
+    /// FCM refuses it as one), `fid` sends every pushkey as an installation id.
+    @Test(arguments: ["token", "fid"])
+    func fcmTargetOverridesTheGuess(_ target: String) async throws {
+        let setup = try await start(extra: "fcm_target: \(target)")
+        let fid = "eKmDbRLmQS6q2ye8hyN0gA"
+        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(fid)]))
+        await setup.stop()
+        let sent = try #require(setup.fcm.received.first)
+        #expect(sent.target == target)
+        // FCM's INVALID_ARGUMENT about `message.token` says the pushkey is not a registration token.
+        #expect(response.json == (target == "token" ? ["rejected": [.string(fid)]] : ["rejected": []]))
+    }
+
     @Test func sygnalsRecordedLegacyRequest() async throws {
         let setup = try await start(legacy: true)
         let sample = try fixture("sygnal/gcm")

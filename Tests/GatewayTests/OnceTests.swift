@@ -462,12 +462,13 @@ struct OnceTests {
             #expect(try await records.claim(key, trace: trace, instance: "b", now: start + 5) == .heldElsewhere)
             #expect(try await records.claim(key, trace: trace, instance: "b", now: start + 11) == .takenOver)  // its instance died
             let rejected = TraceEnd(
-                outcome: .rejected(reason: .invalidPushkey("gone")), note: DeliveryNote(attempts: 2, providerId: "id-1"))
+                outcome: .rejected(reason: .invalidPushkey("gone")), note: DeliveryNote(attempts: 2, providerId: "id-1", target: "fid"))
             try await records.finish(key, .rejected, trace: rejected, now: start + 12)
             #expect(try await records.claim(key, trace: trace, instance: "b", now: start + 13) == .recorded(.rejected))
             let traced = try await records.deliveries(DeliveryQuery(eventId: "$e", pushkey: "pushkey"), now: start + 13)
             #expect(traced.map(\.state) == [.rejected])
             #expect(traced.first?.instance == "b" && traced.first?.attempts == 2 && traced.first?.providerId == "id-1")
+            #expect(traced.first?.target == "fid")
             #expect(traced.first?.pushkey == "pushke…")
             #expect(try await records.deliveries(DeliveryQuery(eventId: "$e", pushkey: "other"), now: start + 13).isEmpty)
             // Heard: a repeat is claimed (sent again); the trace stays.

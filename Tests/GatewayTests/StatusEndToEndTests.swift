@@ -228,6 +228,36 @@ import Testing
         #expect(response.json == ["code": 400, "message": .string(message)])
     }
 
+    /// gorush's Android notifications and a Status push reach an installation id as
+    /// `message.fid`, a registration token as `message.token` (gorush itself has no FID target).
+    @Test func gorushAndStatusPushesReachAnInstallationIdAsAnFid() async throws {
+        let setup = try await start(statusExtra: "  gorush:\n    sync: true")
+        let fid = "eKmDbRLmQS6q2ye8hyN0gA"
+        let token = "fcm-token-" + String(repeating: "t", count: 40)
+        let gorush = try await setup.post(
+            "/api/push", Array(#"{"notifications":[{"tokens":["\#(fid)","\#(token)"],"platform":2,"message":"hi"}]}"#.utf8))
+        let server = try await setup.serverKey()
+        let carol = StatusTestClient(), alice = StatusTestClient()
+        let carolToken = UUID().uuidString.lowercased()
+        let statusFid = "c3RhdHVzLWZpZC0xMjM0NQ"
+        let registration = try carol.registration(server: server, token: statusFid, tokenType: .firebaseToken, accessToken: carolToken)
+        let registered = try await setup.post("/_status/v1/message", try carol.registrationMessage(registration, server: server))
+        var request = Protobuf_PushNotificationRequest()
+        request.messageID = Data(Keccak.keccak256(Array("fid".utf8)))
+        request.requests = [alice.notification(to: carol, accessToken: carolToken)]
+        let pushed = try await setup.post("/_status/v1/message", try StatusTestClient.pushMessage(request))
+        await setup.stop()
+        #expect(gorush.status == 200 && gorush.json?["logs"] == [])
+        #expect(try registrationResponse(registered).success)
+        let reports = try Protobuf_PushNotificationResponse(serializedBytes: try StatusTestClient.open(pushed.body).payload).reports
+        #expect(reports.map(\.success) == [true])
+        let targets = Dictionary(setup.fcm.received.map { ($0.tokens[0], $0.target) }) { a, _ in a }
+        #expect(targets[fid] == "fid")
+        #expect(targets[token] == "token")
+        #expect(targets[statusFid] == "fid")
+        #expect(setup.fcm.received.allSatisfy { $0.status == 200 })
+    }
+
     @Test func gorushLimitAndSyncModeWithFeedback() async throws {
         let feedbackPath = "feedback-\(UUID().uuidString)"
         let receiver = try await FakeWebPushService.start()

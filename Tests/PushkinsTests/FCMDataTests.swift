@@ -22,7 +22,8 @@ import Testing
         badgePriority: BadgePriority = .normal
     ) throws -> JSONValue {
         let body = FCMMessage.v1(
-            data: data, token: token, notification: notification, options: options, visible: visible, badgePriority: badgePriority)
+            data: data, target: FCMTarget(token, rule: .token), notification: notification, options: options, visible: visible,
+            badgePriority: badgePriority)
         return try JSONParser.parse(String(buffer: body))
     }
 
@@ -150,10 +151,11 @@ import Testing
     /// The v1 message as the same members set one by one in a `JSONObject` over the options (a
     /// member they have keeps its place), then serialised: what the writer must write, byte for byte.
     static func membersSetInOrder(
-        data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool,
+        data: JSONObject, target: FCMTarget, notification n: PushNotification, options: JSONObject, visible: Bool,
         badgePriority: BadgePriority
     ) -> String {
         var message = options
+        message.removeValue(forKey: target.kind == .token ? "fid" : "token")
         let (strings, aps) = FCMData.stringify(data)
         message["data"] = .object(strings)
         var android = message["android"]?.objectValue ?? JSONObject()
@@ -169,7 +171,7 @@ import Testing
             message["apns"] = .object(apns)
         }
         if visible, message["notification"] == nil, let block = FCMMessage.visibleBlock(n) { message["notification"] = .object(block) }
-        message["token"] = .string(token)
+        message[target.member] = .string(target.value)
         return JSONWriter.string(["message": .object(message)])
     }
 
@@ -180,6 +182,7 @@ import Testing
             ["android": ["priority": "normal", "ttl": "1s"], "fcm_options": ["analytics_label": "l"]],
             ["android": "not an object"],
             ["token": "theirs", "data": ["a": "b"], "webpush": ["headers": ["TTL": "60"]]],
+            ["fid": "theirs", "android": ["ttl": "2s"]],
             ["notification": ["title": "theirs"], "apns": ["headers": ["apns-priority": "5"]]],
             ["notification": nil, "apns": "not an object"],
             ["apns": ["payload": ["aps": ["content-available": 1, "sound": "x"]]], "android": [:]],
@@ -197,11 +200,11 @@ import Testing
             for data in maps {
                 for n in notifications {
                     for visible in [false, true] {
-                        for priority in [BadgePriority.normal, .high] {
+                        for (priority, target) in [BadgePriority.normal, .high].flatMap({ p in Self.targets.map { (p, $0) } }) {
                             let written = FCMMessage.v1(
-                                data: data, token: "spqr", notification: n, options: options, visible: visible, badgePriority: priority)
+                                data: data, target: target, notification: n, options: options, visible: visible, badgePriority: priority)
                             let expected = Self.membersSetInOrder(
-                                data: data, token: "spqr", notification: n, options: options, visible: visible, badgePriority: priority)
+                                data: data, target: target, notification: n, options: options, visible: visible, badgePriority: priority)
                             #expect(String(buffer: written) == expected, "options \(options), data \(data), visible \(visible)")
                             compared += 1
                         }
@@ -209,7 +212,24 @@ import Testing
                 }
             }
         }
-        #expect(compared == 8 * 3 * 3 * 2 * 2)
+        #expect(compared == 9 * 3 * 3 * 2 * 2 * 2)
+    }
+
+    /// A registration token and an installation id (22 characters of base64url).
+    static let targets = [FCMTarget("spqr", rule: .auto), FCMTarget("cXJzdHV2d3h5ejAxMjM0NQ", rule: .auto)]
+
+    /// `fcm_target: auto` sends an FID as `message.fid` and anything else as `message.token`;
+    /// `token` and `fid` decide regardless of the pushkey.
+    @Test func aPushkeysTargetIsItsKindOrTheAppsChoice() {
+        let fid = "dGhpc2lzYW5maWRhYmNkZQ"
+        let token = "dGhpc2lzYW5maWRhYmNkZQ:APA91bH" + String(repeating: "x", count: 140)
+        #expect(FCMTarget(fid, rule: .auto).kind == .fid)
+        #expect(FCMTarget(token, rule: .auto).kind == .token)
+        #expect(FCMTarget("short", rule: .auto).kind == .token)
+        #expect(FCMTarget("dGhpc2lzYW5maWRhYmNk+Q", rule: .auto).kind == .token)  // not base64url
+        #expect(FCMTarget(fid, rule: .token).kind == .token)
+        #expect(FCMTarget(token, rule: .fid).kind == .fid)
+        #expect(FCMTarget(fid, rule: .auto).member == "fid")
     }
 
     @Test func visibleNotificationBlock() throws {

@@ -60,6 +60,7 @@ struct DeliveriesEndpoint: Sendable {
         if let detail = delivery.detail { object["detail"] = .string(detail) }
         if let finished = delivery.finishedAt { object["finished_at"] = .string(UTCTimestamp.string(for: finished) + "Z") }
         if let id = delivery.providerId { object["provider_id"] = .string(id) }
+        if let target = delivery.target { object["target"] = .string(target) }
         return .object(object)
     }
 

@@ -75,13 +75,14 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             let at = now.timeIntervalSince1970
             let reason = end?.outcome.reason
             let (label, detail) = (reason?.label, reason.map(String.init(describing:)))
-            let (attempts, providerId) = (end?.note.attempts ?? 0, end?.note.providerId)
+            let (attempts, providerId, target) = (end?.note.attempts ?? 0, end?.note.providerId, end?.note.target)
             if let outcome {
                 try await self.exec(
                     """
                     INSERT INTO herald_deliveries (key, state, expires_at, kept_until) VALUES (\(key.digest), \(outcome.rawValue), \(at + self.window), \(at + self.window))
                     ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, kept_until = EXCLUDED.kept_until,
-                        reason = \(label), detail = \(detail), finished_at = \(at), attempts = \(attempts), provider_id = \(providerId)
+                        reason = \(label), detail = \(detail), finished_at = \(at), attempts = \(attempts), provider_id = \(providerId),
+                        target = \(target)
                     """)
             } else {
                 // Failed: claimable at once (the retry really retries), its trace kept.
@@ -89,7 +90,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                 try await self.exec(
                     """
                     UPDATE herald_deliveries SET state = \(state), expires_at = 0, reason = \(label), detail = \(detail),
-                        finished_at = \(at), attempts = \(attempts), provider_id = \(providerId)
+                        finished_at = \(at), attempts = \(attempts), provider_id = \(providerId), target = \(target)
                     WHERE key = \(key.digest) AND state = 'claimed'
                     """)
             }
@@ -117,15 +118,15 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             let device = query.pushkey.map(Self.device)
             let rows = try await self.client.query(
                 """
-                SELECT state, app_id, pushkey, reason, detail, started_at, finished_at, attempts, instance, provider_id
+                SELECT state, app_id, pushkey, reason, detail, started_at, finished_at, attempts, instance, provider_id, target
                 FROM herald_deliveries
                 WHERE event_id = \(query.eventId) AND kept_until > \(at)
                     AND (\(device)::TEXT IS NULL OR device = \(device)) AND (\(query.appId)::TEXT IS NULL OR app_id = \(query.appId))
                 ORDER BY started_at LIMIT 1000
                 """, logger: Self.logger)
             var found: [TracedDelivery] = []
-            for try await (state, app, pushkey, reason, detail, started, finished, attempts, instance, providerId) in rows.decode(
-                (String, String, String, String?, String?, Double, Double?, Int, String, String?).self)
+            for try await (state, app, pushkey, reason, detail, started, finished, attempts, instance, providerId, target) in rows.decode(
+                (String, String, String, String?, String?, Double, Double?, Int, String, String?, String?).self)
             {
                 found.append(
                     TracedDelivery(
@@ -133,7 +134,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                         state: state == "claimed" ? .inFlight : TracedDelivery.State(rawValue: state) ?? .failed, reason: reason,
                         detail: detail, startedAt: Date(timeIntervalSince1970: started),
                         finishedAt: finished.map { Date(timeIntervalSince1970: $0) }, attempts: attempts, instance: instance,
-                        providerId: providerId))
+                        providerId: providerId, target: target))
             }
             return found
         }
@@ -175,7 +176,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                         ADD COLUMN IF NOT EXISTS reason TEXT, ADD COLUMN IF NOT EXISTS detail TEXT,
                         ADD COLUMN IF NOT EXISTS started_at DOUBLE PRECISION, ADD COLUMN IF NOT EXISTS finished_at DOUBLE PRECISION,
                         ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS instance TEXT,
-                        ADD COLUMN IF NOT EXISTS provider_id TEXT, ADD COLUMN IF NOT EXISTS kept_until DOUBLE PRECISION NOT NULL DEFAULT 0
+                        ADD COLUMN IF NOT EXISTS provider_id TEXT, ADD COLUMN IF NOT EXISTS kept_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+                        ADD COLUMN IF NOT EXISTS target TEXT
                     """, logger: Self.logger)
                 _ = try await connection.query(
                     "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)", logger: Self.logger)

@@ -34,8 +34,10 @@ package final class FakeFCM: HTTPHandler, Sendable {
         package let headers: HTTPHeaders
         package let body: JSONValue?
         package let status: Int
-        /// `message.token` (v1) or the legacy `to` / `registration_ids`.
+        /// `message.token` or `message.fid` (v1), or the legacy `to` / `registration_ids`.
         package let tokens: [String]
+        /// v1: the member that named the device, `token` or `fid` (nil for legacy or neither).
+        package var target: String? = nil
     }
 
     private struct State {
@@ -170,12 +172,34 @@ package final class FakeFCM: HTTPHandler, Sendable {
 
     // MARK: HTTP v1
 
+    /// A message names its device by `token` (a registration token) or `fid` (a Firebase
+    /// installation id: 22 characters of base64url), one of them.
     private func sendV1(_ request: ServerRequest) async -> ServerResponse {
         let body = try? JSONParser.parse(request.body.readableBytesView)
-        let token = body?["message"]?["token"]?.stringValue ?? ""
-        let response = await v1Response(request, body: body, token: token)
-        record(request, body: body, status: Int(response.status.code), tokens: [token])
+        let token = body?["message"]?["token"]?.stringValue
+        let fid = body?["message"]?["fid"]?.stringValue
+        let target = token != nil ? "token" : fid != nil ? "fid" : nil
+        let response: ServerResponse
+        if token != nil && fid != nil {
+            response = Self.error(400, "INVALID_ARGUMENT", "Request contains an invalid argument.", code: "INVALID_ARGUMENT")
+        } else if let token, Self.isInstallationId(token) {
+            response = Self.error(
+                400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", code: "INVALID_ARGUMENT",
+                field: "message.token", description: "Invalid registration token")
+        } else if let fid, !Self.isInstallationId(fid) {
+            response = Self.error(
+                400, "INVALID_ARGUMENT", "The installation id is not a valid Firebase installation id", code: "INVALID_ARGUMENT",
+                field: "message.fid", description: "Invalid installation id")
+        } else {
+            response = await v1Response(request, body: body, token: token ?? fid ?? "")
+        }
+        record(request, body: body, status: Int(response.status.code), tokens: [token ?? fid ?? ""], target: target)
         return response
+    }
+
+    /// What Firebase issues as an installation id: 22 characters of base64url.
+    static func isInstallationId(_ value: String) -> Bool {
+        value.count == 22 && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
     }
 
     private func v1Response(_ request: ServerRequest, body: JSONValue?, token: String) async -> ServerResponse {
@@ -303,10 +327,11 @@ package final class FakeFCM: HTTPHandler, Sendable {
         return response
     }
 
-    private func record(_ request: ServerRequest, body: JSONValue?, status: Int, tokens: [String]) {
+    private func record(_ request: ServerRequest, body: JSONValue?, status: Int, tokens: [String], target: String? = nil) {
         guard recordRequests else { return }
         state.withLock {
-            $0.received.append(Received(path: request.path, headers: request.headers, body: body, status: status, tokens: tokens))
+            $0.received.append(
+                Received(path: request.path, headers: request.headers, body: body, status: status, tokens: tokens, target: target))
         }
     }
 }

@@ -15,6 +15,8 @@ package struct FCMConfig: Sendable {
     package var visibleNotification: Bool
     /// `badge_priority`: a badge update's priority (`BadgePriority`).
     package var badgePriority: BadgePriority = .normal
+    /// `fcm_target`: whether a pushkey is sent as `message.token` or `message.fid` (`FCMTarget`).
+    package var target: FCMTarget.Rule = .auto
     package var baseURL: String
     package var upstream: UpstreamSettings
     package var retry: RetryPolicy
@@ -42,6 +44,14 @@ package struct FCMConfig: Sendable {
         let badges = config.bool("send_badge_counts", default: true)
         let visible = config.bool("visible_notification", default: false)
         let badgePriority = BadgePriority.read(config)
+        var target = FCMTarget.Rule.auto
+        if let raw = config.string("fcm_target") {
+            if let rule = FCMTarget.Rule(rawValue: raw) {
+                target = rule
+            } else {
+                diagnostics.error(config.keyPath("fcm_target"), "must be auto, token or fid, got '\(raw)'")
+            }
+        }
         var baseURL = config.string("base_url") ?? "https://fcm.googleapis.com"
         if baseURL.hasSuffix("/") { baseURL.removeLast() }
         let upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, multiplexed: true)
@@ -80,7 +90,7 @@ package struct FCMConfig: Sendable {
         }
         return FCMConfig(
             credentials: credentials, fcmOptions: options, sendBadgeCounts: badges, visibleNotification: visible,
-            badgePriority: badgePriority, baseURL: baseURL, upstream: upstream, retry: retry)
+            badgePriority: badgePriority, target: target, baseURL: baseURL, upstream: upstream, retry: retry)
     }
 
     /// A byte of a project id: Google's ids are lower-case letters, digits and `-`, and older

@@ -16,15 +16,16 @@ struct FCMErrorBody {
         var codeText: String?
         for detail in error["details"]?.arrayValue ?? [] {
             if let errorCode = detail["errorCode"]?.stringValue { codeText = errorCode }
-            for violation in detail["fieldViolations"]?.arrayValue ?? [] where violation["field"]?.stringValue == "message.token" {
+            for violation in detail["fieldViolations"]?.arrayValue ?? []
+            where ["message.token", "message.fid"].contains(violation["field"]?.stringValue) {
                 tokenFieldViolation = true
             }
         }
         code = (codeText ?? status).flatMap(FCMErrorCode.init(rawValue:))
     }
 
-    /// An INVALID_ARGUMENT about the registration token: a field violation of `message.token`, or
-    /// a message naming it.
+    /// An INVALID_ARGUMENT about the registration token or installation id: a field violation of
+    /// `message.token` or `message.fid`, or a message naming a registration token.
     var aboutRegistrationToken: Bool {
         tokenFieldViolation || (message?.lowercased().contains("registration token") ?? false)
     }

@@ -3,18 +3,19 @@ package import NIOCore
 
 /// Request bodies for FCM (docs/compatibility/fcm.md).
 package enum FCMMessage {
-    /// `{"message": {…fcm_options, data, android.priority, token}}` for HTTP v1, with data values
+    /// `{"message": {…fcm_options, data, android.priority, token | fid}}` for HTTP v1, with data values
     /// made strings and an `aps` object routed to `apns.payload.aps`, written straight into the
     /// buffer it is sent from.
     ///
     /// The message is the app's `fcm_options` with Herald's members set over them: a member the
     /// options have keeps its place and takes Herald's value (`android` keeps its own members and
     /// gains `priority`), the others follow in the order `data`, `android`, `apns`,
-    /// `notification`, `token`. This is the order the same members set in a `JSONObject` would
+    /// `notification`, then the target (`token` or `fid`; the options' other one is left out). This
+    /// is the order the same members set in a `JSONObject` would
     /// have; it is written without building that object (docs/operations.md, "The hot path as
     /// values").
     package static func v1(
-        data: JSONObject, token: String, notification n: PushNotification, options: JSONObject, visible: Bool,
+        data: JSONObject, target: FCMTarget, notification n: PushNotification, options: JSONObject, visible: Bool,
         badgePriority: BadgePriority = .normal
     ) -> ByteBuffer {
         let (strings, aps) = FCMData.stringify(data)
@@ -43,13 +44,14 @@ package enum FCMMessage {
             members["priority"] = priority
             value(.object(members))
         }
-        for (name, item) in options {
+        let other = target.otherMember
+        for (name, item) in options where name != other {
             key(name)
             switch name {
             case "data": value(.object(strings))
             case "android": android(item)
             case "apns": value(aps.map { .object(apnsBlock(item, aps: $0)) } ?? item)
-            case "token": value(.string(token))
+            case target.member: value(.string(target.value))
             default: value(item)
             }
         }
@@ -69,9 +71,9 @@ package enum FCMMessage {
             key("notification")
             value(.object(block))
         }
-        if options.index(forKey: "token") == nil {
-            key("token")
-            value(.string(token))
+        if options.index(forKey: target.member) == nil {
+            key(target.member)
+            value(.string(target.value))
         }
         out.writeStaticString("}}")
         return out

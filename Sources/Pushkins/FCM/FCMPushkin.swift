@@ -60,10 +60,11 @@ package final class FCMPushkin: FCMSending {
         case .nothingToSend: return .skipped(reason: .nothingToSend)
         case .send(let built): data = built
         }
+        let target = FCMTarget(device.pushkey, rule: config.target)
         let body = FCMMessage.v1(
-            data: data, token: device.pushkey, notification: notification, options: config.fcmOptions, visible: config.visibleNotification,
+            data: data, target: target, notification: notification, options: config.fcmOptions, visible: config.visibleNotification,
             badgePriority: config.badgePriority)
-        return await sendV1(body: body, tokens: tokens, pushkey: device.pushkey, context: context)
+        return await sendV1(body: body, tokens: tokens, target: target, context: context)
     }
 
     /// Legacy: devices batched by identical data, at most 1000 a request. v1: one request each.
@@ -80,11 +81,13 @@ package final class FCMPushkin: FCMSending {
         switch config.credentials {
         case .v1:
             guard let tokens else { return .failed(reason: .authorization("no OAuth tokens")) }
+            let target = FCMTarget(raw.token, rule: config.target)
             var message = config.fcmOptions
             for (key, value) in raw.message { message[key] = value }
-            message["token"] = .string(raw.token)
+            message.removeValue(forKey: target.otherMember)
+            message[target.member] = .string(target.value)
             return await sendV1(
-                body: JSONWriter.buffer(["message": .object(message)]), tokens: tokens, pushkey: raw.token, context: context)
+                body: JSONWriter.buffer(["message": .object(message)]), tokens: tokens, target: target, context: context)
         case .legacy:
             guard let legacy else { return .failed(reason: .authorization("no API key")) }
             var body = config.fcmOptions
@@ -100,9 +103,13 @@ package final class FCMPushkin: FCMSending {
     /// One v1 message through the one upstream-call path: `UpstreamCall` asks for the OAuth token
     /// (fetched or reused) per attempt and replaces it once when FCM answers 401; the error body
     /// decides the outcome.
-    private func sendV1(body buffer: ByteBuffer, tokens: OAuthAccessTokens, pushkey: String, context: DispatchContext) async
+    private func sendV1(body buffer: ByteBuffer, tokens: OAuthAccessTokens, target: FCMTarget, context: DispatchContext) async
         -> DeviceOutcome
     {
+        let pushkey = target.value
+        DeliveryNote.sink?.addressed(as: target.member)
+        context.logger.debug(
+            "FCM v1 message", metadata: ["target": "\(target.member)", "pushkey": "\(Redaction.pushkey(pushkey))"])
         let (url, path, bearer) = (config.baseURL, v1Path, bearer)
         return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
@@ -117,6 +124,7 @@ package final class FCMPushkin: FCMSending {
                     "FCM refused the message",
                     metadata: [
                         "status": "\(response.status)", "error": "\(error.message ?? "")", "pushkey": "\(Redaction.pushkey(pushkey))",
+                        "target": "\(target.member)",
                     ])
             }
         }

@@ -26,10 +26,13 @@ package struct TracedDelivery: Sendable, Equatable {
     package var attempts: Int
     package var instance: String
     package var providerId: String?
+    /// FCM: `token` or `fid`, the member the message named the device by.
+    package var target: String?
 
     package init(
         eventId: String, appId: String, pushkey: String, state: State, reason: String? = nil, detail: String? = nil,
-        startedAt: Date, finishedAt: Date? = nil, attempts: Int = 0, instance: String, providerId: String? = nil
+        startedAt: Date, finishedAt: Date? = nil, attempts: Int = 0, instance: String, providerId: String? = nil,
+        target: String? = nil
     ) {
         self.eventId = eventId
         self.appId = appId
@@ -42,6 +45,7 @@ package struct TracedDelivery: Sendable, Equatable {
         self.attempts = attempts
         self.instance = instance
         self.providerId = providerId
+        self.target = target
     }
 }
 
@@ -87,6 +91,7 @@ package struct TraceEnd: Sendable {
         trace.finishedAt = at
         trace.attempts = note.attempts
         trace.providerId = note.providerId
+        trace.target = note.target
     }
 }
 

@@ -22,6 +22,7 @@ struct TraceRing {
         var reason: String?
         var detail: String?
         var providerId: String?
+        var target: String?
         var startedAt: Date
         var finishedAt: Date?
         var attempts: Int32
@@ -46,6 +47,7 @@ struct TraceRing {
             reason = trace.reason
             detail = trace.detail
             providerId = trace.providerId
+            target = trace.target
             startedAt = trace.startedAt
             finishedAt = trace.finishedAt
             attempts = Int32(clamping: trace.attempts)
@@ -57,7 +59,7 @@ struct TraceRing {
                 TracedDelivery(
                     eventId: eventId, appId: appId, pushkey: Redaction.pushkey(pushkey), state: state, reason: reason,
                     detail: detail, startedAt: startedAt, finishedAt: finishedAt, attempts: Int(attempts),
-                    instance: instance, providerId: providerId)
+                    instance: instance, providerId: providerId, target: target)
             }
             set { self = Entry(newValue, pushkey: pushkey) }
         }
@@ -68,7 +70,7 @@ struct TraceRing {
         var bytes: Int {
             2 * MemoryLayout<Entry>.stride + TraceCost.heapBytes(eventId) + TraceCost.heapBytes(appId)
                 + TraceCost.heapBytes(pushkey) + TraceCost.heapBytes(reason) + TraceCost.heapBytes(detail)
-                + TraceCost.heapBytes(providerId)
+                + TraceCost.heapBytes(providerId) + TraceCost.heapBytes(target)
         }
     }
 
