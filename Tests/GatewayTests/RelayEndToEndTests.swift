@@ -260,4 +260,55 @@ import Testing
         #expect(other.status == 201)
         #expect(watcher.received.isEmpty)
     }
+    /// MSC4174's iOS path: a homeserver with a Web Push pusher (`data.url` the relay URL the app
+    /// subscribed with, `data.auth`, the pushkey its P-256 key) sends RFC 8030 requests itself:
+    /// `aes128gcm` only, `TTL: 172800`, `Urgency: high` for `prio: high`, and a VAPID
+    /// `Authorization` signed by its own key. First the validation push `{"app_id", "ack_token"}`
+    /// right after the pusher is set, then a message: both reach the device still encrypted, and
+    /// decrypt to what the homeserver sent. A dead device is 410 (the homeserver deletes the
+    /// pusher); past the token's rate, 429 with `Retry-After`, which MSC4174 says it must respect.
+    @Test func aHomeserverWithAWebPushPusherReachesTheIOSAppThroughTheRelay() async throws {
+        let setup = try await start(relayExtra: "rate_limit_per_minute: 1\nrate_limit_burst: 2")
+        let phone = P256.KeyAgreement.PrivateKey()
+        let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let homeserver = VAPIDSigner(key: P256.Signing.PrivateKey(), contactEmail: "admin@matrix.example.org")
+        let token = String(repeating: "ab", count: 32)
+        let dead = String(repeating: "cd", count: 32)
+        setup.production.script(dead, .fail(410, "Unregistered"))
+        let origin = "http://127.0.0.1:\(setup.herald.gateway.ports[0])"
+
+        func push(_ plaintext: String, to device: String, urgency: String) async throws -> TestResponse {
+            let body = try WebPushEncryption.encrypt(
+                Array(plaintext.utf8), p256dh: Array(phone.publicKey.x963Representation), authSecret: auth)
+            return try await setup.send(
+                "/relay-to/production/\(device)",
+                headers: [
+                    "Content-Encoding": "aes128gcm", "Content-Type": "application/octet-stream", "TTL": "172800",
+                    "Urgency": urgency, "Authorization": try homeserver.authorization(origin: origin, now: Date()),
+                ], body: body)
+        }
+        let validation = #"{"app_id":"org.example.ios","ack_token":"3b1c0f"}"#
+        let message = #"{"event_id":"$ev","room_id":"!r:example.org","prio":"high","counts":{"unread":1}}"#
+        let sent = Date()
+        let acknowledged = try await push(validation, to: token, urgency: "normal")
+        let delivered = try await push(message, to: token, urgency: "high")
+        let gone = try await push(message, to: dead, urgency: "high")
+        let limited = try await push(message, to: token, urgency: "high")
+        await setup.stop()
+
+        #expect([acknowledged.status, delivered.status, gone.status] as [Int] == [201, 201, 410])
+        #expect(limited.status == 429 && limited.headers.first(name: "Retry-After") == "30")
+        let received = setup.production.received(token: token)
+        #expect(received.count == 2)
+        var decrypted: [String] = []
+        for push in received {
+            let p = try #require(push.payload?["p"]?.stringValue.flatMap(ExtendedZ85.decode))
+            decrypted.append(String(decoding: try WebPushEncryption.decrypt(p, uaPrivate: phone, authSecret: auth), as: UTF8.self))
+            #expect(push.payload?["k"] == nil && push.payload?["s"] == nil)  // aes128gcm carries its own key and salt
+            let expiration = try #require(push.headers["apns-expiration"].flatMap(Int.init))
+            #expect(expiration >= Int(sent.timeIntervalSince1970) + 172_800)
+        }
+        #expect(decrypted == [validation, message])
+        #expect(received.map { $0.headers["apns-priority"] } == ["10", "10"])
+    }
 }
