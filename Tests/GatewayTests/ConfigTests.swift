@@ -124,10 +124,43 @@ import Testing
         ("status:\n  apns_app: com.example.webpush\n", "status.apns_app: app 'com.example.webpush' is of type webpush, not apns"),
         ("status:\n  fcm_app: com.example.webpush\n", "status.fcm_app: app 'com.example.webpush' is of type webpush, not gcm"),
         ("status:\n  hms_app: nowhere\n", "status.hms_app: no app 'nowhere' in apps"),
+        ("notify:\n  heard_within: 61\n", "notify.heard_within: must be between 0.0 and 60.0 seconds, got 61.0"),
     ])
     func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
         let dir = temporaryDirectory()
         #expect(await diagnose(section + webpush(dir)).errors.contains(expected))
+    }
+
+    /// The keys of this release's UnifiedPush and FCM changes: accepted with good values, refused
+    /// at their paths with bad ones.
+    @Test func unifiedPushAndFCMTargetKeysAreCheckedAtTheirPaths() async throws {
+        let dir = temporaryDirectory()
+        let fcm = try await FakeFCM.start(directory: dir)
+        await fcm.stop()
+        func apps(_ unifiedpush: String, _ fcmTarget: String) -> String {
+            """
+            apps:
+              up:
+                type: unifiedpush
+            \(unifiedpush.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+              gcm:
+                type: gcm
+                project_id: \(fcm.projectId)
+                service_account_file: \(fcm.serviceAccountFile)
+                fcm_target: \(fcmTarget)
+
+            """
+        }
+        let good = await diagnose(
+            apps("ttl: 600\nvapid_private_key: \(dir)/up.pem\nvapid_contact_email: push@example.org", "fid"))
+        #expect(good.errors == [])
+        #expect(FileManager.default.fileExists(atPath: "\(dir)/up.pem"))  // created on first start, as for webpush
+        let bad = await diagnose(apps("ttl: -1\nvapid_private_key: \(dir)/up.pem", "maybe"))
+        #expect(bad.errors.contains("apps.up.ttl: must be between 0 and 2419200, got -1"))
+        #expect(bad.errors.contains { $0.hasPrefix("apps.up.vapid_contact_email: required with vapid_private_key") })
+        #expect(bad.errors.contains("apps.gcm.fcm_target: must be auto, token or fid, got 'maybe'"))
+        let noKey = await diagnose(apps("vapid_contact_email: push@example.org", "auto"))
+        #expect(noKey.warnings.contains("apps.up.vapid_contact_email: set without vapid_private_key: not used"))
     }
 
     @Test func zeroAppsIsAnError() async {
