@@ -68,7 +68,7 @@ package struct NotifyHandler: Sendable {
     /// The answer to nearly every notify, made once: its body is shared, not written again.
     private static let noneRejected = ServerResponse.json(.ok, ["rejected": []])
 
-    private func process(_ request: ServerRequest, start: ContinuousClock.Instant) async throws(NotifyError) -> ServerResponse {
+    private func process(_ request: ServerRequest, start: HeraldInstant) async throws(NotifyError) -> ServerResponse {
         // Its lines carry `request_id` through `RequestContext.metadataProvider` (the server binds
         // the id around the request): no logger of its own per notify.
         let logger = self.logger
