@@ -178,14 +178,24 @@ package final class HTTPServer: Sendable {
 
     private func serve(_ connection: ServerConnection) async {
         let peer = connection.channel.remoteAddress
+        // The peer's source, made once for the connection; a trusted proxy's requests each name
+        // their own (`RequestSource.of`).
+        let peerSource = peer.flatMap(RequestSource.init(peer:))
+        let forwarded = !limits.trustedProxies.isEmpty && peer.map { p in limits.trustedProxies.contains { $0.contains(p) } } == true
         while let read = await connection.nextRequest() {
             var request = ServerRequest(method: read.head.method, uri: read.head.uri, headers: read.head.headers, body: read.body)
             request.peer = peer
+            request.source =
+                forwarded
+                ? RequestSource.of(
+                    peer: peer, forwardedFor: read.head.headers.first(name: "X-Forwarded-For"), trusted: limits.trustedProxies)
+                : peerSource
             let started = clock.now
             if let deadline = read.route.policy.answerDeadline {
                 connection.answer(by: deadline, to: read.head, requestId: request.requestId)
             }
-            var response = await RequestContext.$requestId.withValue(request.requestId) {
+            let current = RequestContext.Current(requestId: request.requestId, source: request.source)
+            var response = await RequestContext.$current.withValue(current) {
                 await self.traced(request, read.route)
             }
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 package import NIOCore
 
 /// The limits a listener enforces on the network (docs/configuration.md, `http`).
@@ -17,6 +17,9 @@ package struct InboundLimits: Sendable {
     /// On shutdown, how long a connection that has not started its first request gets to start it
     /// (`FirstRequestGrace`).
     package var shutdownFirstRequestWait: TimeAmount = .seconds(2)
+    /// `http.trusted_proxies`: peers whose `X-Forwarded-For` names the request's source
+    /// (`RequestSource`); from any other peer the header is ignored.
+    package var trustedProxies: [IPNetwork] = []
 
     package init() {}
 }

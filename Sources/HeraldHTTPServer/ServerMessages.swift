@@ -16,6 +16,8 @@ package struct ServerRequest: Sendable {
     /// The address of the connection's peer (nil when the socket did not say): what a route that
     /// admits only some networks checks.
     package var peer: SocketAddress?
+    /// Who sent it (`RequestSource`): the peer, or the client a trusted proxy names.
+    package var source: RequestSource?
 
     package init(
         method: HTTPMethod, uri: String, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer(), requestId: String? = nil

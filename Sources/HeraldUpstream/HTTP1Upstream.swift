@@ -56,7 +56,7 @@ package final class HTTP1Upstream: UpstreamTransport {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
         let deadline = loop.now + TimeAmount(settings.requestTimeout)
         let head = try requestHead(request)
-        try await permits.acquire()
+        try await permits.acquire(turn: RequestContext.source)
         defer { permits.release() }
         let channel = try await connection()
         let slot = AnswerSlot<HTTP1Exchange.Answer>()

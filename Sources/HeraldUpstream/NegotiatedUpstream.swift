@@ -63,7 +63,7 @@ package final class NegotiatedUpstream: UpstreamTransport {
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         if let http2, choice.withLock(\.triesHTTP2) {
             do {
-                try await streams.acquire()
+                try await streams.acquire(turn: RequestContext.source)
                 defer { streams.release() }
                 let response = try await http2.send(request)
                 choice.withLock { $0.answeredOverHTTP2() }

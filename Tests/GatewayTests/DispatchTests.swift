@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldHTTPServer
 import HeraldTestSupport
 import HeraldUpstream
+import NIOCore
 import Pushkins
 import Testing
 
@@ -193,5 +194,83 @@ import Testing
         let response = try await inFlight
         #expect(response.status == 200)
         await #expect(throws: (any Error).self) { try await herald.request(.GET, "/health", timeout: .seconds(1)) }
+    }
+}
+
+/// Fair shares between sources (docs/operations.md, "Sources"): through the whole gateway, with
+/// the probe pushkin holding its dispatches, sources named by a trusted proxy's `X-Forwarded-For`.
+@Suite struct SourceShareTests {
+    static let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 2\n"
+
+    func notify(_ herald: RunningGateway, _ pushkey: String, from source: String?) async throws -> TestResponse {
+        try await herald.request(
+            .POST, "/_matrix/push/v1/notify",
+            body: JSONWriter.serialize(notifyBody(devices: [["app_id": "com.example.probe", "pushkey": .string(pushkey)]])),
+            headers: source.map { [("X-Forwarded-For", "\($0), 10.1.2.3")] } ?? [])
+    }
+
+    /// A flooding source fills the app; a quiet one is admitted all the same, and the flood, over
+    /// its share, is told to back off (429, `Retry-After`, `M_LIMIT_EXCEEDED`), counted by reason.
+    @Test func aQuietSourceIsAdmittedWhileAFloodIsToldToBackOff() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(
+            gatewayYAML(apps: Self.apps, http: "trusted_proxies: ['127.0.0.1/32', '10.0.0.0/8']"), registry: .withProbe(probe))
+        let (flood, quiet) = ("203.0.113.7", "198.51.100.9")
+        async let held1 = notify(herald, "hold-1", from: flood)
+        async let held2 = notify(herald, "hold-2", from: flood)
+        await probe.waitForActive(2)
+        let full = try await notify(herald, "accept-f1", from: flood)  // alone and full: the app's limit
+        async let quietHeld = notify(herald, "hold-q", from: quiet)  // under its share: admitted past the limit
+        await probe.waitForActive(3)
+        let quietAccepted = try await notify(herald, "accept-q", from: "198.51.100.9:51234")  // its share is 1: held
+        let overShare = try await notify(herald, "accept-f2", from: flood)
+        probe.release()
+        let answers = try await [held1, held2, quietHeld]
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(answers.allSatisfy { $0.status == 200 })
+        #expect(full.status == 429 && full.headers.first(name: "Retry-After") == "1")
+        #expect(quietAccepted.status == 429)
+        #expect(overShare.status == 429 && overShare.json?["errcode"] == "M_LIMIT_EXCEEDED")
+        #expect(overShare.json?["error"]?.stringValue?.contains("share") == true)
+        #expect(probe.seen.sorted() == ["hold-1", "hold-2", "hold-q"])
+        #expect(metrics.contains(#"herald_source_limited_total{reason="share"} 2"#))
+    }
+
+    /// From a peer that is not a trusted proxy, `X-Forwarded-For` names nothing: every request is
+    /// the peer's, whatever it claims.
+    @Test func anUntrustedPeersForwardedForIsIgnored() async throws {
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.apps), registry: .withProbe(probe))
+        async let held1 = notify(herald, "hold-1", from: "203.0.113.7")
+        async let held2 = notify(herald, "hold-2", from: "203.0.113.7")
+        await probe.waitForActive(2)
+        let claimed = try await notify(herald, "accept", from: "198.51.100.9")
+        probe.release()
+        _ = try await [held1, held2]
+        await herald.stop()
+        #expect(claimed.status == 429)  // the peer's, and the peer holds the whole app
+        #expect(probe.seen.contains("accept") == false)
+    }
+
+    /// The source of a request: the peer, or the rightmost untrusted address a trusted proxy
+    /// passes on; an IPv6 source is its /64.
+    @Test func aSourceIsThePeerOrTheClientATrustedProxyNames() throws {
+        let trusted = ["10.0.0.0/8", "127.0.0.1"].compactMap(IPNetwork.init)
+        let proxy = try SocketAddress(ipAddress: "10.0.0.5", port: 1)
+        let stranger = try SocketAddress(ipAddress: "192.0.2.1", port: 1)
+        func source(_ peer: SocketAddress, _ header: String?) -> String? {
+            RequestSource.of(peer: peer, forwardedFor: header, trusted: trusted)?.description
+        }
+        #expect(source(proxy, "198.51.100.9, 10.0.0.7") == "198.51.100.9")
+        #expect(source(proxy, "6.6.6.6, 198.51.100.9") == "198.51.100.9")  // the client's own claim is left of it
+        #expect(source(proxy, "[2001:db8:1:2::9]:443") == "2001:db8:1:2::/64")
+        #expect(source(proxy, "203.0.113.7:5000") == "203.0.113.7")
+        #expect(source(proxy, "not an address") == "10.0.0.5")
+        #expect(source(proxy, nil) == "10.0.0.5")
+        #expect(source(stranger, "198.51.100.9") == "192.0.2.1")
+        let v6 = try SocketAddress(ipAddress: "2001:db8:aa:bb:1:2:3:4", port: 1)
+        #expect(RequestSource(peer: v6) == RequestSource(peer: try SocketAddress(ipAddress: "2001:db8:aa:bb::99", port: 2)))
+        #expect(RequestSource(peer: try SocketAddress(ipAddress: "::ffff:192.0.2.1", port: 1))?.description == "192.0.2.1")
     }
 }

@@ -65,6 +65,58 @@ import Testing
         #expect(limiter.waiting == 0)
     }
 
+    /// Waiters are served by source in turn: a flood's queued requests do not stand in front of
+    /// another source's; one source's waiters keep their order, and a cancelled waiter of a source
+    /// with no other waiter takes its turn with it.
+    @Test func waitersAreServedBySourceInTurn() async throws {
+        let limiter = AsyncLimiter(limit: 1)
+        try await limiter.acquire()
+        let order = Granted()
+        let (flood, quiet, gone) = (RequestSource(ipv4: 0x7F00_0002), RequestSource(ipv4: 0x7F00_0003), RequestSource(ipv4: 9))
+        // Queued one at a time: the flood's 0…4, then the quiet source's 10, a source that gives
+        // up (20), and the quiet one's 11.
+        let queue: [(Int, RequestSource?)] = [
+            (0, flood), (1, flood), (2, flood), (3, flood), (4, flood), (10, quiet), (20, gone), (11, quiet),
+        ]
+        var tasks: [Task<Void, any Error>] = []
+        for (position, (n, source)) in queue.enumerated() {
+            tasks.append(
+                Task {
+                    try await limiter.acquire(turn: source)
+                    order.append(n)
+                    limiter.release()
+                })
+            try await Self.until { limiter.waiting == position + 1 }
+        }
+        tasks[6].cancel()
+        try await Self.until { limiter.waiting == queue.count - 1 }
+        limiter.release()
+        for (position, task) in tasks.enumerated() where position != 6 { try await task.value }
+        #expect(order.all == [0, 10, 1, 11, 2, 3, 4])
+        #expect(limiter.inUse == 0 && limiter.waiting == 0)
+    }
+
+    /// The app's in-flight limit shared by sources: alone, a source may fill it; once another
+    /// source is active, each has half, a source under its share is admitted though the app is
+    /// full, and one over its share is refused as such.
+    @Test func theInflightLimitIsSharedBetweenSources() {
+        let limit = InflightLimit(limit: 4)
+        let (flood, quiet) = (RequestSource(ipv4: 2), RequestSource(ipv4: 3))
+        #expect(limit.acquire(upTo: 4, source: flood) == (4, nil))
+        #expect(limit.acquire(upTo: 1, source: flood) == (0, .full))  // alone: full, not over a share
+        #expect(limit.acquire(upTo: 3, source: quiet) == (2, nil))  // its share, past the limit
+        #expect(limit.acquire(upTo: 1, source: quiet) == (0, .overShare))
+        #expect(limit.acquire(upTo: 1, source: flood) == (0, .overShare))
+        #expect(limit.inUse == 6)
+        limit.release(count: 4, source: flood)
+        #expect(limit.acquire(upTo: 1, source: flood) == (1, nil))  // room again
+        #expect(limit.acquire(upTo: 1, source: nil) == (1, nil))
+        limit.release(count: 2, source: quiet)
+        limit.release(count: 1, source: flood)
+        limit.release(count: 1, source: nil)
+        #expect(limit.inUse == 0)
+    }
+
     /// The order in which waiters were granted.
     final class Granted: Sendable {
         private let order = Mutex<[Int]>([])

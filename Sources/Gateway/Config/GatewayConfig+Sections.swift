@@ -21,6 +21,18 @@ extension GatewayConfig.HTTP {
         config.reusePort = http.bool("reuse_port", default: false)
         config.reusePortHandover = http.seconds("reuse_port_handover", default: 0.5, range: 0...60)
         config.shutdownFirstRequestWait = http.seconds("shutdown_first_request_wait", default: 2, range: 0...60)
+        for entry in http.stringList("trusted_proxies") ?? [] {
+            guard let network = IPNetwork(entry) else {
+                http.diagnostics.error(http.keyPath("trusted_proxies"), "'\(entry)' is not an address or a CIDR network")
+                continue
+            }
+            if network.includesPublicAddresses {
+                http.diagnostics.warning(
+                    http.keyPath("trusted_proxies"),
+                    "'\(entry)' includes public addresses: any client there can name any source in X-Forwarded-For")
+            }
+            config.trustedProxies.append(network)
+        }
         http.warnUnknownKeys()
         return config
     }

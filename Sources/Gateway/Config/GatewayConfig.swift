@@ -30,6 +30,8 @@ package struct GatewayConfig: Sendable {
         package var reusePortHandover: Duration = .milliseconds(500)
         /// On shutdown, how long a connection accepted but without a request yet gets to start one.
         package var shutdownFirstRequestWait: Duration = .seconds(2)
+        /// Load balancers whose `X-Forwarded-For` names a request's source (docs/operations.md, "Sources").
+        package var trustedProxies: [IPNetwork] = []
     }
 
     package struct Log: Sendable {

@@ -11,5 +11,6 @@ extension InboundLimits {
         maxDiscardedBodyBytes = http.maxDiscardedBodyBytes
         shutdownFirstRequestWait = TimeAmount(http.shutdownFirstRequestWait)
         bodyBudget = BodyBudget(limit: http.maxBufferedBodyBytes)
+        trustedProxies = http.trustedProxies
     }
 }

@@ -33,7 +33,7 @@ package enum DeviceOutcome: Sendable, Equatable {
         case .repeatOfRecorded: return true
         case .heldElsewhere, .answerDeadline, .pushback: return false
         case .unknownAppId, .ambiguousAppId, .invalidPushkey, .invalidDefaultPayload, .nothingToSend, .eventsOnly, .endpointRefused,
-            .payloadTooLarge, .inflightLimit, .noPushkin, .localError, .network, .authorization:
+            .payloadTooLarge, .inflightLimit, .sourceShare, .noPushkin, .localError, .network, .authorization:
             return false
         }
     }

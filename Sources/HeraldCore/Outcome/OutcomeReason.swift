@@ -28,6 +28,9 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     case payloadTooLarge
     /// `inflight_request_limit` of the app was reached.
     case inflightLimit
+    /// The app is full and the request's source holds its share of it (docs/operations.md,
+    /// "Sources"): the sender is told to back off.
+    case sourceShare
     /// The app or front end has no pushkin for this kind of device (e.g. no APNs app for Status).
     case noPushkin(String)
     /// Herald could not build the request (signing, encryption): what failed.
@@ -66,6 +69,7 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .endpointRefused: return "endpoint_refused"
         case .payloadTooLarge: return "payload_too_large"
         case .inflightLimit: return "inflight_limit"
+        case .sourceShare: return "source_share"
         case .noPushkin: return "no_pushkin"
         case .localError: return "local_error"
         case .repeatOfRecorded: return "repeat"
@@ -89,6 +93,7 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .endpointRefused(let why): return why
         case .payloadTooLarge: return "payload cannot be made to fit the provider's size limit"
         case .inflightLimit: return "too many requests in flight"
+        case .sourceShare: return "this sender's share of the app's capacity is in use; send less at once"
         case .noPushkin(let why): return why
         case .localError(let why): return why
         case .repeatOfRecorded: return "a repeat of a delivery already answered"

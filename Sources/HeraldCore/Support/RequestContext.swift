@@ -1,10 +1,25 @@
 package import Logging
 
-/// The id of the request a task is serving: set by the HTTP server around each request (from
-/// `X-Request-Id`, or a new one), inherited by the request's child tasks, and added to every log
-/// line written meanwhile by `RequestContext.metadataProvider`.
+/// The request a task is serving: its id (from `X-Request-Id`, or a new one) and its source (the
+/// client that sent it, `RequestSource`), set by the HTTP server around each request, inherited by
+/// the request's child tasks. The id is added to every log line written meanwhile by
+/// `RequestContext.metadataProvider`; the source is whose share the request draws on wherever it
+/// waits (the app's in-flight limit, an origin's connections: docs/operations.md, "Sources").
 package enum RequestContext {
-    @TaskLocal package static var requestId: String?
+    package struct Current: Sendable {
+        package var requestId: String
+        package var source: RequestSource?
+
+        package init(requestId: String, source: RequestSource? = nil) {
+            self.requestId = requestId
+            self.source = source
+        }
+    }
+
+    @TaskLocal package static var current: Current?
+
+    package static var requestId: String? { current?.requestId }
+    package static var source: RequestSource? { current?.source }
 
     /// Adds `request_id` to log lines written while a request is being served.
     package static let metadataProvider = Logger.MetadataProvider {

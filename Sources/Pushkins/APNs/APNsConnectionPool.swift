@@ -57,7 +57,7 @@ final class APNsConnectionPool: UpstreamTransport {
         let start = clock.now
         pending.record(pendingCount.add(1))
         do {
-            try await load[index].acquire()
+            try await load[index].acquire(turn: RequestContext.source)
         } catch {
             pending.record(pendingCount.add(-1))
             throw error

@@ -64,6 +64,8 @@ package struct Dispatcher: Sendable {
     /// `dispatch`, with the count of repeats (docs/operations.md, "Once").
     package func dispatchReporting(_ notification: PushNotification, logger: Logger) async -> Dispatched {
         if notification.devices.count == 1 { return await dispatchOne(notification, logger: logger) }
+        // Whose share of each app's limit the devices draw on (docs/operations.md, "Sources").
+        let source = RequestContext.source
         var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var groups: [Group] = []
         for (index, device) in notification.devices.enumerated() {
@@ -77,19 +79,16 @@ package struct Dispatcher: Sendable {
                     var indices: [Int] = []
                     indices.reserveCapacity(notification.devices.count - index)
                     indices.append(index)
-                    groups.append(Group(pushkin: pushkin, indices: indices))
+                    groups.append(Group(pushkin: pushkin, indices: indices, source: source))
                 }
             }
         }
         groups = groups.compactMap { group in
             guard let limit = limits[group.pushkin.name] else { return group }
             let indices = group.indices ?? []
-            let granted = limit.acquire(upTo: indices.count)
+            let (granted, refusal) = limit.acquire(upTo: indices.count, source: source)
             guard granted > 0 else {
-                for index in indices {
-                    counters.increment(MetricName.inflightRequestLimitDrop, [("pushkin", group.pushkin.name)])
-                    outcomes[index] = .failed(reason: .inflightLimit)
-                }
+                for index in indices { outcomes[index] = refused(refusal, pushkin: group.pushkin.name) }
                 return nil
             }
             var admitted = group
@@ -147,11 +146,11 @@ package struct Dispatcher: Sendable {
         switch route(device, logger: logger) {
         case .rejected(let outcome): result = GroupResult(outcomes: [outcome], repeats: 0)
         case .pushkin(let pushkin):
-            var group = Group(pushkin: pushkin, indices: nil)
+            var group = Group(pushkin: pushkin, indices: nil, source: RequestContext.source)
             if let limit = limits[pushkin.name] {
-                guard limit.acquire(upTo: 1) > 0 else {
-                    counters.increment(MetricName.inflightRequestLimitDrop, ("pushkin", pushkin.name))
-                    let outcome = DeviceOutcome.failed(reason: .inflightLimit)
+                let (granted, refusal) = limit.acquire(upTo: 1, source: group.source)
+                guard granted > 0 else {
+                    let outcome = refused(refusal, pushkin: pushkin.name)
                     log(outcome, app: device.appId, token: device.pushkey, logger: logger)
                     return Dispatched(outcomes: [outcome], repeats: 0, guardian: once?.guardian)
                 }
@@ -178,6 +177,16 @@ package struct Dispatcher: Sendable {
         var indices: [Int]?
         /// The `inflight_request_limit` slots this request holds for them; nil without a limit.
         var slots: Int?
+        /// The request's source, whose share the slots are.
+        var source: RequestSource?
+    }
+
+    /// A device the app's limit refused: counted, and failed for now (429 when nothing else failed).
+    private func refused(_ refusal: InflightLimit.Refusal?, pushkin: String) -> DeviceOutcome {
+        counters.increment(MetricName.inflightRequestLimitDrop, ("pushkin", pushkin))
+        guard refusal == .overShare else { return .failed(reason: .inflightLimit) }
+        counters.increment(MetricName.sourceLimited, ("reason", "share"))
+        return .failed(reason: .sourceShare)
     }
 
     /// Dispatches one group, at most `slots` devices at a time (all at once without a limit), and
@@ -234,7 +243,7 @@ package struct Dispatcher: Sendable {
                 "Repeat of a delivery already answered or under way: not sent again",
                 metadata: ["pushkin": "\(group.pushkin.name)", "repeats": "\(repeats)"])
         }
-        if keys.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
+        if keys.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         if !keys.isEmpty {
             let sent = await send(positions.map { $0.map { devices[$0] } } ?? devices, group, notification, context, keys: keys)
             recorded.reserveCapacity(recorded.count + keys.count + joined.count)
@@ -284,7 +293,7 @@ package struct Dispatcher: Sendable {
                 outcomes += await group.pushkin.dispatch(notification, devices: chunk, context: context)
             }
         }
-        if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots) }
+        if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
         if let keys, let guardian, let notes = context.notes {
             for (index, (key, outcome)) in zip(keys, outcomes).enumerated() {

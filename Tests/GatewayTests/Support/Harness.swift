@@ -56,12 +56,14 @@ final class RunningGateway: Sendable {
         try await request(.POST, "/_matrix/push/v1/notify", body: JSONWriter.serialize(body))
     }
 
-    func request(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, port: Int? = nil, timeout: TimeAmount = .seconds(60))
-        async throws -> TestResponse
-    {
+    func request(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, port: Int? = nil, timeout: TimeAmount = .seconds(60),
+        headers: [(String, String)] = []
+    ) async throws -> TestResponse {
         let url = port.map { "http://127.0.0.1:\($0)\(path)" } ?? base + path
         var request = HTTPClientRequest(url: url)
         request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
             request.body = .bytes(ByteBuffer(bytes: body))
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -142,13 +144,14 @@ func webpushApp(_ key: String, directory: String, extra: String = "") -> String 
 /// the default 20 s: on a busy machine (the suite beside two busy loops on two cores) a notify of
 /// the parallel suite waited past 20 s for a thread and was answered with the deadline's 502.
 /// The tests of the deadline set it themselves.
-func gatewayYAML(apps: String, extra: String = "") -> String {
+func gatewayYAML(apps: String, extra: String = "", http: String = "") -> String {
     let notify = extra.contains("notify:") ? "" : "notify:\n  answer_within: 300\n"
     return """
         \(notify)http:
           bind_addresses: ['127.0.0.1']
           port: 0
           shutdown_grace_period: 10
+        \(http.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
         metrics:
           prometheus:
             enabled: true

@@ -24,7 +24,7 @@ enum NotifyError: HTTPResponseError {
         for failure in failures {
             switch failure {
             case .pushback(let left): seconds = max(seconds, left, 1)
-            case .inflightLimit: seconds = max(seconds, 1)
+            case .inflightLimit, .sourceShare: seconds = max(seconds, 1)
             default: return .dispatchFailed(count: failures.count, first: failures[0], rejected: rejected)
             }
         }
