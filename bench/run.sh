@@ -53,7 +53,9 @@ pids+=($!)
 for _ in $(seq 1 400); do [ -s "$work/fakes/fakes.json" ] && break; sleep 0.05; done
 fake() { python3 -c "import json,sys; d=json.load(open('$work/fakes/fakes.json')); print(eval('d'+sys.argv[1]))" "$1"; }
 
-# Herald, with a Web Push app that may reach the fake on loopback.
+# Herald, with a Web Push app that may reach the fake on loopback. Every row pushes one device
+# thousands of times a second: its apps' per_device_per_minute is set so high that the budget is
+# taken for every push (its cost is measured) and never runs out.
 HERALD_PORT=$(free_port)
 cat > "$work/herald.yaml" <<YAML
 http:
@@ -71,6 +73,7 @@ apps:
     allow_private_endpoints: true
     max_connections: 64
     inflight_request_limit: 100000
+    per_device_per_minute: 1000000
   com.example.apns:
     type: apns
     keyfile: $(fake "['apns']['keyfile']")
@@ -81,6 +84,7 @@ apps:
     tls_ca_file: $(fake "['apns']['ca_file']")
     max_connections: 2
     inflight_request_limit: 100000
+    per_device_per_minute: 1000000
   com.example.fcm:
     type: gcm
     api_version: v1
@@ -89,6 +93,7 @@ apps:
     base_url: $(fake "['fcm']['base_url']")
     max_connections: 64
     inflight_request_limit: 100000
+    per_device_per_minute: 1000000
   com.example.hms:
     type: hms
     api: android
@@ -98,6 +103,7 @@ apps:
     base_url: $(fake "['hms']['base_url']")
     max_connections: 64
     inflight_request_limit: 100000
+    per_device_per_minute: 1000000
 status:
   store: $work/status.sqlite
   apns_app: com.example.apns

@@ -42,6 +42,9 @@ http:
   port: $port
   shutdown_grace_period: 10
   reuse_port: true
+  # The balancer, which names each request's client in X-Forwarded-For: fair shares count the
+  # homeservers, not the balancer (docs/operations.md, "Sources").
+  trusted_proxies: ['127.0.0.1/32']
 log:
   level: notice
 metrics:
@@ -126,9 +129,11 @@ defaults
   retries 3
   retry-on conn-failure empty-response
   option redispatch
-  # A client that gives up closes the connection to the instance too: Herald then knows its answer
-  # went unheard, and keeps it for the client's retry (docs/operations.md, "Once").
+  # A client that gives up closes the connection to the instance too: Herald then knows at once
+  # that its answer went unheard (recommended; "once" does not depend on it: docs/operations.md, "Once").
   option abortonclose
+  # Each request names its client, whose share of the instance it draws on.
+  option forwardfor
 frontend herald
   bind 127.0.0.1:$LB_PORT
   default_backend heralds

@@ -49,7 +49,7 @@ import Testing
             log: {level: info, access: {enabled: true}}
             metrics: {prometheus: {enabled: false}}
             tracing: {enabled: false}
-            notify: {repeat_window: 60}
+            notify: {repeat_window: 60, sources: {rate: 1, networks: {'10.0.0.0/8': {rate: 2}}}}
             admin: {token_file: \(dir)/secret}
             proxy: 'http://p:1'
             no_proxy: [x]
@@ -76,9 +76,12 @@ import Testing
         for path in diagnostics.keysRead {
             let parts = path.split(separator: ".", maxSplits: 2).map(String.init)
             if parts.first == "apps", parts.count == 3, let type = types[parts[1]] {
-                paths.insert(["type", "inflight_request_limit"].contains(parts[2]) ? "apps.<app>.\(parts[2])" : "\(type).\(parts[2])")
+                paths.insert(
+                    ["type", "inflight_request_limit", "per_device_per_minute"].contains(parts[2])
+                        ? "apps.<app>.\(parts[2])" : "\(type).\(parts[2])")
             } else {
-                paths.insert(path)
+                // A key that names a network (`notify.sources.networks`) is documented as `<network>`.
+                paths.insert(path.replacing(#/networks\['[^']*'\]/#, with: "networks.<network>"))
             }
         }
         // Sections are not keys: drop every path that others extend.

@@ -274,3 +274,108 @@ import Testing
         #expect(RequestSource(peer: try SocketAddress(ipAddress: "::ffff:192.0.2.1", port: 1))?.description == "192.0.2.1")
     }
 }
+
+/// `notify.sources`: a rate per source, with overrides for listed networks, on the gateway's
+/// manual clock; and the once-a-minute log of the sources told to back off.
+@Suite struct SourceRateTests {
+    @Test func aSourcePastItsRateIsToldWhenToComeBack() async throws {
+        let clock = ManualClock()
+        let extra = """
+            notify:
+              answer_within: 300
+              sources:
+                rate: 1
+                burst: 2
+                networks:
+                  198.51.100.0/24: {rate: 10, burst: 5}
+            """
+        let herald = try await RunningGateway.start(
+            gatewayYAML(
+                apps: "  com.example.probe:\n    type: probe\n", extra: extra, http: "trusted_proxies: ['127.0.0.1', '10.0.0.0/8']"),
+            registry: .withProbe(Probe()), clock: clock)
+        let share = SourceShareTests()
+        var small: [Int] = []
+        for _ in 0..<3 { small.append(try await share.notify(herald, "accept", from: "203.0.113.7").status) }
+        let refused = try await share.notify(herald, "accept", from: "203.0.113.7")
+        var large: [Int] = []
+        for _ in 0..<6 { large.append(try await share.notify(herald, "accept", from: "198.51.100.9").status) }
+        clock.advance(by: .seconds(1))
+        let later = try await share.notify(herald, "accept", from: "203.0.113.7")
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(small == [200, 200, 429])
+        #expect(refused.headers.first(name: "Retry-After") == "1")
+        #expect(refused.json == ["errcode": "M_LIMIT_EXCEEDED", "error": refused.json?["error"] ?? "", "retry_after_ms": 1000])
+        #expect(large == [200, 200, 200, 200, 200, 429])
+        #expect(later.status == 200)
+        #expect(metrics.contains(#"herald_source_limited_total{reason="rate"} 3"#))
+    }
+
+    @Test func theSourcesToldToBackOffAreLoggedOnceAMinute() throws {
+        let log = SourceLimitLog()
+        let start = ManualClock().now
+        let (a, b) = (RequestSource(ipv4: 0xCB00_7107), RequestSource(ipv4: 0xC633_6409))
+        #expect(log.refused(a, .share, now: start) == nil)
+        #expect(log.refused(a, .rate, now: start + .seconds(10)) == nil)
+        #expect(log.refused(b, .device, now: start + .seconds(59)) == nil)
+        let line = try #require(log.refused(a, .share, now: start + .seconds(60)))
+        #expect(line.1["sources"] == "2")
+        #expect(line.1["top"] == "203.0.113.7 (share 2, rate 1, device 0); 198.51.100.9 (share 0, rate 0, device 1)")
+        #expect(log.refused(a, .share, now: start + .seconds(61)) == nil)  // a new minute
+        #expect(log.refused(nil, .share, now: start + .seconds(200)) == nil)
+    }
+}
+
+/// `per_device_per_minute` (docs/operations.md, "Sources"), on the gateway's manual clock: a push
+/// past a device's budget is not sent and is told when to come back; badge updates past it wait,
+/// and only the latest of a device is sent.
+@Suite struct DeviceBudgetTests {
+    static let apps = "  com.example.probe:\n    type: probe\n    per_device_per_minute: 3\n"
+
+    func notify(_ herald: RunningGateway, event: String?, unread: Int, pushkeys: [String] = ["accept"]) async throws -> TestResponse {
+        var notification: JSONObject = ["counts": ["unread": .int(Int64(unread))]]
+        if let event { notification["event_id"] = .string(event) }
+        return try await herald.notify(
+            notifyBody(notification, devices: pushkeys.map { ["app_id": "com.example.probe", "pushkey": .string($0)] }))
+    }
+
+    @Test func aPushPastTheDevicesBudgetIsNotSentAndIsToldWhenToComeBack() async throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.apps), registry: .withProbe(probe), clock: clock)
+        var statuses: [Int] = []
+        for n in 0..<3 { statuses.append(try await notify(herald, event: "$e\(n)", unread: n).status) }
+        let past = try await notify(herald, event: "$e3", unread: 3)
+        let mixed = try await notify(herald, event: "$e4", unread: 4, pushkeys: ["accept", "accept-other"])
+        clock.advance(by: .seconds(20))  // a third of a minute: one push of three
+        let later = try await notify(herald, event: "$e5", unread: 5)
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(statuses == [200, 200, 200])
+        #expect(past.status == 429 && past.headers.first(name: "Retry-After") == "20")
+        #expect(past.json?["errcode"] == "M_LIMIT_EXCEEDED" && past.json?["retry_after_ms"] == 20000)
+        #expect(mixed.status == 429)  // the one failure is the budget's; the other device was sent
+        #expect(later.status == 200)
+        #expect(probe.seen == ["accept", "accept", "accept", "accept-other", "accept"])
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.probe",outcome="failed",reason="device_budget"} 2"#))
+    }
+
+    @Test func badgeUpdatesPastTheBudgetAreCoalescedToTheLatest() async throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.apps), registry: .withProbe(probe), clock: clock)
+        for n in 0..<3 { _ = try await notify(herald, event: "$e\(n)", unread: n) }
+        let base = clock.sleepers
+        async let first = notify(herald, event: nil, unread: 10)
+        #expect(await eventually { clock.sleepers >= base + 1 })  // waiting for the budget
+        async let second = notify(herald, event: nil, unread: 11)
+        #expect(await eventually { clock.sleepers >= base + 2 })
+        clock.advance(by: .seconds(20))
+        let (replaced, latest) = try await (first, second)
+        let metrics = try await herald.metricsText()
+        await herald.stop()
+        #expect(replaced.status == 200 && latest.status == 200)
+        #expect(probe.unread == [0, 1, 2, 11])  // the latest badge, once
+        #expect(metrics.contains(#"herald_device_outcomes_total{pushkin="com.example.probe",outcome="dropped",reason="coalesced"} 1"#))
+    }
+}

@@ -56,6 +56,7 @@ extension GatewayConfig.Notify {
         config.repeatStoreMaxConnections = notify.int("repeat_store_max_connections", default: 8, range: 1...1000)
         config.answerWithin = notify.seconds("answer_within", default: 20, range: 0...300)
         config.heardWithin = notify.seconds("heard_within", default: 2, range: 0...60)
+        if let sources = notify.map("sources") { config.sources = SourceRates.read(sources) }
         config.traceMaxBytes = notify.int("trace_max_bytes", default: 8 << 20, range: 0...(16 << 30))
         notify.warnUnknownKeys()
         return config
@@ -185,7 +186,8 @@ extension GatewayConfig {
             let app = ConfigSection(path: apps.keyPath(key), values: values, diagnostics: apps.diagnostics)
             let type = app.string("type", required: true) ?? ""
             let limit = app.int("inflight_request_limit", default: 512, range: 1...1_000_000)
-            list.append(App(key: key, type: type, inflightRequestLimit: limit))
+            let budget = app.int("per_device_per_minute", default: 240, range: 0...1_000_000)
+            list.append(App(key: key, type: type, inflightRequestLimit: limit, perDevicePerMinute: budget))
             raw[key] = .map(values)
         }
         return (list, raw)

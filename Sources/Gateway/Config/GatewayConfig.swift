@@ -80,6 +80,8 @@ package struct GatewayConfig: Sendable {
         /// notify sent again after it is sent again. A later 200 may have been written into a
         /// proxy's connection whose client had gone, so its repeat is answered from the record.
         package var heardWithin: Duration = .seconds(2)
+        /// `notify.sources`: notifies a second per source (docs/operations.md, "Sources").
+        var sources = SourceRates()
     }
 
     /// `admin:`: Herald's own routes on the metrics listener (the delivery trace).
@@ -93,6 +95,8 @@ package struct GatewayConfig: Sendable {
         package var key: String
         package var type: String
         package var inflightRequestLimit: Int
+        /// Pushes a minute to one device at most (0: no limit; docs/operations.md, "Sources").
+        package var perDevicePerMinute = 240
     }
 
     package var http = HTTP()

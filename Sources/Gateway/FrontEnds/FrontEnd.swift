@@ -90,8 +90,13 @@ package struct FrontEndContext: Sendable {
         self.readOnly = readOnly
         self.hostSenders = hostSenders
         var limits: [String: Int] = [:]
-        for app in config.apps { limits[app.key] = app.inflightRequestLimit }
-        dispatcher = Dispatcher(pushkins: pushkins, inflightLimits: limits, counters: metrics.counters, once: once)
+        var budgets: [String: Int] = [:]
+        for app in config.apps {
+            limits[app.key] = app.inflightRequestLimit
+            budgets[app.key] = app.perDevicePerMinute
+        }
+        dispatcher = Dispatcher(
+            pushkins: pushkins, inflightLimits: limits, deviceBudgets: budgets, counters: metrics.counters, once: once, clock: clock)
     }
 
     package func pushkin(named name: String) -> (any Pushkin)? { pushkins.first { $0.name == name } }

@@ -33,7 +33,8 @@ package enum DeviceOutcome: Sendable, Equatable {
         case .repeatOfRecorded: return true
         case .heldElsewhere, .answerDeadline, .pushback: return false
         case .unknownAppId, .ambiguousAppId, .invalidPushkey, .invalidDefaultPayload, .nothingToSend, .eventsOnly, .endpointRefused,
-            .payloadTooLarge, .inflightLimit, .sourceShare, .noPushkin, .localError, .network, .authorization:
+            .payloadTooLarge, .inflightLimit, .sourceShare, .deviceBudget, .coalesced, .noPushkin, .localError, .network,
+            .authorization:
             return false
         }
     }

@@ -31,6 +31,11 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
     /// The app is full and the request's source holds its share of it (docs/operations.md,
     /// "Sources"): the sender is told to back off.
     case sourceShare
+    /// The device has had its app's `per_device_per_minute`: not sent; the whole seconds until
+    /// the budget allows one more.
+    case deviceBudget(seconds: Int)
+    /// A badge update past the device's budget, replaced by a later one before it could be sent.
+    case coalesced
     /// The app or front end has no pushkin for this kind of device (e.g. no APNs app for Status).
     case noPushkin(String)
     /// Herald could not build the request (signing, encryption): what failed.
@@ -70,6 +75,8 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .payloadTooLarge: return "payload_too_large"
         case .inflightLimit: return "inflight_limit"
         case .sourceShare: return "source_share"
+        case .deviceBudget: return "device_budget"
+        case .coalesced: return "coalesced"
         case .noPushkin: return "no_pushkin"
         case .localError: return "local_error"
         case .repeatOfRecorded: return "repeat"
@@ -94,6 +101,9 @@ package enum OutcomeReason: Sendable, Equatable, CustomStringConvertible {
         case .payloadTooLarge: return "payload cannot be made to fit the provider's size limit"
         case .inflightLimit: return "too many requests in flight"
         case .sourceShare: return "this sender's share of the app's capacity is in use; send less at once"
+        case .deviceBudget(let seconds):
+            return "the device has had its pushes for this minute (per_device_per_minute); the next in \(seconds) s"
+        case .coalesced: return "a badge update replaced by a later one while the device's budget was spent"
         case .noPushkin(let why): return why
         case .localError(let why): return why
         case .repeatOfRecorded: return "a repeat of a delivery already answered"

@@ -12,7 +12,7 @@ package import NIOCore
 package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     /// The network's address bytes (4 or 16), masked to the prefix.
     let bytes: [UInt8]
-    let prefix: Int
+    package let prefix: Int
     package let description: String
 
     /// Parses `address[/prefix]`; nil when it is neither.

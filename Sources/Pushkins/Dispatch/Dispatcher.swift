@@ -12,23 +12,34 @@ package import Logging
 package struct Dispatcher: Sendable {
     package let router: AppIdRouter
     private let limits: [String: InflightLimit]
+    /// `per_device_per_minute` per app key (none where it is 0).
+    private let budgets: [String: DeviceBudget]
     private let counters: CounterCache
     /// Repeats and the answer's deadline (nil: every device is sent, in the request's own task).
     package let once: Once?
 
     /// `inflightLimits`: `inflight_request_limit` per app key. The per-app series are made at 0,
     /// so that dashboards see them before the first event.
-    package init(pushkins: [any Pushkin], inflightLimits: [String: Int] = [:], counters: CounterCache, once: Once? = nil) {
+    /// `deviceBudgets`: `per_device_per_minute` per app key; the budgets refill on `clock`.
+    package init(
+        pushkins: [any Pushkin], inflightLimits: [String: Int] = [:], deviceBudgets: [String: Int] = [:], counters: CounterCache,
+        once: Once? = nil, clock: any HeraldClock = SystemClock()
+    ) {
         router = AppIdRouter(pushkins: pushkins)
         self.once = once
         var limits: [String: InflightLimit] = [:]
+        var budgets: [String: DeviceBudget] = [:]
         for pushkin in pushkins {
             if let limit = inflightLimits[pushkin.name] { limits[pushkin.name] = InflightLimit(limit: limit) }
+            if let budget = deviceBudgets[pushkin.name], budget > 0 {
+                budgets[pushkin.name] = DeviceBudget(perMinute: budget, clock: clock)
+            }
             for label in [MetricName.inflightRequestLimitDrop, MetricName.rejectedPushkeys, MetricName.failedDevices] {
                 _ = counters.counter(label, [("pushkin", pushkin.name)])
             }
         }
         self.limits = limits
+        self.budgets = budgets
         self.counters = counters
     }
 
@@ -285,13 +296,23 @@ package struct Dispatcher: Sendable {
         let guardian = keys?.contains { $0 != nil } == true ? once?.guardian : nil
         var context = context
         if guardian != nil { context.notes = DeliveryNotes(devices: devices.count) }
-        if wave >= devices.count {
-            outcomes = await group.pushkin.dispatch(notification, devices: devices, context: context)
+        // The devices past their budget are not sent (nil: every device is within it).
+        var budgeted: [DeviceOutcome?]?
+        if let budget = budgets[group.pushkin.name] { budgeted = await Self.spent(budget, devices, notification) }
+        let sendable = budgeted.map { refused in zip(devices, refused).compactMap { $1 == nil ? $0 : nil } } ?? devices
+        if sendable.isEmpty {
+            // Every device's budget is spent: nothing to send.
+        } else if wave >= sendable.count {
+            outcomes = await group.pushkin.dispatch(notification, devices: sendable, context: context)
         } else {
-            for start in stride(from: 0, to: devices.count, by: wave) {
-                let chunk = Array(devices[start..<min(start + wave, devices.count)])
+            for start in stride(from: 0, to: sendable.count, by: wave) {
+                let chunk = Array(sendable[start..<min(start + wave, sendable.count)])
                 outcomes += await group.pushkin.dispatch(notification, devices: chunk, context: context)
             }
+        }
+        if let budgeted {
+            var sent = outcomes.makeIterator()
+            outcomes = budgeted.map { $0 ?? sent.next() ?? .failed(reason: .localError("not dispatched")) }
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
@@ -301,6 +322,22 @@ package struct Dispatcher: Sendable {
             }
         }
         return outcomes
+    }
+
+    /// Each device's outcome when its budget is spent (nil where it may be sent), or nil when every
+    /// device may be. A badge update past it waits for the budget, and is dropped when a later one
+    /// of the device came meanwhile.
+    private static func spent(_ budget: DeviceBudget, _ devices: [Device], _ notification: PushNotification) async -> [DeviceOutcome?]? {
+        var refused: [DeviceOutcome?]?
+        let badge = notification.eventId?.isEmpty ?? true
+        for (index, device) in devices.enumerated() {
+            guard let wait = budget.take(device.pushkey) else { continue }
+            if badge, await budget.waitForBadge(device.pushkey, wait: wait) { continue }
+            if refused == nil { refused = [DeviceOutcome?](repeating: nil, count: devices.count) }
+            refused?[index] =
+                badge ? .dropped(reason: .coalesced) : .failed(reason: .deviceBudget(seconds: max(1, Int(wait.seconds.rounded(.up)))))
+        }
+        return refused
     }
 
     // MARK: addressed by the front end

@@ -184,7 +184,7 @@ final class ProbePushkin: Pushkin {
     }
 
     func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
-        probe.begin(device.pushkey)
+        probe.begin(device.pushkey, unread: notification.counts.unread.map { Int($0) })
         defer { probe.end() }
         switch device.pushkey {
         case let k where k.hasPrefix("reject"): return .rejected(reason: .invalidPushkey("probe"))
@@ -202,6 +202,8 @@ final class ProbePushkin: Pushkin {
 final class Probe: Sendable {
     private struct State {
         var seen: [String] = []
+        /// Each dispatch's `counts.unread`.
+        var unread: [Int?] = []
         /// For each dispatch, the event loop whose thread ran it (nil: a thread of Swift's pool).
         var loops: [ObjectIdentifier?] = []
         var active = 0
@@ -210,10 +212,11 @@ final class Probe: Sendable {
     }
     private let state = Mutex(State())
 
-    func begin(_ key: String) {
+    func begin(_ key: String, unread: Int? = nil) {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop.map { ObjectIdentifier($0 as AnyObject) }
         state.withLock {
             $0.seen.append(key)
+            $0.unread.append(unread)
             $0.loops.append(loop)
             $0.active += 1
             $0.maxActive = max($0.maxActive, $0.active)
@@ -232,6 +235,7 @@ final class Probe: Sendable {
         await eventually { active >= count }
     }
     var seen: [String] { state.withLock { $0.seen } }
+    var unread: [Int?] { state.withLock { $0.unread } }
     var loops: [ObjectIdentifier?] { state.withLock { $0.loops } }
     var maxActive: Int { state.withLock { $0.maxActive } }
     var active: Int { state.withLock { $0.active } }

@@ -28,7 +28,9 @@ struct MatrixFrontEndFactory: FrontEndFactory {
     let reloadable = true
 
     func makeFrontEnds(_ context: FrontEndContext, diagnostics: ConfigDiagnostics) -> [any FrontEnd] {
-        let notify = NotifyHandler(dispatcher: context.dispatcher, metrics: context.metrics, logger: context.logger, clock: context.clock)
+        let notify = NotifyHandler(
+            dispatcher: context.dispatcher, metrics: context.metrics, logger: context.logger, clock: context.clock,
+            sources: context.config.notify.sources)
         return [MatrixFrontEnd(notify: notify, unifiedPush: context.pushkins.contains { $0.type == .unifiedPush })]
     }
 }

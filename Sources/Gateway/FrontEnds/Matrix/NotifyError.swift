@@ -16,6 +16,9 @@ enum NotifyError: HTTPResponseError {
     /// `Retry-After`, so that a push troubleshooter says "try later", not "broken"; Synapse retries
     /// it as it retries a 502 (docs/compatibility/matrix.md).
     case limited(count: Int, first: OutcomeReason, retryAfterSeconds: Int, rejected: [String])
+    /// The source sends more notifies than `notify.sources` allows it: 429 with `Retry-After`,
+    /// before the body is read.
+    case sourceRate(retryAfterSeconds: Int)
 
     /// `.limited` when every failure is a pause with a known end (pushback, the in-flight limit),
     /// else `.dispatchFailed`. The limit's pause is a second: its slots free as calls end.
@@ -23,7 +26,7 @@ enum NotifyError: HTTPResponseError {
         var seconds = 0
         for failure in failures {
             switch failure {
-            case .pushback(let left): seconds = max(seconds, left, 1)
+            case .pushback(let left), .deviceBudget(let left): seconds = max(seconds, left, 1)
             case .inflightLimit, .sourceShare: seconds = max(seconds, 1)
             default: return .dispatchFailed(count: failures.count, first: failures[0], rejected: rejected)
             }
@@ -35,7 +38,7 @@ enum NotifyError: HTTPResponseError {
         switch self {
         case .notJSON, .badJSON: return .badRequest
         case .dispatchFailed: return .badGateway
-        case .limited: return .tooManyRequests
+        case .limited, .sourceRate: return .tooManyRequests
         }
     }
 
@@ -44,7 +47,7 @@ enum NotifyError: HTTPResponseError {
         case .notJSON: return "M_NOT_JSON"
         case .badJSON: return "M_BAD_JSON"
         case .dispatchFailed: return "M_UNKNOWN"
-        case .limited: return "M_LIMIT_EXCEEDED"
+        case .limited, .sourceRate: return "M_LIMIT_EXCEEDED"
         }
     }
 
@@ -55,6 +58,8 @@ enum NotifyError: HTTPResponseError {
         case .dispatchFailed(let count, let first, _): return "Failed to dispatch to \(count) device(s): \(first)"
         case .limited(let count, let first, let seconds, _):
             return "Rate limited: \(count) device(s) not sent yet (\(first)); try again in \(seconds) s"
+        case .sourceRate(let seconds):
+            return "Rate limited: this sender sends more notifies than the gateway takes from it; try again in \(seconds) s"
         }
     }
 
@@ -64,11 +69,14 @@ enum NotifyError: HTTPResponseError {
         case .dispatchFailed(_, _, let rejected): return ["rejected": .array(rejected.map(JSONValue.string))]
         case .limited(_, _, let seconds, let rejected):
             return ["retry_after_ms": .int(Int64(seconds) * 1000), "rejected": .array(rejected.map(JSONValue.string))]
+        case .sourceRate(let seconds): return ["retry_after_ms": .int(Int64(seconds) * 1000)]
         }
     }
 
     var headers: HTTPHeaders {
-        guard case .limited(_, _, let seconds, _) = self else { return HTTPHeaders() }
-        return ["Retry-After": String(seconds)]
+        switch self {
+        case .limited(_, _, let seconds, _), .sourceRate(let seconds): return ["Retry-After": String(seconds)]
+        case .notJSON, .badJSON, .dispatchFailed: return HTTPHeaders()
+        }
     }
 }

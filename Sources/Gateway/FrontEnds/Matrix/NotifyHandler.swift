@@ -27,9 +27,14 @@ package struct NotifyHandler: Sendable {
     let inFlight = InFlight()
     /// The configured app ids and the notify's longer keys, which a parse shares rather than copies.
     let known: KnownStrings
+    /// `notify.sources` (nil: no rate per source).
+    let rates: SourceRateLimiter?
+    /// The sources told to back off, logged once a minute.
+    let limited = SourceLimitLog()
 
-    init(dispatcher: Dispatcher, metrics: GatewayMetrics, logger: Logger, clock: any HeraldClock) {
+    init(dispatcher: Dispatcher, metrics: GatewayMetrics, logger: Logger, clock: any HeraldClock, sources: SourceRates = SourceRates()) {
         self.clock = clock
+        self.rates = sources.isEmpty ? nil : SourceRateLimiter(rates: sources)
         self.known = NotificationParser.knownStrings(appIds: dispatcher.router.exactAppIds)
         self.dispatcher = dispatcher
         self.metrics = metrics
@@ -65,6 +70,12 @@ package struct NotifyHandler: Sendable {
         }
     }
 
+    /// A source told to back off: counted by reason, and the top sources logged once a minute.
+    private func told(_ source: RequestSource?, _ reason: SourceLimitLog.Reason) {
+        if reason == .rate { metrics.counter(MetricName.sourceLimited, [("reason", "rate")]).increment() }
+        if let (line, metadata) = limited.refused(source, reason, now: clock.now) { logger.warning("\(line)", metadata: metadata) }
+    }
+
     /// The answer to nearly every notify, made once: its body is shared, not written again.
     private static let noneRejected = ServerResponse.json(.ok, ["rejected": []])
 
@@ -72,6 +83,10 @@ package struct NotifyHandler: Sendable {
         // Its lines carry `request_id` through `RequestContext.metadataProvider` (the server binds
         // the id around the request): no logger of its own per notify.
         let logger = self.logger
+        if let rates, let source = request.source, let wait = rates.take(source, now: clock.now) {
+            told(source, .rate)
+            throw .sourceRate(retryAfterSeconds: max(1, Int(wait.seconds.rounded(.up))))
+        }
 
         let notification: PushNotification
         do {
@@ -93,7 +108,10 @@ package struct NotifyHandler: Sendable {
         for (device, outcome) in zip(notification.devices, outcomes) {
             switch outcome {
             case .rejected: rejected.append(device.pushkey)
-            case .failed(let reason): failures.append(reason)
+            case .failed(let reason):
+                failures.append(reason)
+                if reason == .sourceShare { told(request.source, .share) }
+                if case .deviceBudget = reason { told(request.source, .device) }
             case .delivered, .skipped, .dropped: break
             }
         }
