@@ -11,6 +11,20 @@ package enum PostgresDeadline {
         package var description: String { "the PostgreSQL store did not answer in time" }
     }
 
+    /// Whether `error` says the database did not answer in time: what makes a store silent
+    /// (`ComponentHealth.track`, which then skips it but for one probe at a time).
+    package static func isSilence(_ error: any Error) -> Bool { error is Unavailable }
+
+    /// A silent store's probe: `SELECT 1` on `client`, within `timeout`.
+    package static func probe(_ client: PostgresClient, within timeout: Duration) -> @Sendable () async throws -> Void {
+        let logger = Logger(label: "herald.postgres.probe")
+        return {
+            try await bounded(timeout) {
+                for try await _ in try await client.query("SELECT 1", logger: logger) {}
+            }
+        }
+    }
+
     /// `work` within `timeout`, else `Unavailable`; `CancellationError` at once when the caller is
     /// cancelled (a shutdown does not wait for the database). The caller does not wait for `work`
     /// past either: `work` is cancelled then, but a query sent on a connection that died under it

@@ -510,3 +510,42 @@ struct OnceTests {
         #expect(metrics.contains(#"herald_component_failing{component="repeat_store"} 1"#))
     }
 }
+
+/// The delivery record on a PostgreSQL that stops answering without closing its connections (its
+/// processes stopped, as a node lost behind a failover): after the first operation that waits out
+/// `repeat_store_timeout`, the record is skipped (each instance's memory stands in at once) but for
+/// one probe at a time; `/health` names it; once the database answers again, the record is used again.
+@Suite(.serialized) struct SilentRecordTests {
+    @Test(
+        .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),
+        .timeLimit(.minutes(2)))
+    func aSilentRecordCostsOneTimeoutNotOnePerNotify() async throws {
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        let setup = try await APNsEndToEndTests().start(
+            top: "notify:\n  repeat_store: \(postgres.url)\n  repeat_store_timeout: 1\n  answer_within: 300")
+        let once = OnceTests()
+        let warm = APNsEndToEndTests.pushkey()
+        #expect(try await once.notify(setup.herald, warm).status == 200)
+        try postgres.freeze()
+        var statuses: [Int] = []
+        let keys = (0..<10).map { _ in APNsEndToEndTests.pushkey() }
+        for key in keys { statuses.append(try await once.notify(setup.herald, key).status) }
+        let during = try await setup.herald.request(.GET, "/health")
+        let skipped = PushbackTests.value(
+            in: try await setup.herald.metricsText(), of: "herald_component_skipped_total", labels: [#"component="repeat_store""#])
+        try postgres.thaw()
+        // The next notifies probe the record until it answers; then it is used again.
+        let recovered = await eventually(within: .seconds(60)) {
+            _ = try? await once.notify(setup.herald, APNsEndToEndTests.pushkey())
+            return (try? await setup.herald.request(.GET, "/health"))?.json?["failing"]?["repeat_store"] == nil
+        }
+        await setup.stop()
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(keys.allSatisfy { setup.apns.received(token: APNsEndToEndTests.hex($0)).count == 1 })
+        #expect(during.json?["failing"]?["repeat_store"] != nil, "\(during.text)")
+        // Ten notifies of three record operations each: at most a few were tried (the probes).
+        #expect((skipped ?? 0) >= 25, "\(String(describing: skipped))")
+        #expect(recovered)
+    }
+}

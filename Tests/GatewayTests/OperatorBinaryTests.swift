@@ -30,14 +30,17 @@ import Testing
         return (status, String(decoding: data, as: UTF8.self))
     }
 
-    static func webpushConfig(_ dir: String, port: Int, apps: [String] = ["com.example.webpush"], extra: String = "") -> String {
+    /// `appExtra`: more keys of each app (`per_device_per_minute: 0` for a test that streams one device).
+    static func webpushConfig(
+        _ dir: String, port: Int, apps: [String] = ["com.example.webpush"], extra: String = "", appExtra: String = ""
+    ) -> String {
         """
         http:
           bind_addresses: ['127.0.0.1']
           port: \(port)
         \(extra)
         apps:
-        \(apps.map { webpushApp($0, directory: dir, extra: "max_attempts: 1") }.joined())
+        \(apps.map { webpushApp($0, directory: dir, extra: "max_attempts: 1" + appExtra) }.joined())
         """
     }
 

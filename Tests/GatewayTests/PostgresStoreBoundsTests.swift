@@ -125,3 +125,63 @@ extension PostgresStatusStore {
         return 0
     }
 }
+
+/// A silent database (its processes stopped: connections open, nothing answered) costs one
+/// timeout, not one per operation (docs/operations.md, "A silent store"): once an operation missed
+/// its deadline, the others fail at once while a probe in the background tests the database, one
+/// at a time, until one is answered; and a gorush enqueue that was answered "failed" never commits
+/// when the database wakes up.
+@Suite(.serialized) struct SilentStoreTests {
+    @Test(
+        .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),
+        .timeLimit(.minutes(2)))
+    func aSilentStoreIsSkippedButForOneProbeAndAFailedEnqueueNeverCommits() async throws {
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        var logger = Logger(label: "silent-database-test")
+        logger.logLevel = .critical
+        // One connection: the statement sent while the database was stopped holds it until it is
+        // done, so the enqueue after the thaw runs after it.
+        let store = try PostgresStatusStore(
+            url: postgres.url, logger: logger, timeout: .seconds(1), maxConnections: 1, clock: SystemClock())
+        let reader = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(60), clock: SystemClock())
+        let health = try #require(store.health)
+        try await withThrowingTaskGroup(of: Void.self) { services in
+            for service in store.services + reader.services { services.addTask { try await service.run() } }
+            try await store.migrate()
+            try await reader.migrate()
+            #expect(try await store.enqueueGorush([Array("before".utf8)], maxJobs: 100, maxBytes: 1 << 20))
+            try postgres.freeze()
+
+            await #expect(throws: PostgresDeadline.Unavailable.self) {
+                _ = try await store.enqueueGorush([Array("while stopped".utf8)], maxJobs: 100, maxBytes: 1 << 20)
+            }
+            #expect(health.isSilent)
+            // Silent: every operation fails at once, and a use a second later starts a background
+            // probe (`SELECT 1`) instead of being tried.
+            await #expect(throws: ComponentHealth.Skipped.self) {
+                _ = try await store.enqueueGorush([Array("skipped".utf8)], maxJobs: 100, maxBytes: 1 << 20)
+            }
+            let probing = await eventually {
+                _ = try? await store.registration(publicKey: [1], installationId: "a")
+                return health.isProbing
+            }
+            #expect(probing)
+            await #expect(throws: ComponentHealth.Skipped.self) {
+                _ = try await store.registration(publicKey: [1], installationId: "a")
+            }
+
+            try postgres.thaw()
+            // Once a probe is answered, operations are tried again.
+            let answered = await eventually {
+                (try? await store.enqueueGorush([Array("after".utf8)], maxJobs: 100, maxBytes: 1 << 20)) == true
+            }
+            #expect(answered && !health.isSilent)
+            let jobs = try await reader.claimGorush(limit: 100, now: Date(), until: Date().addingTimeInterval(60))
+            // The enqueue answered "failed" while the database was stopped never committed later.
+            #expect(Set(jobs.map { String(decoding: $0.body, as: UTF8.self) }).isSubset(of: ["before", "after"]))
+            #expect(jobs.map { String(decoding: $0.body, as: UTF8.self) }.contains("after"))
+            services.cancelAll()
+        }
+    }
+}

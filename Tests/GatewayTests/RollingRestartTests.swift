@@ -58,7 +58,9 @@ import Testing
         // handover, and with the whole suite beside two busy loops an old Herald starved of a core
         // for longer once closed two connections it had accepted before their requests were read.
         let http = "  reuse_port: true\n  reuse_port_handover: 3\n  shutdown_first_request_wait: 15\n"
-        let yaml = OperatorBinaryTests.webpushConfig(dir, port: port, extra: http + "log:\n  access:\n    enabled: true")
+        // One device gets the whole stream: its budget is off (the test is about the restarts).
+        let yaml = OperatorBinaryTests.webpushConfig(
+            dir, port: port, extra: http + "log:\n  access:\n    enabled: true", appExtra: "\nper_device_per_minute: 0")
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         let first = try AdamantDurabilityTests.Herald.launch(binary, config: path, log: "\(dir)/herald-0.log")
         try await StatusDurabilityTests().waitForHealth(port: port)

@@ -81,7 +81,8 @@ import Testing
         let counters = CounterCache(factory: NOOPMetricsHandler.instance)
         let memory = MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(30), maxEntries: 100, maxBytes: 1 << 20)
         let guardian = RepeatGuard(store: HeldElsewhere(), fallback: memory, clock: SystemClock(), counters: counters, logger: logger)
-        let dispatcher = Dispatcher(pushkins: [], counters: counters, once: Once(guardian: guardian, answerWithin: .seconds(20)))
+        let dispatcher = Dispatcher(
+            pushkins: [], counters: counters, once: Once(guardian: guardian, answerWithin: .seconds(20)), clock: SystemClock())
         let api = GorushAPI(
             config: StatusConfig().gorush, delivery: PushkinStatusSender(pushkins: [:]), queue: { queue }, logger: logger,
             metrics: NOOPMetricsHandler.instance, dispatcher: dispatcher, clock: SystemClock())

@@ -65,7 +65,9 @@ package final class PostgresAdamantStore: AdamantStore {
     /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
     /// A lost lease is an answer of the database, not a failure of it.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await tracker.track({ try await PostgresDeadline.bounded(timeout, work) }, isAnswer: { $0 is LeaseLost })
+        try await tracker.track(
+            { try await PostgresDeadline.bounded(timeout, work) }, isAnswer: { $0 is LeaseLost }, isSilence: PostgresDeadline.isSilence,
+            probe: PostgresDeadline.probe(client, within: timeout))
     }
 
     /// Creates the tables, one instance at a time (a transaction-scoped advisory lock). Waits for

@@ -145,12 +145,15 @@ final class PostgresDeliveryRecords: DeliveryRecords {
 
     /// `work` within the timeout, once the table exists; its outcome is the store's health.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await tracker.track {
-            // The table is made on first use, within the same bound: a notify never waits longer
-            // for the record than `repeat_store_timeout`, even while PostgreSQL is down.
-            if ready.value == nil { try await PostgresDeadline.bounded(timeout) { try await self.migrated() } }
-            return try await PostgresDeadline.bounded(timeout, work)
-        }
+        // A record that missed its deadline is skipped (memory stands in at once) but for one probe
+        // at a time: a silent database costs the notifies one timeout, not one each.
+        try await tracker.track(
+            {
+                // The table is made on first use, within the same bound: a notify never waits longer
+                // for the record than `repeat_store_timeout`, even while PostgreSQL is down.
+                if ready.value == nil { try await PostgresDeadline.bounded(timeout) { try await self.migrated() } }
+                return try await PostgresDeadline.bounded(timeout, work)
+            }, isSilence: PostgresDeadline.isSilence, probe: PostgresDeadline.probe(client, within: timeout))
     }
 
     /// Creates the table on first use (one instance at a time, under an advisory lock).

@@ -1,5 +1,6 @@
 package import FoundationEssentials
 package import Metrics
+import NIOPosix
 import Synchronization
 
 /// Whether a dependency an instance keeps serving without (a front end's database) answers, as the
@@ -13,29 +14,57 @@ package final class ComponentHealth: Sendable {
     private let state = Mutex(State())
     /// `herald_component_failing{component}`: 1 while it fails, else 0.
     private let gauge: Gauge?
+    /// `herald_component_skipped_total{component}`: uses not tried while it was silent.
+    private let skips: Counter?
     /// When a failure began (docs/architecture.md, "Time").
     let clock: any HeraldClock
 
     struct State {
         var failingSince: Date?
         var lastError = ""
+        /// A use missed its deadline: the component is skipped (`Skipped`) but for one probe at a
+        /// time, until a use succeeds.
+        var silent = false
+        var probing = false
+        /// When the last probe ended, or the use that made it silent.
+        var lastProbe: HeraldInstant?
+    }
+
+    /// How often a silent component is probed, at most.
+    package static let probeInterval: Duration = .seconds(1)
+
+    /// The component missed a deadline and has not answered since: this use was not tried, so
+    /// that no caller waits on a silent database (docs/operations.md, "A silent store").
+    package struct Skipped: Error, CustomStringConvertible {
+        package let component: String
+        package var description: String { "\(component) has not answered since it missed its deadline; not waited on" }
     }
 
     package init(name: String, metrics: (any MetricsFactory)? = nil, clock: any HeraldClock) {
         self.name = name
         self.clock = clock
         gauge = metrics.map { Gauge(label: MetricName.componentFailing, dimensions: [("component", name)], factory: $0) }
+        skips = metrics.map { Counter(label: MetricName.componentSkipped, dimensions: [("component", name)], factory: $0) }
         gauge?.record(0)
     }
 
     /// Its latest use succeeded.
     package func succeeded() {
         let was = state.withLock { state -> Bool in
-            defer { state.failingSince = nil }
+            defer {
+                state.failingSince = nil
+                state.silent = false
+                state.lastProbe = nil
+            }
             return state.failingSince != nil
         }
         if was { gauge?.record(0) }
     }
+
+    /// Whether it is skipped: it missed a deadline and has not answered since.
+    package var isSilent: Bool { state.withLock { $0.silent } }
+    /// Whether a probe of a silent component is under way.
+    package var isProbing: Bool { state.withLock { $0.probing } }
 
     /// Its latest use failed with `error` (a timeout, a lost connection).
     package func failed(_ error: any Error) { failed(error, at: clock.date) }
@@ -57,7 +86,35 @@ package final class ComponentHealth: Sendable {
 
     /// Records the outcome of `work`. An error for which `isAnswer` holds came from a component
     /// that answered (the ADAMANT store's lost lease), and counts as a success.
-    package func track<T>(_ work: () async throws -> T, isAnswer: (any Error) -> Bool = { _ in false }) async throws -> T {
+    ///
+    /// An error for which `isSilence` holds (the use's deadline passed without an answer) makes the
+    /// component silent: from then on a use is not tried but fails at once with `Skipped`, so that
+    /// no caller waits on it, and `probe` (a harmless query, bounded by the same deadline) tests it
+    /// in the background, one at a time and at most one a `probeInterval` after the last answer;
+    /// the first probe or use that succeeds ends it. Without a probe, one use at a time is tried.
+    package func track<T>(
+        _ work: () async throws -> T, isAnswer: (any Error) -> Bool = { _ in false }, isSilence: (any Error) -> Bool = { _ in false },
+        probe: (@Sendable () async throws -> Void)? = nil
+    ) async throws -> T {
+        let now = clock.now
+        let turn = state.withLock { state -> Turn in
+            guard state.silent else { return .use }
+            guard !state.probing, state.lastProbe.map({ now - $0 >= Self.probeInterval }) ?? true else { return .skip }
+            state.probing = true
+            return probe == nil ? .probeByUse : .probeInBackground
+        }
+        switch turn {
+        case .use, .probeByUse:
+            break
+        case .skip:
+            skips?.increment()
+            throw Skipped(component: name)
+        case .probeInBackground:
+            if let probe { startProbe(probe) }
+            skips?.increment()
+            throw Skipped(component: name)
+        }
+        defer { if turn == .probeByUse { probed() } }
         do {
             let value = try await work()
             succeeded()
@@ -67,8 +124,39 @@ package final class ComponentHealth: Sendable {
                 succeeded()
             } else if !(error is CancellationError) {
                 failed(error)
+                if isSilence(error) {
+                    let end = clock.now
+                    state.withLock { state in
+                        state.silent = true
+                        state.lastProbe = end
+                    }
+                }
             }
             throw error
+        }
+    }
+
+    private enum Turn {
+        case use, skip, probeByUse, probeInBackground
+    }
+
+    /// A probe ended: the next may start a `probeInterval` from now.
+    private func probed() {
+        let now = clock.now
+        state.withLock {
+            $0.probing = false
+            $0.lastProbe = now
+        }
+    }
+
+    /// Runs `probe` outside the request that found it due (no request waits on a silent component),
+    /// on an event loop's task, which its own deadline ends.
+    private func startProbe(_ probe: @escaping @Sendable () async throws -> Void) {
+        let promise = MultiThreadedEventLoopGroup.singleton.any().makePromise(of: Void.self)
+        promise.completeWithTask(probe)
+        promise.futureResult.whenComplete { [self] result in
+            probed()
+            if case .success = result { succeeded() }
         }
     }
 }

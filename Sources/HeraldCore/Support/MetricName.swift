@@ -4,4 +4,6 @@
 /// `MetricNameTests` fails on a metric name spelled anywhere else.
 package enum MetricName {
     package static let componentFailing = "herald_component_failing"
+    /// Uses of a silent component not tried (`ComponentHealth.Skipped`), by component.
+    package static let componentSkipped = "herald_component_skipped_total"
 }

@@ -37,7 +37,7 @@ package final class DeviceBudget: Sendable {
         }
         var wait = first
         while true {
-            try? await clock.sleep(for: wait)
+            try? await clock.wait(wait)
             let latest = waiting.withLock { $0.latest[pushkey] == ticket }
             guard latest, !Task.isCancelled else { return false }
             guard let more = take(pushkey) else {

@@ -23,7 +23,7 @@ package struct Dispatcher: Sendable {
     /// `deviceBudgets`: `per_device_per_minute` per app key; the budgets refill on `clock`.
     package init(
         pushkins: [any Pushkin], inflightLimits: [String: Int] = [:], deviceBudgets: [String: Int] = [:], counters: CounterCache,
-        once: Once? = nil, clock: any HeraldClock = SystemClock()
+        once: Once? = nil, clock: any HeraldClock
     ) {
         router = AppIdRouter(pushkins: pushkins)
         self.once = once

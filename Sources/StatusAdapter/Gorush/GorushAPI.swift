@@ -56,7 +56,7 @@ package final class GorushAPI: Service {
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
-        self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters)
+        self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters, clock: clock)
         _ = counters.counter(MetricName.gorushJobsSentAgain)  // exported at 0 from the start
         feedbackClient =
             config.feedbackURL == nil

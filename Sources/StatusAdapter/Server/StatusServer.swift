@@ -41,7 +41,7 @@ package final class StatusServer: Sendable {
         self.logger = logger
         self.metrics = metrics
         self.counters = CounterCache(factory: metrics)
-        self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters)
+        self.dispatcher = dispatcher ?? Dispatcher(pushkins: [], counters: counters, clock: clock)
         self.responses = ResponseCache(
             store: store, limit: config.responseCacheLimit, maxPending: config.responseCacheMaxPending, logger: logger, clock: clock)
     }

@@ -27,8 +27,14 @@ extension PostgresStatusStore {
     /// the limits does an insert count the queue in its statement. Counting on every insert cost
     /// PostgreSQL a scan of the whole queue per request: with the queue full it saturated the
     /// database and delivery fell to about a hundred jobs a second (bench/fleet.sh).
+    ///
+    /// Each insert carries its deadline, four fifths of the store's timeout from now in the
+    /// database's clock: a statement the database reads only later (it was stopped, or lost behind
+    /// a failover, while the request waited, and Herald has answered 503) inserts nothing, so a
+    /// batch answered "try again" is never also delivered (docs/operations.md, "A silent store").
     private func insertGorush(_ bodies: [[UInt8]], maxJobs: Int, maxBytes: Int) async throws -> Bool {
         let blobs = bodies.map { ByteBuffer(bytes: $0) }
+        let cutoff = clock.date.timeIntervalSince1970 + timeout.seconds * 0.8 + databaseClockOffset.withLock { $0 }
         let bytes = Int64(bodies.reduce(0) { $0 + $1.count })
         switch queueDepth.admit(jobs: bodies.count, bytes: Int(bytes), maxJobs: maxJobs, maxBytes: maxBytes, now: clock.now) {
         case .full:
@@ -37,7 +43,9 @@ extension PostgresStatusStore {
             let rows = try await client.query(
                 """
                 INSERT INTO gorush_queue (body, size)
-                SELECT b, octet_length(b) FROM unnest(\(blobs)::bytea[]) WITH ORDINALITY AS t(b, n) ORDER BY n
+                SELECT b, octet_length(b) FROM unnest(\(blobs)::bytea[]) WITH ORDINALITY AS t(b, n)
+                WHERE extract(epoch FROM clock_timestamp()) < \(cutoff)
+                ORDER BY n
                 RETURNING id
                 """, logger: Self.logger)
             var inserted = 0
@@ -53,6 +61,7 @@ extension PostgresStatusStore {
             SELECT b, octet_length(b) FROM unnest(\(blobs)::bytea[]) WITH ORDINALITY AS t(b, n)
             WHERE (SELECT count(*) + \(Int64(bodies.count)) <= \(Int64(maxJobs)) AND COALESCE(sum(size), 0) + \(bytes) <= \(Int64(maxBytes))
                    FROM gorush_queue)
+              AND extract(epoch FROM clock_timestamp()) < \(cutoff)
             ORDER BY n
             RETURNING id
             """, logger: Self.logger)

@@ -7,6 +7,7 @@ import NIOCore
 import PostgresNIO
 import Pushkins
 package import ServiceLifecycle
+import Synchronization
 
 /// The store for several Herald instances acting as one Status server: PostgreSQL, with the
 /// same schema and the same conditional writes as the SQLite store (a newer version always wins,
@@ -32,6 +33,9 @@ package final class PostgresStatusStore: StatusStore {
     /// The rows' times and the queue's claims (docs/architecture.md, "Time").
     let clock: any HeraldClock
     package var health: ComponentHealth? { tracker }
+    /// The database's clock less this host's, in seconds, as measured at start-up: a gorush
+    /// enqueue carries its deadline in the database's time (`insertGorush`).
+    let databaseClockOffset = Mutex<Double>(0)
 
     package struct URLError: Error, CustomStringConvertible {
         package var description: String
@@ -58,7 +62,9 @@ package final class PostgresStatusStore: StatusStore {
     /// `work` within `timeout`, else `Unavailable` (`PostgresDeadline`); every operation but the
     /// start-up ones goes through it, and its outcome is the store's health.
     func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await tracker.track { try await PostgresDeadline.bounded(timeout, work) }
+        try await tracker.track(
+            { try await PostgresDeadline.bounded(timeout, work) }, isSilence: PostgresDeadline.isSilence,
+            probe: PostgresDeadline.probe(client, within: timeout))
     }
 
     package func migrate() async throws {
@@ -93,6 +99,13 @@ package final class PostgresStatusStore: StatusStore {
                 try await exec("CREATE INDEX IF NOT EXISTS status_responses_expiry ON status_responses (expires_at)")
                 for statement in Self.gorushQueueSchema { try await exec(statement) }
                 try await exec("COMMIT")
+                let before = clock.date.timeIntervalSince1970
+                let rows = try await PostgresDeadline.rows(
+                    connection, "SELECT extract(epoch FROM clock_timestamp())::float8", within: nil, logger: Self.logger)
+                let after = clock.date.timeIntervalSince1970
+                if let theirs = try rows.first?.decode(Double.self) {
+                    databaseClockOffset.withLock { $0 = theirs - (before + after) / 2 }
+                }
             } catch {
                 // A connection left inside the transaction (the rollback was cut short too) is
                 // closed rather than given back to the pool.
