@@ -292,6 +292,40 @@ if wanted "herald apns pg record" && [ "$(id -u)" -eq 0 ] && out=$(scripts/postg
   variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
 fi
+# Two sources (docs/operations.md, "Sources"): a Herald of its own that trusts loopback as its load
+# balancer, one source flooding it with APNs notifies on every connection while a quiet one sends
+# 20 a second beside it, named by X-Forwarded-For; the row is the quiet source's (its p99).
+if wanted "herald apns quiet source"; then
+  port=$(free_port)
+  sed "s/^  port: $HERALD_PORT\$/  port: $port\n  trusted_proxies: ['127.0.0.1']/" "$work/herald.yaml" > "$work/herald-sources.yaml"
+  "$HERALD" serve --config "$work/herald-sources.yaml" 2>>"$work/herald-sources.log" &
+  sources_pid=$!
+  pids+=($sources_pid)
+  wait_http "http://127.0.0.1:$port/health"
+  for who in flood quiet; do
+    cat > "$work/$who.lua" <<LUA
+local body = io.open("$work/apns.json"):read("*a")
+local head, tail = body:match('^(.-"event_id": ")[^"]*(".*)$')
+local threads = 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end
+local n = 0
+function request()
+  n = n + 1
+  local from = "$who" == "flood" and "203.0.113.7" or "198.51.100.9"
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["X-Forwarded-For"] = from}, head .. "\$$who-" .. id .. "-" .. n .. tail)
+end
+LUA
+  done
+  wrk -t1 -c"$CONNECTIONS" -d"$((DURATION + 2))s" -s "$work/flood.lua" "http://127.0.0.1:$port/_matrix/push/v1/notify" > "$work/flood.wrk" &
+  flood_pid=$!
+  sleep 1
+  CONNECTIONS_SAVED=$CONNECTIONS
+  CONNECTIONS=4
+  run "herald apns quiet source" "$sources_pid" "http://127.0.0.1:$port/_matrix/push/v1/notify" "" "$work/quiet.lua" 20
+  CONNECTIONS=$CONNECTIONS_SAVED
+  wait "$flood_pid" || true
+  kill "$sources_pid" 2>/dev/null || true
+fi
 run "herald apns 10 dev" "$HERALD_PID" "$NOTIFY" "$work/apns10.json"
 run "herald apns 100 dev" "$HERALD_PID" "$NOTIFY" "$work/apns100.json"
 

@@ -159,6 +159,8 @@ import Testing
         #expect(bad.errors.contains("apps.up.ttl: must be between 0 and 2419200, got -1"))
         #expect(bad.errors.contains { $0.hasPrefix("apps.up.vapid_contact_email: required with vapid_private_key") })
         #expect(bad.errors.contains("apps.gcm.fcm_target: must be auto, token or fid, got 'maybe'"))
+        let budget = await diagnose(webpush(dir, "    per_device_per_minute: 10\n    inflight_request_limit: 8"))
+        #expect(budget.errors == [] && budget.warnings == [], "\(budget)")
         let noKey = await diagnose(apps("vapid_contact_email: push@example.org", "auto"))
         #expect(noKey.warnings.contains("apps.up.vapid_contact_email: set without vapid_private_key: not used"))
     }

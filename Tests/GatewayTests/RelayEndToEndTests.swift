@@ -47,7 +47,7 @@ import Testing
         }
     }
 
-    func start(relayExtra: String = "", developmentURL: String? = nil) async throws -> Setup {
+    func start(relayExtra: String = "", developmentURL: String? = nil, top: String = "") async throws -> Setup {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
         let auth = try APNsTestKey(directory: dir).auth
@@ -78,7 +78,7 @@ import Testing
               port: 0
             \(relayExtra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: relay))
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top + relay))
         return Setup(herald: herald, production: production, development: development)
     }
 
@@ -310,5 +310,21 @@ import Testing
         }
         #expect(decrypted == [validation, message])
         #expect(received.map { $0.headers["apns-priority"] } == ["10", "10"])
+    }
+
+    /// Every listener's `/health` is the gateway's: the relay's own port names a delivery record
+    /// that fails as the main listener does (it left the record out).
+    @Test func theRelaysOwnListenerReportsTheRecordsHealth() async throws {
+        let setup = try await start(
+            top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none\n  repeat_store_timeout: 0.5\n  answer_within: 300\n")
+        let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let notify = try await setup.herald.notify(
+            notifyBody(["event_id": "$e"], devices: [["app_id": "com.example.ios", "pushkey": .string(pushkey)]]))
+        let main = try await setup.send("/health", method: .GET)
+        let own = try await setup.send("/health", method: .GET, port: setup.relayPort)
+        await setup.stop()
+        #expect(notify.status == 200)
+        #expect(main.json?["failing"]?["repeat_store"] != nil, "\(main.text)")
+        #expect(own.json?["failing"]?["repeat_store"] != nil, "\(own.text)")
     }
 }

@@ -106,17 +106,26 @@ package final class Gateway: Sendable {
         let environment = PushkinEnvironment(
             logger: logger, metrics: metrics.factory, proxy: config.proxy, readOnly: readOnly, clock: clock, holds: holds)
         return registry.build(
-            apps: config.rawApps, sharedKeys: ["inflight_request_limit"], environment: environment, diagnostics: diagnostics)
+            apps: config.rawApps, sharedKeys: ["inflight_request_limit", "per_device_per_minute"], environment: environment,
+            diagnostics: diagnostics)
     }
 
     static func routes(
         _ config: GatewayConfig, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], holds: UpstreamHolds?, logger: Logger
     ) -> RouteTable {
         var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: MatrixErrors(), logger: logger)
-        let health = HealthReport(components: frontEnds.flatMap(\.health) + extra, holds: holds)
-        routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
+        addHealth(to: &routes, frontEnds, health: extra, holds: holds)
         for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
         return routes
+    }
+
+    /// `/health` on a listener: every front end's components, the gateway's own (the delivery
+    /// record) and the held origins. The one way every listener, a front end's own included,
+    /// answers it.
+    static func addHealth(to routes: inout RouteTable, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], holds: UpstreamHolds?)
+    {
+        let health = HealthReport(components: frontEnds.flatMap(\.health) + extra, holds: holds)
+        routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
     }
 
     /// Every pushkin to close at shutdown: the current ones, those a reload kept for other front
@@ -153,8 +162,7 @@ package final class Gateway: Sendable {
             for address in frontEnd.ownListeners {
                 var routes = RouteTable(
                     defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: frontEnd.ownListenerErrors, logger: logger)
-                let health = HealthReport(components: frontEnds.flatMap(\.health), holds: holds)
-                routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
+                Self.addHealth(to: &routes, frontEnds, health: onceSetup.health, holds: holds)
                 frontEnd.addRoutes(to: &routes)
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(

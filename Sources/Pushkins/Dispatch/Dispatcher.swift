@@ -298,7 +298,9 @@ package struct Dispatcher: Sendable {
         if guardian != nil { context.notes = DeliveryNotes(devices: devices.count) }
         // The devices past their budget are not sent (nil: every device is within it).
         var budgeted: [DeviceOutcome?]?
-        if let budget = budgets[group.pushkin.name] { budgeted = await Self.spent(budget, devices, notification) }
+        if let budget = budgets[group.pushkin.name], let first = Self.firstSpent(budget, devices) {
+            budgeted = await Self.spent(budget, devices, notification, from: first)
+        }
         let sendable = budgeted.map { refused in zip(devices, refused).compactMap { $1 == nil ? $0 : nil } } ?? devices
         if sendable.isEmpty {
             // Every device's budget is spent: nothing to send.
@@ -324,15 +326,28 @@ package struct Dispatcher: Sendable {
         return outcomes
     }
 
-    /// Each device's outcome when its budget is spent (nil where it may be sent), or nil when every
-    /// device may be. A badge update past it waits for the budget, and is dropped when a later one
-    /// of the device came meanwhile.
-    private static func spent(_ budget: DeviceBudget, _ devices: [Device], _ notification: PushNotification) async -> [DeviceOutcome?]? {
+    /// Takes each device's push from its budget, up to the first device whose budget is spent:
+    /// its position and how long until it has one more, or nil when every device had its push
+    /// (the usual case, with no await).
+    private static func firstSpent(_ budget: DeviceBudget, _ devices: [Device]) -> (index: Int, wait: Duration)? {
+        for (index, device) in devices.enumerated() {
+            if let wait = budget.take(device.pushkey) { return (index, wait) }
+        }
+        return nil
+    }
+
+    /// Each device's outcome when its budget is spent (nil where it may be sent), from the first
+    /// such device on (the ones before it had their push). A badge update past it waits for the
+    /// budget, and is dropped when a later one of the device came meanwhile.
+    private static func spent(
+        _ budget: DeviceBudget, _ devices: [Device], _ notification: PushNotification, from first: (index: Int, wait: Duration)
+    ) async -> [DeviceOutcome?]? {
         var refused: [DeviceOutcome?]?
         let badge = notification.eventId?.isEmpty ?? true
-        for (index, device) in devices.enumerated() {
-            guard let wait = budget.take(device.pushkey) else { continue }
-            if badge, await budget.waitForBadge(device.pushkey, wait: wait) { continue }
+        for index in first.index..<devices.count {
+            let pushkey = devices[index].pushkey
+            guard let wait = index == first.index ? first.wait : budget.take(pushkey) else { continue }
+            if badge, await budget.waitForBadge(pushkey, wait: wait) { continue }
             if refused == nil { refused = [DeviceOutcome?](repeating: nil, count: devices.count) }
             refused?[index] =
                 badge ? .dropped(reason: .coalesced) : .failed(reason: .deviceBudget(seconds: max(1, Int(wait.seconds.rounded(.up)))))
