@@ -174,6 +174,22 @@ wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]] || [[ $1 == swiftnio* ]]; }
 # own. With RATE (requests/s), the run is paced: each connection waits a random, exponentially
 # distributed time (mean CONNECTIONS/RATE) before each request, so requests arrive about as a
 # Poisson stream of RATE/s instead of as fast as Herald answers.
+# new_events_lua BODYFILE PREFIX [HEADERS]: a wrk script whose every request is a new event (its own
+# event_id, PREFIX-thread-n), as a homeserver sends them: the same body again would be a repeat,
+# answered from the delivery record without an upstream call. HEADERS: more Lua table entries.
+new_events_lua() {
+  cat <<LUA
+local body = io.open("$1"):read("*a")
+local head, tail = body:match('^(.-"event_id": ")[^"]*(".*)$')
+local threads = 0
+function setup(thread) thread:set("id", threads); threads = threads + 1 end
+local n = 0
+function request()
+  n = n + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json"${3:+, $3}}, head .. "\$$2-" .. id .. "-" .. n .. tail)
+end
+LUA
+}
 declare -A rates=() cpus=() allocs=() p99s=()
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 IDLE_RSS_MIB=
@@ -184,20 +200,8 @@ run() {
   if [ -n "$script" ]; then
     cp "$script" "$work/post.lua"
   else
-    # Every request a new event (its own event_id), as a homeserver sends them: the same body
-    # again would be a repeat, answered from the delivery record without an upstream call.
     runs=$((runs + 1))
-    cat > "$work/post.lua" <<LUA
-local body = io.open("$body"):read("*a")
-local head, tail = body:match('^(.-"event_id": ")[^"]*(".*)$')
-local threads = 0
-function setup(thread) thread:set("id", threads); threads = threads + 1 end
-local n = 0
-function request()
-  n = n + 1
-  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, head .. "\$r$runs-" .. id .. "-" .. n .. tail)
-end
-LUA
+    new_events_lua "$body" "r$runs" > "$work/post.lua"
   fi
   if [ -n "$rate" ]; then
     cat >> "$work/post.lua" <<LUA
@@ -302,20 +306,8 @@ if wanted "herald apns quiet source"; then
   sources_pid=$!
   pids+=($sources_pid)
   wait_http "http://127.0.0.1:$port/health"
-  for who in flood quiet; do
-    cat > "$work/$who.lua" <<LUA
-local body = io.open("$work/apns.json"):read("*a")
-local head, tail = body:match('^(.-"event_id": ")[^"]*(".*)$')
-local threads = 0
-function setup(thread) thread:set("id", threads); threads = threads + 1 end
-local n = 0
-function request()
-  n = n + 1
-  local from = "$who" == "flood" and "203.0.113.7" or "198.51.100.9"
-  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["X-Forwarded-For"] = from}, head .. "\$$who-" .. id .. "-" .. n .. tail)
-end
-LUA
-  done
+  new_events_lua "$work/apns.json" flood '["X-Forwarded-For"] = "203.0.113.7"' > "$work/flood.lua"
+  new_events_lua "$work/apns.json" quiet '["X-Forwarded-For"] = "198.51.100.9"' > "$work/quiet.lua"
   wrk -t1 -c"$CONNECTIONS" -d"$((DURATION + 2))s" -s "$work/flood.lua" "http://127.0.0.1:$port/_matrix/push/v1/notify" > "$work/flood.wrk" &
   flood_pid=$!
   sleep 1

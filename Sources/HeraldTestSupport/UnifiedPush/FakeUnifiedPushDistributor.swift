@@ -134,15 +134,7 @@ package final class FakeUnifiedPushDistributor: HTTPHandler, Sendable {
 
     /// `vapid t=<JWT>,k=<key>` with `k` the restricted key and a JWT it signed for this origin.
     private func validVAPID(_ header: String?, key: String) -> Bool {
-        guard let header, header.hasPrefix("vapid ") else { return false }
-        var token: String?
-        var given: String?
-        for part in header.dropFirst(6).split(separator: ",") {
-            let item = part.trimmingCharacters(in: .whitespaces)
-            if item.hasPrefix("t=") { token = String(item.dropFirst(2)) }
-            if item.hasPrefix("k=") { given = String(item.dropFirst(2)) }
-        }
-        guard let token, given == key, let bytes = Base64URL.decode(key),
+        guard let (token, given) = VAPIDAuthorization.parts(header), let token, given == key, let bytes = Base64URL.decode(key),
             let publicKey = try? P256.Signing.PublicKey(x963Representation: bytes),
             let (_, claims) = JWT.verifyES256(token, publicKey: publicKey)
         else { return false }

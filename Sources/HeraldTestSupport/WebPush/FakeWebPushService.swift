@@ -194,16 +194,9 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
     }
 
     private func verifyVAPID(_ header: String?, problems: inout [String]) -> JSONValue? {
-        guard let header, header.hasPrefix("vapid ") else {
+        guard let (token, key) = VAPIDAuthorization.parts(header) else {
             problems.append("no vapid Authorization")
             return nil
-        }
-        var token: String?
-        var key: String?
-        for part in header.dropFirst(6).split(separator: ",") {
-            let item = part.trimmingCharacters(in: .whitespaces)
-            if item.hasPrefix("t=") { token = String(item.dropFirst(2)) }
-            if item.hasPrefix("k=") { key = String(item.dropFirst(2)) }
         }
         guard let token, let key, let keyBytes = Base64URL.decode(key),
             let publicKey = try? P256.Signing.PublicKey(x963Representation: keyBytes)
