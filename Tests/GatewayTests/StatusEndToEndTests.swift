@@ -258,6 +258,26 @@ import Testing
         #expect(setup.fcm.received.allSatisfy { $0.status == 200 })
     }
 
+    /// A gorush notification with a `notif_id` is answerable: the delivery trace (the same
+    /// endpoint as Matrix's, and `herald trace`) has each token under that id, with its outcome,
+    /// attempts and APNs's `apns-id`.
+    @Test func aGorushNotificationIsInTheDeliveryTraceByItsNotifId() async throws {
+        let setup = try await start(statusExtra: "  gorush:\n    sync: true")
+        setup.apns.script("dead02", .fail(410, "Unregistered"))
+        let body = #"{"notifications":[{"tokens":["0a0b0c","dead02"],"platform":1,"message":"hi","notif_id":"n-42"}]}"#
+        let answer = try await setup.post("/api/push", Array(body.utf8))
+        let trace = try await setup.herald.deliveries(event: "n-42")
+        let untraced = try await setup.herald.deliveries(event: "n-43")
+        await setup.stop()
+        #expect(answer.status == 200)
+        let byOutcome = Dictionary(trace.compactMap { entry in entry["outcome"]?.stringValue.map { ($0, entry) } }) { a, _ in a }
+        #expect(trace.count == 2)
+        #expect(byOutcome["delivered"]?["attempts"] == 1 && byOutcome["delivered"]?["provider_id"]?.stringValue != nil)
+        #expect(byOutcome["delivered"]?["app_id"] == "im.status.ios")
+        #expect(byOutcome["rejected"]?["reason"] == "Unregistered")
+        #expect(untraced.isEmpty)
+    }
+
     @Test func gorushLimitAndSyncModeWithFeedback() async throws {
         let feedbackPath = "feedback-\(UUID().uuidString)"
         let receiver = try await FakeWebPushService.start()

@@ -389,19 +389,27 @@ package struct Dispatcher: Sendable {
     /// `deliver` for jobs a front end can key (the relay's messages, gorush's notifications), sent
     /// once within the window (docs/operations.md, "Once"): a job whose key is recorded is
     /// answered as then, one under way on this instance joins it, and a failure leaves no record.
-    /// Repeats are counted under `app`, not as new outcomes.
+    /// Repeats are counted under `app`, not as new outcomes. A keyed job with a `traces` entry is
+    /// in the delivery trace under that entry's event and device (gorush's `notif_id` and token),
+    /// with its upstream call's attempts and message id.
     package func deliverOnce<Job: Sendable>(
-        _ jobs: [Job], app: String, keys: [RepeatKey?], limit: Int? = nil, logger: Logger,
+        _ jobs: [Job], app: String, keys: [RepeatKey?], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
         _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
         guard let once, let guardian = once.guardian else { return await deliver(jobs, limit: limit, logger: logger, send) }
-        let keyed = Array(zip(jobs, keys + [RepeatKey?](repeating: nil, count: max(0, jobs.count - keys.count))))
-        return await deliver(keyed, limit: limit, logger: logger) { job, key in
+        let keyed = jobs.indices.map { (jobs[$0], $0 < keys.count ? keys[$0] : nil, $0 < traces.count ? traces[$0] : nil) }
+        return await deliver(keyed, limit: limit, logger: logger) { job, key, trace in
             guard let key else { return await send(job) }
-            switch await guardian.claim(key, app: app) {
+            switch await guardian.claim(key, app: app, trace: trace) {
             case .send(let key):
-                let delivery = await send(job)
-                await guardian.settle(key, delivery.outcome)
+                guard let trace else {
+                    let delivery = await send(job)
+                    await guardian.settle(key, delivery.outcome)
+                    return delivery
+                }
+                let notes = DeliveryNotes()
+                let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: trace.pushkey)) { await send(job) }
+                await guardian.settle(key, delivery.outcome, note: notes.note(for: trace.pushkey))
                 return delivery
             case .answered(let outcome): return Delivery(outcome, pushkin: nil, token: "")
             case .join(let flight): return Delivery(await once.outcome(of: flight), pushkin: nil, token: "")

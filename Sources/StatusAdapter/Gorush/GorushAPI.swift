@@ -158,10 +158,12 @@ package final class GorushAPI: Service {
         let keys: [RepeatKey?] = tokens.map { token in
             n.notifId.map { RepeatKey(["gorush", JSONWriter.string($0), token]) }
         }
+        // Traced under its `notif_id` (`herald trace <notif_id>`), each token a device.
+        let app = delivery.pushkinName(platform) ?? platformName
+        let traceId = n.notifId.map { $0.stringValue ?? JSONWriter.string($0) }
+        let traces: [TraceStart?] = tokens.map { token in traceId.map { TraceStart(eventId: $0, appId: app, pushkey: token) } }
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
-        let outcomes = await dispatcher.deliverOnce(
-            tokens, app: delivery.pushkinName(platform) ?? platformName, keys: keys, limit: 1, logger: logger
-        ) { token in
+        let outcomes = await dispatcher.deliverOnce(tokens, app: app, keys: keys, traces: traces, limit: 1, logger: logger) { token in
             let outcome = await delivery.send(notification, platform: platform, token: token, context: context)
             return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: token)
         }
