@@ -544,8 +544,9 @@ struct OnceTests {
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
         #expect(keys.allSatisfy { setup.apns.received(token: APNsEndToEndTests.hex($0)).count == 1 })
         #expect(during.json?["failing"]?["repeat_store"] != nil, "\(during.text)")
-        // Ten notifies of three record operations each: at most a few were tried (the probes).
-        #expect((skipped ?? 0) >= 25, "\(String(describing: skipped))")
+        // Ten notifies of two or three record operations each (claim, finish, and heard when the
+        // answer was quick): none but the first was tried (the probes run beside them).
+        #expect((skipped ?? 0) >= 19, "\(String(describing: skipped))")
         #expect(recovered)
     }
 }
