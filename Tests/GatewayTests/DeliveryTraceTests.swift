@@ -65,6 +65,24 @@ struct DeliveryTraceTests {
     }
 
     /// A delivery whose upstream has not answered is shown in flight, then with its outcome.
+    /// Against APNs's development environment, the trace keeps `apns-unique-id` (what Apple's Push
+    /// Notifications Console looks up), and a 410 says since when the token is not valid.
+    @Test func theTraceKeepsAPNsUniqueIdAndWhenATokenStoppedBeingValid() async throws {
+        let setup = try await APNsEndToEndTests().start()
+        setup.apns.actAsDevelopment()
+        let (ok, dead) = (APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey())
+        setup.apns.script(APNsEndToEndTests.hex(dead), .fail(410, "Unregistered"))
+        let answer = try await notify(setup.herald, [ok, dead])
+        let delivered = try await setup.herald.deliveries(event: Self.eventId, query: "&pushkey=\(escaped(ok))")
+        let rejected = try await setup.herald.deliveries(event: Self.eventId, query: "&pushkey=\(escaped(dead))")
+        await setup.stop()
+        #expect(answer.json == ["rejected": [.string(dead)]])
+        let apnsId = setup.apns.received(token: APNsEndToEndTests.hex(ok)).first?.headers["apns-id"]
+        let providerId = try #require(delivered.first?["provider_id"]?.stringValue)
+        #expect(providerId != apnsId && UUID(uuidString: providerId) != nil && providerId == providerId.lowercased())
+        #expect(rejected.first?["detail"]?.stringValue?.hasSuffix("the token has not been valid since 2025-10-09T08:53:20Z") == true)
+    }
+
     @Test func aStalledDeliveryIsShownInFlight() async throws {
         let probe = Probe()
         let herald = try await RunningGateway.start(

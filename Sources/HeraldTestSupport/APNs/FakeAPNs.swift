@@ -48,6 +48,8 @@ package final class FakeAPNs: Sendable {
     private struct State {
         var behaviors: [String: Behavior] = [:]
         var defaultBehavior = Behavior.accept
+        /// As APNs's development environment: every answer carries an `apns-unique-id`.
+        var uniqueIds = false
         var served: [String: Int] = [:]
         var received: [Received] = []
         var connections = 0
@@ -137,6 +139,10 @@ package final class FakeAPNs: Sendable {
 
     /// The behaviour for tokens without a script of their own.
     package func scriptDefault(_ behavior: Behavior) { state.withLock { $0.defaultBehavior = behavior } }
+
+    /// Answers as APNs's development environment does, with an `apns-unique-id` on every answer.
+    package func actAsDevelopment() { state.withLock { $0.uniqueIds = true } }
+    var sendsUniqueIds: Bool { state.withLock { $0.uniqueIds } }
 
     package var received: [Received] { state.withLock { $0.received } }
     package func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
@@ -380,9 +386,13 @@ private final class StreamHandler: ChannelInboundHandler {
                 var headers = HTTPHeaders()
                 // As Apple: the request's own apns-id, or one made for it.
                 headers.add(name: "apns-id", value: head.headers.first(name: "apns-id") ?? UUID().uuidString)
+                if fake.sendsUniqueIds { headers.add(name: "apns-unique-id", value: UUID().uuidString.lowercased()) }
                 var payload = ByteBuffer()
                 if let reason = reply.reason {
-                    payload = ByteBuffer(bytes: JSONWriter.serialize(["reason": .string(reason)]))
+                    // As Apple: a 410 says since when the token is not valid (milliseconds).
+                    var error: JSONObject = ["reason": .string(reason)]
+                    if reply.status == 410 { error["timestamp"] = .int(1_760_000_000_000) }
+                    payload = ByteBuffer(bytes: JSONWriter.serialize(.object(error)))
                     headers.add(name: "content-type", value: "application/json")
                 }
                 if let retryAfter = reply.retryAfter { headers.add(name: "retry-after", value: retryAfter) }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 package import HeraldCore
 
 /// The `reason` of an APNs error answer, as Apple documents them ("Handling notification responses
@@ -42,21 +43,33 @@ package struct APNsReason: ProviderReason, Equatable {
     package let status: Int
     /// The body's `reason` (nil: none, or one Apple does not document).
     package let reason: APNsErrorReason?
+    /// With a 410, the body's `timestamp`: when APNs last confirmed the token was no longer valid
+    /// for the topic (milliseconds since 1970), for the trace; not part of the reason's identity.
+    package var invalidSince: Int64?
 
-    package init(status: Int, reason: APNsErrorReason?) {
+    package init(status: Int, reason: APNsErrorReason?, invalidSince: Int64? = nil) {
         self.status = status
         self.reason = reason
+        self.invalidSince = invalidSince
     }
 
     package var label: String { reason?.rawValue ?? "http_\(status)" }
-    package var description: String { "APNs \(status)" + (reason.map { " \($0.rawValue)" } ?? "") }
+    package var description: String {
+        "APNs \(status)" + (reason.map { " \($0.rawValue)" } ?? "")
+            + (invalidSince.map {
+                "; the token has not been valid since \(Date(timeIntervalSince1970: Double($0) / 1000).formatted(.iso8601))"
+            }
+                ?? "")
+    }
+
+    package static func == (a: APNsReason, b: APNsReason) -> Bool { a.status == b.status && a.reason == b.reason }
     package var rejectionMeansDeadToken: Bool { APNsDisposition.of(status: status, reason: reason) == .deadToken }
 }
 
 extension OutcomeReason {
     /// APNs answered `status` with `reason`.
-    package static func apns(status: Int, _ reason: APNsErrorReason?) -> OutcomeReason {
-        .provider(APNsReason(status: status, reason: reason))
+    package static func apns(status: Int, _ reason: APNsErrorReason?, invalidSince: Int64? = nil) -> OutcomeReason {
+        .provider(APNsReason(status: status, reason: reason, invalidSince: invalidSince))
     }
 }
 

@@ -35,7 +35,10 @@ package final class APNsPushkin: APNsSending {
         self.upstream = UpstreamCall(
             transport: pool, policy: config.retry,
             metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics, clock: environment.clock),
-            clock: environment.clock, providerId: { $0.headers.first(name: "apns-id") })
+            clock: environment.clock,
+            // APNs's development environment adds `apns-unique-id`, which Apple's Push
+            // Notifications Console looks up in its delivery log: the trace keeps it where given.
+            providerId: { $0.headers.first(name: "apns-unique-id") ?? $0.headers.first(name: "apns-id") })
         switch config.auth {
         case .token(let key, let keyId, let teamId):
             providerToken = APNsProviderToken(key: key, keyId: keyId, teamId: teamId, clock: environment.clock)
@@ -150,9 +153,13 @@ package final class APNsPushkin: APNsSending {
                 url: url, path: request.path, headers: request.headers(authorization: token), body: request.body,
                 changingHeaders: Self.changingHeaders)
         } classify: { response in
-            let reasonText = (try? JSONParser.parse(response.body.readableBytesView))?["reason"]?.stringValue
+            let body = try? JSONParser.parse(response.body.readableBytesView)
+            let reasonText = body?["reason"]?.stringValue
             let reason = reasonText.flatMap(APNsErrorReason.init(rawValue:))
-            return APNsDisposition.of(status: response.status, reason: reason).verdict(.apns(status: response.status, reason)) {
+            let since: Int64? = if response.status == 410, case .int(let ms)? = body?["timestamp"] { ms } else { nil }
+            return APNsDisposition.of(status: response.status, reason: reason).verdict(
+                .apns(status: response.status, reason, invalidSince: since)
+            ) {
                 context.logger.error(
                     "APNs refused the notification",
                     metadata: [
