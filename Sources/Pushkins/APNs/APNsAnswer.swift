@@ -43,14 +43,19 @@ package struct APNsReason: ProviderReason, Equatable {
     package let status: Int
     /// The body's `reason` (nil: none, or one Apple does not document).
     package let reason: APNsErrorReason?
-    /// With a 410, the body's `timestamp`: when APNs last confirmed the token was no longer valid
-    /// for the topic (milliseconds since 1970), for the trace; not part of the reason's identity.
-    package var invalidSince: Int64?
+    /// With a 410, the body's `timestamp` (0: none), kept as a plain integer so that the reason
+    /// stays within an existential's inline storage: every answer's reason is made, and a larger
+    /// one would be boxed on the heap for each.
+    private let invalidSinceMillis: Int64
+
+    /// When APNs last confirmed the token was no longer valid for the topic (milliseconds since
+    /// 1970), for the trace; not part of the reason's identity.
+    package var invalidSince: Int64? { invalidSinceMillis == 0 ? nil : invalidSinceMillis }
 
     package init(status: Int, reason: APNsErrorReason?, invalidSince: Int64? = nil) {
         self.status = status
         self.reason = reason
-        self.invalidSince = invalidSince
+        self.invalidSinceMillis = invalidSince ?? 0
     }
 
     package var label: String { reason?.rawValue ?? "http_\(status)" }

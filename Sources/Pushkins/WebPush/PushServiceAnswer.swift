@@ -5,10 +5,33 @@ import Synchronization
 /// A push service's answer, as a device's outcome carries it (Web Push and UnifiedPush alike).
 package struct PushServiceReason: ProviderReason, Equatable {
     package let status: Int
+    /// A refusal that names what the request lacks, and the service's words: a reference, made only
+    /// for such a refusal, so that the reason stays within an existential's inline storage (every
+    /// answer's reason is made; a larger one would be boxed on the heap for each).
+    private let refusal: Refusal?
+
+    final class Refusal: Sendable {
+        let requirement: PushServiceRequirement
+        let said: String?
+        init(_ requirement: PushServiceRequirement, said: String?) {
+            self.requirement = requirement
+            self.said = said
+        }
+    }
+
+    package init(status: Int, requirement: PushServiceRequirement? = nil, said: String? = nil) {
+        self.status = status
+        refusal = requirement.map { Refusal($0, said: said) }
+    }
+
     /// What the refusal says the request lacks, when it says so.
-    package var requirement: PushServiceRequirement?
+    package var requirement: PushServiceRequirement? { refusal?.requirement }
     /// The service's own words with such a refusal (`PushServiceRequirement.said`).
-    package var said: String?
+    package var said: String? { refusal?.said }
+
+    package static func == (a: PushServiceReason, b: PushServiceReason) -> Bool {
+        a.status == b.status && a.requirement == b.requirement && a.said == b.said
+    }
 
     package var label: String { requirement?.rawValue ?? "http_\(status)" }
     package var description: String {
