@@ -125,6 +125,9 @@ import Testing
         ("status:\n  fcm_app: com.example.webpush\n", "status.fcm_app: app 'com.example.webpush' is of type webpush, not gcm"),
         ("status:\n  hms_app: nowhere\n", "status.hms_app: no app 'nowhere' in apps"),
         ("notify:\n  heard_within: 61\n", "notify.heard_within: must be between 0.0 and 60.0 seconds, got 61.0"),
+        ("http:\n  trusted_proxies: ['10.0.0.0/33']\n", "http.trusted_proxies: '10.0.0.0/33' is not an address or a CIDR network"),
+        ("notify:\n  sources: {networks: {lb: {rate: 1}}}\n", "notify.sources.networks.lb: not an address or a CIDR network"),
+        ("notify:\n  sources: {rate: -1}\n", "notify.sources.rate: must be between 0 and 1000000, got -1"),
     ])
     func wrongTypesStopStartupWithOneLineNamingTheKey(_ section: String, _ expected: String) async {
         let dir = temporaryDirectory()

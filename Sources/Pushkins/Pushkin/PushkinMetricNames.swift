@@ -14,7 +14,8 @@ extension MetricName {
     package static let pendingAPNsRequests = "sygnal_pending_apns_requests"
     package static let clientCertExpiry = "sygnal_client_cert_expiry"
     package static let endpointRefusals = "herald_endpoint_refusals_total"
-    /// Notifies' devices refused because their source had its share or its rate:
-    /// `{reason="share|rate|device"}` (docs/operations.md, "Sources"; no address in a label).
+    /// Notifies or devices refused because their source had its share or its rate:
+    /// `{reason="share|rate"}` (docs/operations.md, "Sources"; no address in a label). A device past
+    /// its own budget is counted in `herald_device_outcomes_total{reason="device_budget"}`.
     package static let sourceLimited = "herald_source_limited_total"
 }

@@ -15,7 +15,8 @@ import Pushkins
 /// in-flight limit), the answer is 502 so that the homeserver retries the request; the body then
 /// still carries the rejections already known, `{"errcode": "M_UNKNOWN", "error": …,
 /// "rejected": [...]}`; 429 with `Retry-After` and `M_LIMIT_EXCEEDED` instead when every failure
-/// was a pause with a known end (pushback, the in-flight limit). A 400 only ever means a body that
+/// was a pause with a known end (pushback, the in-flight limit or the source's share of it, the
+/// device's budget), or the source is past `notify.sources`. A 400 only ever means a body that
 /// can never succeed.
 package struct NotifyHandler: Sendable {
     let dispatcher: Dispatcher
