@@ -148,10 +148,14 @@ struct Trace: AsyncParsableCommand {
             """)
     @OptionGroup var options: ConfigOption
 
-    @Option(name: .long, help: "The event id, as the homeserver's notify gave it.")
-    var eventId: String
+    @Option(
+        name: .long,
+        help:
+            "The event id, as the front end named it: a Matrix event id, a Status message id (hex), a gorush notif_id, a relayed request's X-Request-Id, an ADAMANT transaction id."
+    )
+    var eventId: String?
 
-    @Option(name: .long, help: "Only this device's delivery (its full pushkey).")
+    @Option(name: .long, help: "Only this device's deliveries (its full pushkey or token); alone, its deliveries of every event.")
     var pushkey: String?
 
     @Option(name: .long, help: "Only this app's deliveries.")
@@ -159,6 +163,7 @@ struct Trace: AsyncParsableCommand {
 
     func validate() throws {
         if pushkey != nil && appId != nil { throw ValidationError("give --pushkey or --app-id, not both") }
+        if eventId == nil && pushkey == nil { throw ValidationError("give --event-id, --pushkey, or both") }
     }
 
     func run() async throws {

@@ -159,7 +159,13 @@ import Testing
         #expect(try await Self.eventually { try await Self.signals(setup.herald, "remove") == 1 })
         try setup.node.addChat(from: sender, to: user)
         #expect(try await Self.settled(setup.herald, at: setup.node.height))
+        // Answerable by the transaction's id, and by the device token across its transactions.
+        let byTransaction = try await setup.herald.deliveries(event: chat.id)
+        let byToken = try await setup.herald.deliveries(pushkey: token)
         await setup.stop()
+        #expect(byTransaction.count == 1 && byTransaction.first?["front_end"] == "adamant")
+        #expect(byTransaction.first?["outcome"] == "delivered" && byTransaction.first?["attempts"] == 1)
+        #expect(byToken.compactMap { $0["event_id"]?.stringValue } == [chat.id, transfer.id])
 
         let received = setup.production.received
         #expect(received.count == 2)

@@ -149,12 +149,18 @@ struct DeliveryTraceTests {
         _ = try await herald.notify(notifyBody(Self.message, devices: [device]))
         let traced = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--event-id", Self.eventId])
         let unknown = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--event-id", "$nothing"])
+        let byDevice = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--pushkey", "reject-me"])
+        let neither = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml"])
         await herald.stop()
         let down = try await OperatorBinaryTests.run(["trace", "--config", "\(dir)/herald.yaml", "--event-id", Self.eventId])
         #expect(traced.status == 0)
         #expect(traced.output.contains("event \(Self.eventId): 1 delivery"), "\(traced.output)")
         #expect(traced.output.contains("com.example.probe  reject…  rejected (invalid_pushkey: probe)"), "\(traced.output)")
         #expect(unknown.status == 0 && unknown.output.contains("no delivery recorded"))
+        // Asked by device, each line names its event in its front end's words.
+        #expect(byDevice.status == 0 && byDevice.output.contains("device reject…: 1 delivery"), "\(byDevice.output)")
+        #expect(byDevice.output.contains("  event \(Self.eventId)  com.example.probe  reject…  rejected"), "\(byDevice.output)")
+        #expect(neither.status == 64)
         #expect(down.status == 1)
     }
 
@@ -220,5 +226,26 @@ struct DeliveryTraceTests {
         #expect(Set(seen.compactMap { $0["outcome"]?.stringValue }) == ["delivered", "rejected"])
         #expect(one.count == 1 && one.first?["pushkey"]?.stringValue == Redaction.pushkey(ok))
         #expect(one.first?["provider_id"]?.stringValue != nil && one.first?["attempts"] == 1)
+    }
+
+    /// A front end with no event id an operator knows (the relay) is answered by the device token,
+    /// by any instance of the fleet.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aRelayedMessageIsAnsweredByItsTokenFromAnotherInstance() async throws {
+        let url = try await TestPostgres.createDatabase(prefix: "herald_trace")
+        let top = "notify:\n  repeat_store: \(url)\n  repeat_store_timeout: 30\n"
+        let first = try await RelayEndToEndTests().start(top: top)
+        let second = try await RelayEndToEndTests().start(top: top)
+        let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
+        let token = RelayEndToEndTests.token
+        let sent = try await first.send("/relay-to/production/\(token)/acct-42", headers: headers, body: body)
+        let seen = try await second.herald.deliveries(pushkey: token)
+        let byRequest = try await second.herald.deliveries(event: sent.headers.first(name: "X-Request-Id") ?? "")
+        await first.stop()
+        await second.stop()
+        #expect(sent.status == 201)
+        #expect(seen.count == 1 && byRequest == seen)
+        #expect(seen.first?["front_end"] == "relay" && seen.first?["outcome"] == "delivered")
+        #expect(seen.first?["provider_id"]?.stringValue == first.production.received.first?.headers["apns-id"])
     }
 }

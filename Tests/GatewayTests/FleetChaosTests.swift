@@ -20,8 +20,9 @@ import Testing
 /// behind them. Through the load balancer, at the same time: Matrix notifies from a client that
 /// behaves like Synapse, Status registrations, gorush batches, and ADAMANT chats minted on the
 /// fake node. Meanwhile a random instance is SIGKILLed and started again every few seconds,
-/// PostgreSQL is SIGKILLed and restarted 6 s later, and every instance is restarted in turn
-/// with the reuse-port hand-over. Then nothing acknowledged may be missing.
+/// PostgreSQL is SIGKILLed and restarted 6 s later, later stopped (SIGSTOP: its connections stay
+/// open and nothing answers, as behind a failover) and resumed 6 s later, and every instance is
+/// restarted in turn with the reuse-port hand-over. Then nothing acknowledged may be missing.
 @Suite(.serialized) struct FleetChaosTests {
     static var haproxy: String? { ["/usr/sbin/haproxy", "/usr/bin/haproxy"].first { FileManager.default.isExecutableFile(atPath: $0) } }
     /// Run by scripts/test.sh on its own (HERALD_CHAOS=1), after the rest of the suite.
@@ -49,17 +50,20 @@ import Testing
         var kills = 0
         var restartsInPlace = 0
         var databaseCrashes = 0
-        /// From PostgreSQL's crash until every /health was clear again: the delivery record's
-        /// memory stood in (docs/operations.md, "When a push can arrive twice").
-        var outage: (start: ContinuousClock.Instant, end: ContinuousClock.Instant)?
+        /// PostgreSQL stopped (SIGSTOP) and resumed.
+        var databaseFreezes = 0
+        /// From PostgreSQL's crash, and from its stop, until every /health was clear again: the
+        /// delivery record's memory stood in (docs/operations.md, "When a push can arrive twice").
+        var outages: [(start: ContinuousClock.Instant, end: ContinuousClock.Instant)] = []
         /// Each notify's first attempt and the end of its last.
         var notifyWindows: [String: (first: ContinuousClock.Instant, last: ContinuousClock.Instant)] = [:]
         /// The same, on the wall clock the instances' log lines carry.
         var notifyDates: [String: (first: Date, last: Date)] = [:]
-        /// Instances whose /health named the Status store during the outage.
-        var healthNamedStore = 0
-        /// Whole seconds (rounded up) from PostgreSQL's restart until every /health was empty again.
-        var recoverySeconds: Double?
+        /// Instances whose /health named the Status store during each outage (the crash's, the stop's).
+        var healthNamedStore: [Int] = []
+        /// Whole seconds (rounded up) from PostgreSQL's restart (or resumption) until every /health
+        /// was empty again, for each outage; nil where not within 30 s.
+        var recoverySeconds: [Double?] = []
         var sigtermExits: [Int32] = []
         /// The end of the log of each instance that exited other than 0 on SIGTERM.
         var badExits: [String] = []
@@ -317,7 +321,10 @@ import Testing
         let node = try await FakeAdamantNode.start()
         try AdamantEndToEndTests.servicePassphrase.write(toFile: "\(dir)/passphrase", atomically: true, encoding: .utf8)
         let postgres = try ThrowawayPostgres.start()
-        defer { postgres.stop() }
+        defer {
+            try? postgres.thaw()  // a test that failed while it was stopped
+            postgres.stop()
+        }
 
         var built: [Instance] = []
         for i in 1...3 {
@@ -434,20 +441,24 @@ import Testing
                     try? await letRealTimePass(.milliseconds(250))
                 }
             }
-            // The chaos: kills every 4 s; the database crash at 40 %; the rolling restart at 70 %.
+            // The chaos: kills every 4 s; the database crash at 40 %; the database stopped at 55 %;
+            // the rolling restart at 70 %.
             group.addTask {
                 let started = ContinuousClock.now
                 let total = Duration.seconds(Self.seconds)
                 var crashed = false
+                var frozen = false
                 var rolled = false
                 while ContinuousClock.now < loadEnds - .seconds(4) {
                     try await letRealTimePass(.seconds(4))
                     let elapsed = ContinuousClock.now - started
-                    if !crashed && elapsed > total * 0.4 {
-                        crashed = true
-                        // Down for longer than the store timeout (2 s): requests fail for now and are retried.
+                    let crash = !crashed && elapsed > total * 0.4
+                    if crash || (!frozen && elapsed > total * 0.55) {
+                        if crash { crashed = true } else { frozen = true }
+                        // Down, or silent, for longer than the store timeout (2 s): requests fail
+                        // for now and are retried; a silent store is skipped after one timeout.
                         let down = ContinuousClock.now
-                        try postgres.crash()
+                        if crash { try postgres.crash() } else { try postgres.freeze() }
                         try await letRealTimePass(.seconds(4))
                         var named = 0
                         for instance in instances {
@@ -455,7 +466,7 @@ import Testing
                             if health?.status == 200, health?.body["failing"]?["status_store"] != nil { named += 1 }
                         }
                         try await letRealTimePass(.seconds(2))
-                        try postgres.restart()
+                        if crash { try postgres.restart() } else { try postgres.thaw() }
                         let back = ContinuousClock.now
                         // Recovered when every instance's /health is empty again (its stores answer).
                         var recovered = false
@@ -469,10 +480,10 @@ import Testing
                             if !recovered { try await letRealTimePass(.milliseconds(100)) }
                         }
                         ledger.state.withLock {
-                            $0.databaseCrashes += 1
-                            $0.healthNamedStore = named
-                            $0.recoverySeconds = recovered ? Double((ContinuousClock.now - back).components.seconds) + 1 : nil
-                            $0.outage = (down, ContinuousClock.now)
+                            if crash { $0.databaseCrashes += 1 } else { $0.databaseFreezes += 1 }
+                            $0.healthNamedStore.append(named)
+                            $0.recoverySeconds.append(recovered ? Double((ContinuousClock.now - back).components.seconds) + 1 : nil)
+                            $0.outages.append((down, ContinuousClock.now))
                         }
                     } else if !rolled && elapsed > total * 0.7 {
                         rolled = true
@@ -557,8 +568,8 @@ import Testing
         let unreachable = Set(
             twice.filter { id in
                 guard !takenOver.contains(Self.deliveryKey(id, subscription: subscription)) else { return false }
-                if let outage = done.outage, let window = done.notifyWindows[id],
-                    window.first <= outage.end + .seconds(2) && window.last >= outage.start
+                if let window = done.notifyWindows[id],
+                    done.outages.contains(where: { window.first <= $0.end + .seconds(2) && window.last >= $0.start })
                 {
                     return true
                 }
@@ -581,23 +592,24 @@ import Testing
         // Each duplicate with its notify's first and last try, in seconds from the database's crash,
         // so that a failure says which kind it is nearest to.
         let twiceTimes = twice.sorted().map { id -> String in
-            guard let window = done.notifyWindows[id], let outage = done.outage else { return id }
+            guard let window = done.notifyWindows[id], let outage = done.outages.first else { return id }
             func seconds(_ instant: ContinuousClock.Instant) -> String {
                 String(
                     format: "%.1f",
                     Double((instant - outage.start).components.attoseconds) / 1e18 + Double((instant - outage.start).components.seconds))
             }
             let cut = (done.notifiesCut.contains(id) ? ", cut" : "") + (resent.contains(id) ? ", resent by the balancer" : "")
-            return "\(id) (tries \(seconds(window.first))…\(seconds(window.last)) s\(cut); outage 0…\(seconds(outage.end)) s)"
+            let outages = done.outages.map { "\(seconds($0.start))…\(seconds($0.end))" }.joined(separator: ", ")
+            return "\(id) (tries \(seconds(window.first))…\(seconds(window.last)) s\(cut); outages \(outages) s)"
         }
         let gorushSent = apns.received.filter { $0.status == 200 && $0.token != adamantToken }.map(\.token)
         let gorushDuplicates = gorushSent.count - Set(gorushSent).count
         let chatDuplicates = seen.chats.count - Set(seen.chats).count
         // docs/operations.md, "When a push can arrive twice": the jobs a killed instance's 8 workers
-        // held, those of every instance when the database crashed, and a batch (3 tokens) sent again
-        // after an answer the client did not get (a cut connection) or a 503 whose insert landed late.
-        let gorushBound =
-            8 * (done.kills + 3 * done.databaseCrashes) + 3 * ((done.gorushAnswers[0] ?? 0) + (done.gorushAnswers[503] ?? 0))
+        // held, those of every instance when the database crashed or stopped, and a batch (3 tokens)
+        // sent again after an answer the client did not get (a cut connection).
+        let outagesCount = done.databaseCrashes + done.databaseFreezes
+        let gorushBound = 8 * (done.kills + 3 * outagesCount) + 3 * (done.gorushAnswers[0] ?? 0)
         let table = """
 
             | fleet chaos test (\(Self.seconds) s of load, 3 instances) | |
@@ -611,9 +623,9 @@ import Testing
             | Status registrations acknowledged / found afterwards | \(done.registrationsAcknowledged.count) / \(registered) |
             | Status answers | \(done.statusAnswers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")) |
             | ADAMANT chats minted / pushed / pushed twice | \(done.chatsMinted.count) / \(Set(seen.chats).count) / \(chatDuplicates) |
-            | instances whose /health named the failing store during the outage | \(done.healthNamedStore) of 3 |
-            | seconds until every /health was clear after PostgreSQL's restart | \(done.recoverySeconds.map { "≤ \(Int($0))" } ?? "not within 30") |
-            | SIGKILLs / in-place restarts / PostgreSQL crashes | \(done.kills) / \(done.restartsInPlace) / \(done.databaseCrashes) |
+            | instances whose /health named the failing store during the crash / the stop | \(done.healthNamedStore.map { "\($0) of 3" }.joined(separator: " / ")) |
+            | seconds until every /health was clear after PostgreSQL's restart / resumption | \(done.recoverySeconds.map { $0.map { "≤ \(Int($0))" } ?? "not within 30" }.joined(separator: " / ")) |
+            | SIGKILLs / in-place restarts / PostgreSQL crashes / PostgreSQL stops | \(done.kills) / \(done.restartsInPlace) / \(done.databaseCrashes) / \(done.databaseFreezes) |
             | instances that exited other than 0 on SIGTERM | \(done.sigtermExits.filter { $0 != 0 }.count) of \(done.sigtermExits.count) |
             | services that held a SIGTERM past the grace period | \(done.heldUp.isEmpty ? "none" : done.heldUp.joined(separator: ", ")) |
 
@@ -626,13 +638,13 @@ import Testing
         #expect(done.notifiesAcknowledged.subtracting(seen.notifies).isEmpty)
         #expect(Set(done.gorushAcknowledged).isSubset(of: seen.gorush))
         #expect(gorushDuplicates <= gorushBound)
-        #expect(done.healthNamedStore == 3)
-        #expect((done.recoverySeconds ?? 99) <= 15, "docs/scaling.md promises recovery within 15 s")
+        #expect(done.healthNamedStore == [3, 3])
+        #expect(done.recoverySeconds.allSatisfy { ($0 ?? 99) <= 15 }, "docs/scaling.md promises recovery within 15 s")
         #expect(registered == done.registrationsAcknowledged.count)
         #expect(Set(done.chatsMinted).isSubset(of: Set(seen.chats)))
         // Each push is recorded the moment APNs answered it: only one in flight when its poller was
         // SIGKILLed (or lost the lease) is sent again, at most one chat per SIGKILL or crash here.
-        #expect(chatDuplicates <= done.kills + done.databaseCrashes)
+        #expect(chatDuplicates <= done.kills + outagesCount)
         #expect(done.sigtermExits.allSatisfy { $0 == 0 }, "\(done.sigtermExits): \(done.badExits)")
         #expect(done.notifyAnswers[500] == nil && done.gorushAnswers[500] == nil && done.statusAnswers[500] == nil)
         // docs/operations.md, "Once": the delivery record in PostgreSQL answers every retried or
@@ -649,7 +661,9 @@ import Testing
         )
         #expect(twiceAfterTakeover <= done.kills, "notifies delivered twice after a takeover: \(twiceAfterTakeover)")
         #expect(twiceAfterACut <= done.kills + done.restartsInPlace, "notifies delivered twice after a cut 200: \(twiceAfterACut)")
-        #expect(done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1, "\(done.kills) \(done.restartsInPlace)")
+        #expect(
+            done.kills >= 3 && done.restartsInPlace == 3 && done.databaseCrashes == 1 && done.databaseFreezes == 1,
+            "\(done.kills) \(done.restartsInPlace) \(done.databaseFreezes)")
     }
 
     /// An instance's `GET /health`: its status and its body as JSON (`.null` when empty).

@@ -103,7 +103,13 @@ import Testing
         let response = try await setup.send("/relay-to/production/\(Self.token)/acct-42", headers: headers, body: body)
         let answered = Date()
         let metrics = try await setup.herald.metricsText()
+        let trace = try await setup.herald.deliveries(pushkey: Self.token)
         await setup.stop()
+
+        // Answerable by the device token: under the request's id, with APNs's id for it.
+        #expect(trace.count == 1 && trace.first?["front_end"] == "relay" && trace.first?["outcome"] == "delivered")
+        #expect(trace.first?["event_id"]?.stringValue == response.headers.first(name: "X-Request-Id"))
+        #expect(trace.first?["provider_id"]?.stringValue == setup.production.received.first?.headers["apns-id"])
 
         #expect(response.status == 201)
         #expect(response.headers.first(name: "Location")?.hasPrefix("https://not-supported/") == true)

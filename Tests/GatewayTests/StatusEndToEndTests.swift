@@ -156,7 +156,15 @@ import Testing
         let report = try Protobuf_PushNotificationResponse(serializedBytes: try StatusTestClient.open(pushed.body).payload).reports.first
         let answer = try await setup.post("/_status/v1/message", try StatusTestClient.queryMessage(publicKeys: [bob.hashedKey]))
         let metrics = try await setup.herald.metricsText()
+        // Answerable by the request's message id, as status-go names it, and by the device token.
+        let byMessage = try await setup.herald.deliveries(event: "0x09")
+        let byToken = try await setup.herald.deliveries(pushkey: apnsToken)
         await setup.stop()
+        #expect(byMessage.count == 1 && byToken == byMessage)
+        #expect(byMessage.first?["front_end"] == "status" && byMessage.first?["event_id"] == "0x09")
+        #expect(byMessage.first?["app_id"] == "im.status.ios" && byMessage.first?["outcome"] == "rejected")
+        #expect(byMessage.first?["reason"] == "Unregistered" && byMessage.first?["attempts"] == 1)
+        #expect(byMessage.first?["pushkey"]?.stringValue == Redaction.pushkey(apnsToken))
         #expect(report?.error == .notRegistered)
         #expect(try Protobuf_PushNotificationQueryResponse(serializedBytes: try StatusTestClient.open(answer.body).payload).info.isEmpty)
         #expect(metrics.contains(#"herald_rejected_pushkeys_total{pushkin="im.status.ios"} 1"#))
@@ -268,8 +276,10 @@ import Testing
         let answer = try await setup.post("/api/push", Array(body.utf8))
         let trace = try await setup.herald.deliveries(event: "n-42")
         let untraced = try await setup.herald.deliveries(event: "n-43")
+        let byToken = try await setup.herald.deliveries(pushkey: "dead02")
         await setup.stop()
         #expect(answer.status == 200)
+        #expect(byToken.count == 1 && byToken.first?["event_id"] == "n-42" && byToken.first?["front_end"] == "gorush")
         let byOutcome = Dictionary(trace.compactMap { entry in entry["outcome"]?.stringValue.map { ($0, entry) } }) { a, _ in a }
         #expect(trace.count == 2)
         #expect(byOutcome["delivered"]?["attempts"] == 1 && byOutcome["delivered"]?["provider_id"]?.stringValue != nil)

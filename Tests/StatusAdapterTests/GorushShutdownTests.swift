@@ -67,6 +67,7 @@ import Testing
         func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim { .heldElsewhere }
         func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws {}
         func heard(_ keys: [RepeatKey], now: Date) async throws {}
+        func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {}
         func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }
         var health: ComponentHealth? { nil }
     }

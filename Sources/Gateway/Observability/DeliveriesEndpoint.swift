@@ -4,13 +4,17 @@ import HeraldHTTPServer
 import NIOHTTP1
 import Pushkins
 
-/// `GET /_herald/v1/deliveries?event_id=…[&pushkey=…|&app_id=…]` on the metrics listener (docs/operations.md,
-/// "Why didn't my phone ring?"): what became of one event's deliveries, from the delivery record
-/// (the fleet's, with `notify.repeat_store` on PostgreSQL). With `admin.token_file`, a bearer
-/// token is required. Pushkeys are shown shortened, as in the logs.
+/// `GET /_herald/v1/deliveries?event_id=…[&pushkey=…|&app_id=…]` or `?pushkey=…` on the metrics
+/// listener (docs/operations.md, "Why didn't my phone ring?"): what became of one event's
+/// deliveries, or of one device's, from the delivery record (the fleet's, with
+/// `notify.repeat_store` on PostgreSQL). The event is named in its front end's words (a Matrix
+/// event id, a Status message id, a gorush `notif_id`, a relayed request's id, an ADAMANT
+/// transaction id; `front_end` says which). With `admin.token_file`, a bearer token is required.
+/// Pushkeys are shown shortened, as in the logs.
 ///
-///     {"event_id": "$ev", "deliveries": [{"app_id": …, "pushkey": "abcdef…", "outcome": "delivered",
-///       "started_at": …, "finished_at": …, "attempts": 1, "instance": "host:pid", "provider_id": …}]}
+///     {"event_id": "$ev", "deliveries": [{"event_id": "$ev", "front_end": "matrix", "app_id": …,
+///       "pushkey": "abcdef…", "outcome": "delivered", "started_at": …, "finished_at": …,
+///       "attempts": 1, "instance": "host:pid", "provider_id": …}]}
 struct DeliveriesEndpoint: Sendable {
     static let path = "/_herald/v1/deliveries"
 
@@ -36,8 +40,9 @@ struct DeliveriesEndpoint: Sendable {
             }
         }
         let query = Self.parameters(request.uri)
-        guard let event = query["event_id"], !event.isEmpty else {
-            return Self.error(.badRequest, "M_MISSING_PARAM", "event_id is required")
+        let event = query["event_id"].flatMap { $0.isEmpty ? nil : $0 }
+        guard event != nil || query["pushkey"]?.isEmpty == false else {
+            return Self.error(.badRequest, "M_MISSING_PARAM", "event_id or pushkey is required")
         }
         guard query["pushkey"] == nil || query["app_id"] == nil else {
             return Self.error(.badRequest, "M_INVALID_PARAM", "name a pushkey or an app_id, not both")
@@ -46,13 +51,15 @@ struct DeliveriesEndpoint: Sendable {
             return Self.error(.notFound, "M_NOT_FOUND", "no delivery is recorded here (notify.repeat_window is 0)")
         }
         let found = await guardian.deliveries(DeliveryQuery(eventId: event, pushkey: query["pushkey"], appId: query["app_id"]))
-        return .json(.ok, ["event_id": .string(event), "deliveries": .array(found.map(Self.json))])
+        let asked: (String, JSONValue) =
+            event.map { ("event_id", .string($0)) } ?? ("pushkey", .string(Redaction.pushkey(query["pushkey"] ?? "")))
+        return .json(.ok, .object([asked.0: asked.1, "deliveries": .array(found.map(Self.json))]))
     }
 
     /// One delivery's object.
     static func json(_ delivery: TracedDelivery) -> JSONValue {
         var object: JSONObject = [
-            "app_id": .string(delivery.appId), "pushkey": .string(delivery.pushkey), "outcome": .string(delivery.state.rawValue),
+            "event_id": .string(delivery.eventId), "front_end": .string(delivery.frontEnd), "app_id": .string(delivery.appId), "pushkey": .string(delivery.pushkey), "outcome": .string(delivery.state.rawValue),
             "started_at": .string(UTCTimestamp.string(for: delivery.startedAt) + "Z"), "attempts": .int(Int64(delivery.attempts)),
             "instance": .string(delivery.instance),
         ]

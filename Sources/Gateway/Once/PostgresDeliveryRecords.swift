@@ -50,11 +50,11 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             let claimed = try await self.client.query(
                 """
                 WITH before AS (SELECT state FROM herald_deliveries WHERE key = \(key.digest))
-                INSERT INTO herald_deliveries (key, state, expires_at, event_id, app_id, device, pushkey, started_at, instance, kept_until)
-                VALUES (\(key.digest), 'claimed', \(at + self.takeover), \(trace?.eventId), \(trace?.appId),
+                INSERT INTO herald_deliveries (key, state, expires_at, event_id, front_end, app_id, device, pushkey, started_at, instance, kept_until)
+                VALUES (\(key.digest), 'claimed', \(at + self.takeover), \(trace?.eventId), \(trace?.frontEnd), \(trace?.appId),
                     \(trace.map { Self.device($0.pushkey) }), \(trace.map { Redaction.pushkey($0.pushkey) }), \(at), \(instance), \(kept))
                 ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at,
-                    event_id = EXCLUDED.event_id, app_id = EXCLUDED.app_id, device = EXCLUDED.device, pushkey = EXCLUDED.pushkey,
+                    event_id = EXCLUDED.event_id, front_end = EXCLUDED.front_end, app_id = EXCLUDED.app_id, device = EXCLUDED.device, pushkey = EXCLUDED.pushkey,
                     started_at = EXCLUDED.started_at, instance = EXCLUDED.instance, kept_until = EXCLUDED.kept_until,
                     reason = NULL, detail = NULL, finished_at = NULL, attempts = 0, provider_id = NULL
                 WHERE herald_deliveries.expires_at <= \(at)
@@ -116,27 +116,52 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         try await bounded {
             let at = now.timeIntervalSince1970
             let device = query.pushkey.map(Self.device)
+            // The newest thousand, oldest first (an event's, or a device's across its events).
             let rows = try await self.client.query(
                 """
-                SELECT state, app_id, pushkey, reason, detail, started_at, finished_at, attempts, instance, provider_id, target
+                SELECT event_id, front_end, state, app_id, pushkey, reason, detail, started_at, finished_at, attempts, instance,
+                    provider_id, target
                 FROM herald_deliveries
-                WHERE event_id = \(query.eventId) AND kept_until > \(at)
+                WHERE (\(query.eventId)::TEXT IS NULL OR event_id = \(query.eventId)) AND event_id IS NOT NULL AND kept_until > \(at)
                     AND (\(device)::TEXT IS NULL OR device = \(device)) AND (\(query.appId)::TEXT IS NULL OR app_id = \(query.appId))
-                ORDER BY started_at LIMIT 1000
+                ORDER BY started_at DESC LIMIT 1000
                 """, logger: Self.logger)
             var found: [TracedDelivery] = []
-            for try await (state, app, pushkey, reason, detail, started, finished, attempts, instance, providerId, target) in rows.decode(
-                (String, String, String, String?, String?, Double, Double?, Int, String, String?, String?).self)
+            for try await (event, frontEnd, state, app, pushkey, reason, detail, started, finished, attempts, instance, providerId, target)
+                in rows.decode((String, String?, String, String, String, String?, String?, Double, Double?, Int, String, String?, String?).self)
             {
                 found.append(
                     TracedDelivery(
-                        eventId: query.eventId, appId: app, pushkey: pushkey,
+                        eventId: event, frontEnd: frontEnd ?? TraceStart.matrix, appId: app, pushkey: pushkey,
                         state: state == "claimed" ? .inFlight : TracedDelivery.State(rawValue: state) ?? .failed, reason: reason,
                         detail: detail, startedAt: Date(timeIntervalSince1970: started),
                         finishedAt: finished.map { Date(timeIntervalSince1970: $0) }, attempts: attempts, instance: instance,
                         providerId: providerId, target: target))
             }
-            return found
+            return found.reversed()
+        }
+    }
+
+    func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {
+        try await bounded {
+            let at = now.timeIntervalSince1970
+            let reason = end.outcome.reason
+            // A row of its own, never a record (`expires_at` 0: no claim finds it answered), kept as
+            // long as the record's traces; a second trace of the same delivery replaces it.
+            let key = RepeatKey(["trace", start.frontEnd, start.eventId, start.appId, start.pushkey]).digest
+            try await self.exec(
+                """
+                INSERT INTO herald_deliveries (key, state, expires_at, event_id, front_end, app_id, device, pushkey, started_at,
+                    instance, kept_until, reason, detail, finished_at, attempts, provider_id, target)
+                VALUES (\(key), \(end.state.rawValue), 0, \(start.eventId), \(start.frontEnd), \(start.appId), \(Self.device(start.pushkey)),
+                    \(Redaction.pushkey(start.pushkey)), \(startedAt.timeIntervalSince1970), \(instance), \(at + max(self.window, self.takeover)),
+                    \(reason?.label), \(reason.map(String.init(describing:))), \(at), \(end.note.attempts), \(end.note.providerId),
+                    \(end.note.target))
+                ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, started_at = EXCLUDED.started_at, instance = EXCLUDED.instance,
+                    kept_until = EXCLUDED.kept_until, reason = EXCLUDED.reason, detail = EXCLUDED.detail,
+                    finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts, provider_id = EXCLUDED.provider_id,
+                    target = EXCLUDED.target
+                """)
         }
     }
 
@@ -180,10 +205,13 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                         ADD COLUMN IF NOT EXISTS started_at DOUBLE PRECISION, ADD COLUMN IF NOT EXISTS finished_at DOUBLE PRECISION,
                         ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS instance TEXT,
                         ADD COLUMN IF NOT EXISTS provider_id TEXT, ADD COLUMN IF NOT EXISTS kept_until DOUBLE PRECISION NOT NULL DEFAULT 0,
-                        ADD COLUMN IF NOT EXISTS target TEXT
+                        ADD COLUMN IF NOT EXISTS target TEXT, ADD COLUMN IF NOT EXISTS front_end TEXT
                     """, logger: Self.logger)
                 _ = try await connection.query(
                     "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)", logger: Self.logger)
+                // A device's deliveries across events (`herald trace --pushkey`).
+                _ = try await connection.query(
+                    "CREATE INDEX IF NOT EXISTS herald_deliveries_device ON herald_deliveries (device)", logger: Self.logger)
                 _ = try await connection.query("COMMIT", logger: Self.logger)
             }
             ready.open(())

@@ -375,9 +375,32 @@ package struct Dispatcher: Sendable {
     private static let notStarted = Delivery(.failed(reason: .localError("cancelled before dispatch")), pushkin: nil, token: "")
 
     /// Runs `send` for every job, at most `limit` at once (all at once when nil), counts and logs
-    /// each outcome as `dispatch` does, and returns the outcomes in job order.
+    /// each outcome as `dispatch` does, and returns the outcomes in job order. A job with a
+    /// `traces` entry is in the delivery trace under that entry's event and device (a Status
+    /// message's, an ADAMANT transaction's), with its upstream call's attempts and message id; an
+    /// entry without an app is traced under the pushkin that sent it.
     package func deliver<Job: Sendable>(
-        _ jobs: [Job], limit: Int? = nil, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
+        _ jobs: [Job], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
+        _ send: @escaping @Sendable (Job) async -> Delivery
+    ) async -> [DeviceOutcome] {
+        guard !traces.isEmpty, let guardian = once?.guardian else { return await deliverUntraced(jobs, limit: limit, logger: logger, send) }
+        let traced = jobs.indices.map { (jobs[$0], $0 < traces.count ? traces[$0] : nil) }
+        let clock = guardian.clock
+        return await deliverUntraced(traced, limit: limit, logger: logger) { job, trace in
+            guard var trace else { return await send(job) }
+            let started = clock.date
+            let notes = DeliveryNotes()
+            let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: trace.pushkey)) { await send(job) }
+            if trace.appId.isEmpty { trace.appId = delivery.pushkin ?? "" }
+            await guardian.trace(
+                trace, TraceEnd(outcome: delivery.outcome, note: notes.note(for: trace.pushkey)), startedAt: started)
+            return delivery
+        }
+    }
+
+    /// `deliver` without traces.
+    private func deliverUntraced<Job: Sendable>(
+        _ jobs: [Job], limit: Int?, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
         await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { delivery in
             if let pushkin = delivery.pushkin { count(delivery.outcome, pushkin: pushkin) }
@@ -396,9 +419,9 @@ package struct Dispatcher: Sendable {
         _ jobs: [Job], app: String, keys: [RepeatKey?], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
         _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        guard let once, let guardian = once.guardian else { return await deliver(jobs, limit: limit, logger: logger, send) }
+        guard let once, let guardian = once.guardian else { return await deliverUntraced(jobs, limit: limit, logger: logger, send) }
         let keyed = jobs.indices.map { (jobs[$0], $0 < keys.count ? keys[$0] : nil, $0 < traces.count ? traces[$0] : nil) }
-        return await deliver(keyed, limit: limit, logger: logger) { job, key, trace in
+        return await deliverUntraced(keyed, limit: limit, logger: logger) { job, key, trace in
             guard let key else { return await send(job) }
             switch await guardian.claim(key, app: app, trace: trace) {
             case .send(let key):

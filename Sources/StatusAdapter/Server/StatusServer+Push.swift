@@ -39,7 +39,13 @@ extension StatusServer {
     func push(_ request: PushRequest, messageId: [UInt8]) async -> Result<[UInt8], StatusRequestError> {
         var (reports, queued) = await matched(request)
         let logger = self.logger
-        let outcomes = await dispatcher.deliver(queued, logger: logger) { entry in
+        // Traced under the request's message id, as status-go names it (`herald trace --event-id
+        // 0x…`), each item under its device token.
+        let traceId = Hex.encode(request.messageID, prefix: "0x")
+        let traces = queued.map { entry in
+            TraceStart(eventId: traceId, frontEnd: "status", appId: "", pushkey: entry.registration.deviceToken)
+        }
+        let outcomes = await dispatcher.deliver(queued, traces: traces, logger: logger) { entry in
             await self.deliver(entry.item, registration: entry.registration, logger: logger)
         }
         let transientFailures = await settle(outcomes, of: queued, in: &reports)

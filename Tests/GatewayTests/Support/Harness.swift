@@ -85,6 +85,13 @@ final class RunningGateway: Sendable {
         return response.json?["deliveries"]?.arrayValue ?? []
     }
 
+    /// A device's delivery trace across its events (`?pushkey=…`).
+    func deliveries(pushkey: String) async throws -> [JSONValue] {
+        let port = try #require(gateway.metricsPort)
+        let escaped = pushkey.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? pushkey
+        return try await request(.GET, "/_herald/v1/deliveries?pushkey=\(escaped)", port: port).json?["deliveries"]?.arrayValue ?? []
+    }
+
     func trace(event: String, query: String = "") async throws -> TestResponse {
         let port = try #require(gateway.metricsPort)
         let escaped = event.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? event

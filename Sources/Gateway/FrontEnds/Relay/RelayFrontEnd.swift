@@ -63,8 +63,14 @@ struct RelayFrontEnd: FrontEnd {
             "relay", "\(message.environment)", message.deviceToken, message.extra ?? "", message.salt.map { Base64URL.encode($0) } ?? "",
             Base64URL.encode(message.body),
         ])
+        // Traced under the request's id (its `X-Request-Id`, in the access log) and the device
+        // token: `herald trace --pushkey <token>`.
+        let trace = TraceStart(
+            eventId: request.requestId, frontEnd: "relay", appId: sender.name, pushkey: message.deviceToken)
         let outcome =
-            await dispatcher.deliverOnce([apnsMessage], app: sender.name, keys: [key], logger: requestLogger) {
+            await dispatcher.deliverOnce(
+                [apnsMessage], app: sender.name, keys: [key], traces: [trace], logger: requestLogger
+            ) {
                 [requestLogger] message in
                 let outcome = await sender.send(message, context: DispatchContext(logger: requestLogger))
                 return Dispatcher.Delivery(outcome, pushkin: sender.name, token: message.deviceToken)

@@ -63,7 +63,10 @@ package protocol DeliveryRecords: Sendable {
     /// again is meant to be sent again, so a repeat of them is no longer answered from the record.
     /// Their traces stay.
     func heard(_ keys: [RepeatKey], now: Date) async throws
-    /// The traced deliveries of one event, oldest first.
+    /// The trace of a delivery that is not claimed (Status's and ADAMANT's, whose stores keep their
+    /// repeats apart): begun at `startedAt` in the name of `instance`, ended by `end` at `now`.
+    func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws
+    /// The traced deliveries `query` asks for (one event's, or one device's), oldest first.
     func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery]
     /// Its health, for `/health` and `herald_component_failing` (nil: it cannot fail).
     var health: ComponentHealth? { get }

@@ -4,7 +4,9 @@ package import HeraldUpstream
 
 /// One device's delivery of one event as the trace shows it (docs/operations.md, "Why didn't my
 /// phone ring?"): what became of it, when, after how many attempts, on which instance, and the
-/// provider's id for the message.
+/// provider's id for the message. The event is named in its front end's words (`frontEnd`): a
+/// Matrix event id, a Status message id, a gorush `notif_id`, a relayed request's id, an ADAMANT
+/// transaction id.
 package struct TracedDelivery: Sendable, Equatable {
     package enum State: String, Sendable {
         case inFlight = "in_flight"
@@ -14,6 +16,8 @@ package struct TracedDelivery: Sendable, Equatable {
     }
 
     package var eventId: String
+    /// The front end the event came through (`TraceStart.frontEnd`).
+    package var frontEnd: String
     package var appId: String
     /// Shortened as in the logs.
     package var pushkey: String
@@ -30,11 +34,12 @@ package struct TracedDelivery: Sendable, Equatable {
     package var target: String?
 
     package init(
-        eventId: String, appId: String, pushkey: String, state: State, reason: String? = nil, detail: String? = nil,
-        startedAt: Date, finishedAt: Date? = nil, attempts: Int = 0, instance: String, providerId: String? = nil,
-        target: String? = nil
+        eventId: String, frontEnd: String = TraceStart.matrix, appId: String, pushkey: String, state: State,
+        reason: String? = nil, detail: String? = nil, startedAt: Date, finishedAt: Date? = nil, attempts: Int = 0,
+        instance: String, providerId: String? = nil, target: String? = nil
     ) {
         self.eventId = eventId
+        self.frontEnd = frontEnd
         self.appId = appId
         self.pushkey = pushkey
         self.state = state
@@ -49,14 +54,22 @@ package struct TracedDelivery: Sendable, Equatable {
     }
 }
 
-/// What a delivery's trace starts with, when it is claimed: the event, the app and the device.
+/// What a delivery's trace starts with, when it is claimed: the event, the front end whose words
+/// name it, the app and the device.
 package struct TraceStart: Sendable {
     package var eventId: String
+    /// Which front end's id `eventId` is (`herald trace` words it so): a label the front end
+    /// gives, never read by delivery.
+    package var frontEnd: String
     package var appId: String
     package var pushkey: String
 
-    package init(eventId: String, appId: String, pushkey: String) {
+    /// A Matrix notify's front end, the default.
+    package static let matrix = "matrix"
+
+    package init(eventId: String, frontEnd: String = TraceStart.matrix, appId: String, pushkey: String) {
         self.eventId = eventId
+        self.frontEnd = frontEnd
         self.appId = appId
         self.pushkey = pushkey
     }
@@ -95,15 +108,25 @@ package struct TraceEnd: Sendable {
     }
 }
 
-/// Which deliveries an operator asks about: one event, for one device or one app, or all.
+/// Which deliveries an operator asks about: one event's, or one device's (a Status or relay token
+/// has no event an operator knows), narrowed to one device or one app.
 package struct DeliveryQuery: Sendable {
-    package var eventId: String
+    package var eventId: String?
     package var pushkey: String?
     package var appId: String?
 
-    package init(eventId: String, pushkey: String? = nil, appId: String? = nil) {
+    /// An event, a device, or both.
+    package init(eventId: String?, pushkey: String? = nil, appId: String? = nil) {
         self.eventId = eventId
         self.pushkey = pushkey
         self.appId = appId
+    }
+
+    /// Whether a delivery of `eventId` to `pushkey` (the full key) through `appId` is asked about.
+    func matches(eventId: String, pushkey: String, appId: String) -> Bool {
+        if let asked = self.eventId, asked != eventId { return false }
+        if let asked = self.pushkey, asked != pushkey { return false }
+        if let asked = self.appId, asked != appId { return false }
+        return true
     }
 }

@@ -88,6 +88,10 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
         }
     }
 
+    package func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) {
+        state.withLock { $0.traces.append(start, end, startedAt: startedAt, at: now, instance: instance) }
+    }
+
     package func deliveries(_ query: DeliveryQuery, now: Date) -> [TracedDelivery] {
         state.withLock { $0.traces.matching(query) }
     }

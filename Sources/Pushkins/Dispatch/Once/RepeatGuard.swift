@@ -1,4 +1,4 @@
-import FoundationEssentials
+package import FoundationEssentials
 package import HeraldCore
 package import HeraldUpstream
 package import Logging
@@ -123,6 +123,19 @@ package final class RepeatGuard: Sendable {
             try await store.heard(keys, now: clock.date)
         } catch {
             storeFailed(error)
+        }
+    }
+
+    /// Traces a delivery that was not claimed (`DeliveryRecords.trace`): begun at `startedAt`,
+    /// over now.
+    package func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date) async {
+        let now = clock.date
+        guard !inMemory else { return fallback.trace(start, end, startedAt: startedAt, instance: instance, now: now) }
+        do {
+            try await store.trace(start, end, startedAt: startedAt, instance: instance, now: now)
+        } catch {
+            storeFailed(error)
+            fallback.trace(start, end, startedAt: startedAt, instance: instance, now: now)
         }
     }
 

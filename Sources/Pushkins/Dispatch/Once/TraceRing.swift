@@ -15,6 +15,8 @@ struct TraceRing {
     /// pushkey made when it is read.
     struct Entry {
         var eventId: String
+        /// A front end's label: a literal, which costs the heap nothing.
+        var frontEnd: String
         var appId: String
         /// The full pushkey, which a question names (the trace shows it shortened).
         var pushkey: String
@@ -31,6 +33,7 @@ struct TraceRing {
         /// A delivery claimed at `at` by `instance`, under way.
         init(_ start: TraceStart, at: Date, instance: String) {
             eventId = start.eventId
+            frontEnd = start.frontEnd
             appId = start.appId
             pushkey = start.pushkey
             self.instance = instance
@@ -41,6 +44,7 @@ struct TraceRing {
 
         init(_ trace: TracedDelivery, pushkey: String) {
             eventId = trace.eventId
+            frontEnd = trace.frontEnd
             appId = trace.appId
             self.pushkey = pushkey
             instance = trace.instance
@@ -57,7 +61,7 @@ struct TraceRing {
         var trace: TracedDelivery {
             get {
                 TracedDelivery(
-                    eventId: eventId, appId: appId, pushkey: Redaction.pushkey(pushkey), state: state, reason: reason,
+                    eventId: eventId, frontEnd: frontEnd, appId: appId, pushkey: Redaction.pushkey(pushkey), state: state, reason: reason,
                     detail: detail, startedAt: startedAt, finishedAt: finishedAt, attempts: Int(attempts),
                     instance: instance, providerId: providerId, target: target)
             }
@@ -68,7 +72,8 @@ struct TraceRing {
         /// its slots stand empty) and every string's heap storage. The ring's one instance name is
         /// shared by all its entries, and counted once.
         var bytes: Int {
-            2 * MemoryLayout<Entry>.stride + TraceCost.heapBytes(eventId) + TraceCost.heapBytes(appId)
+            2 * MemoryLayout<Entry>.stride + TraceCost.heapBytes(eventId) + TraceCost.heapBytes(frontEnd)
+                + TraceCost.heapBytes(appId)
                 + TraceCost.heapBytes(pushkey) + TraceCost.heapBytes(reason) + TraceCost.heapBytes(detail)
                 + TraceCost.heapBytes(providerId) + TraceCost.heapBytes(target)
         }
@@ -98,6 +103,13 @@ struct TraceRing {
         return serial
     }
 
+    /// Appends the trace of a delivery that was not claimed (a front end whose repeats are kept
+    /// apart, `DeliveryRecords.trace`): started at `startedAt`, ended by `end` at `at`.
+    mutating func append(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, at: Date, instance: String) {
+        guard let serial = append(start, at: startedAt, instance: instance) else { return }
+        update(UInt32(truncatingIfNeeded: serial) & 0xFF_FFFF) { end.applied(to: &$0, at: at) }
+    }
+
     /// Drops the oldest entries until the ring is within its bounds.
     private mutating func dropOldest() {
         while bytes > maxBytes || entries.count > Self.maxEntries, let oldest = entries.popFirst() {
@@ -121,13 +133,16 @@ struct TraceRing {
         dropOldest()
     }
 
+    /// The most deliveries one question is answered with (the newest), as from PostgreSQL.
+    static var maxAnswered: Int { 1000 }
+
     /// The traces `query` asks for, oldest first.
     func matching(_ query: DeliveryQuery) -> [TracedDelivery] {
         var found: [TracedDelivery] = []
-        for entry in entries.reversed() where entry.eventId == query.eventId {
-            if let pushkey = query.pushkey, entry.pushkey != pushkey { continue }
-            if let app = query.appId, entry.appId != app { continue }
+        for entry in entries.reversed()
+        where query.matches(eventId: entry.eventId, pushkey: entry.pushkey, appId: entry.appId) {
             found.append(entry.trace)
+            if found.count == Self.maxAnswered { break }
         }
         return found.reversed()
     }
