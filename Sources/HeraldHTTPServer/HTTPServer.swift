@@ -199,21 +199,27 @@ package final class HTTPServer: Sendable {
                 await self.traced(request, read.route)
             }
             response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
-            if let onHeard = response.onHeard, await connection.claimAnswer() { await onHeard() }
+            // What the handler left for after its answer, and whether that answer goes out on an
+            // open connection (the deadline did not answer first).
+            let afterAnswer = response.afterAnswer
+            let written = afterAnswer == nil ? false : await connection.claimAnswer()
             // What the access log keeps is taken first: the answer itself is handed on, so that
             // the head is made from its fields without a copy of them.
             let logged = accessLog == nil ? nil : LoggedAnswer(response)
             switch await connection.respond(consume response, to: read.head) {
             case .open:
                 record(request, logged, duration: clock.now - started)
+                await afterAnswer?(written)
                 await connection.writable()
             case .closing:
                 record(request, logged, duration: clock.now - started)
+                await afterAnswer?(written)
                 await connection.closed()
                 return
             case .answeredAtDeadline(let early):
                 // What the sender saw, when it saw it.
                 record(request, LoggedAnswer(early), duration: read.route.policy.answerDeadline?.within ?? clock.now - started)
+                await afterAnswer?(false)
                 await connection.closed()
                 return
             }

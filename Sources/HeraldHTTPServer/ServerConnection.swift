@@ -42,7 +42,7 @@ struct ServerConnection: Sendable {
     }
 
     /// Cancels the answer deadline of the request last handed out; whether the handler's answer
-    /// will be written on an open connection (`ServerResponse.onHeard`).
+    /// will be written on an open connection (`ServerResponse.afterAnswer`).
     func claimAnswer() async -> Bool {
         let handler = self.handler
         if channel.eventLoop.inEventLoop { return handler.value.claimAnswer() }

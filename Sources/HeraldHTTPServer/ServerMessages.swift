@@ -44,10 +44,11 @@ package struct ServerResponse: Sendable {
     package var status: HTTPResponseStatus
     package var headers: HTTPHeaders
     package var body: ByteBuffer
-    /// Run when the server knows its sender will hear this answer: just before it is written on a
-    /// connection still open, the route's answer deadline not having answered first
-    /// (docs/architecture.md, "Answer deadline"). Never run for an answer the sender cannot hear.
-    package var onHeard: (@Sendable () async -> Void)?
+    /// Run once the answer was handed to its connection (or the route's answer deadline answered
+    /// first and this one was dropped), before the connection's next request is read: `written`
+    /// says whether it went out on a connection still open, the deadline not having answered
+    /// first (docs/architecture.md, "Answer deadline").
+    package var afterAnswer: (@Sendable (_ written: Bool) async -> Void)?
 
     package init(status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer()) {
         self.status = status

@@ -442,6 +442,49 @@ struct OnceTests {
         #expect(fleet.apns.received(token: APNsEndToEndTests.hex(other)).count == 2)
     }
 
+    /// docs/operations.md, "Once": with the record in PostgreSQL a notify of ten new devices costs
+    /// two statements (its claims before the send, its finishes after the answer, with whether it
+    /// was heard), and concurrent notifies share theirs. Its 200 was heard, so the same notify sent
+    /// again is sent again (on purpose, not a retry).
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aNotifyOfTenDevicesCostsTwoStatementsAndConcurrentNotifiesShareThem() async throws {
+        let fleet = try await Fleet.start(count: 1)
+        let herald = fleet.instances[0]
+        let records = try #require(herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
+        let keys = (0..<10).map { _ in APNsEndToEndTests.pushkey() }
+        var message = OnceTests.message
+        message["event_id"] = .string("$ten-\(UUID().uuidString)")
+        let body = notifyBody(message, devices: keys.map { APNsEndToEndTests().device($0) })
+        let before = records.statements.current
+        let first = try await herald.notify(body)
+        // The finishes are written once the answer is: the record shows them when it has.
+        await eventually { records.statements.current - before >= 2 }
+        let forTen = records.statements.current - before
+        let repeated = try await herald.notify(body)
+        // Twenty notifies of one device each, all at once.
+        let concurrentStart = records.statements.current
+        let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+            for n in 0..<20 {
+                var one = OnceTests.message
+                one["event_id"] = .string("$many-\(n)-\(UUID().uuidString)")
+                let device = APNsEndToEndTests().device(APNsEndToEndTests.pushkey())
+                group.addTask { try await herald.notify(notifyBody(one, devices: [device])).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        await eventually { fleet.apns.received.count >= 40 }
+        await eventually { records.statements.current - concurrentStart >= 2 }
+        let forTwenty = records.statements.current - concurrentStart
+        await fleet.stop()
+        #expect(first.status == 200 && repeated.status == 200)
+        #expect(forTen == 2, "statements for a notify of ten devices: \(forTen)")
+        #expect(repeated.headers.first(name: "Herald-Repeats") == nil)
+        #expect(keys.allSatisfy { fleet.apns.received(token: APNsEndToEndTests.hex($0)).count == 2 })
+        #expect(answers == [Int](repeating: 200, count: 20))
+        #expect(forTwenty <= 40, "statements for twenty concurrent notifies: \(forTwenty)")
+        print("OnceTests: twenty concurrent notifies of one device made \(forTwenty) statements")
+    }
+
     /// The store's own rules on a real PostgreSQL: claimed, held by another instance, taken over
     /// once the claim is older than the takeover bound, recorded, expired after the window.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
@@ -458,13 +501,13 @@ struct OnceTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await records.client.run() }
             let trace = TraceStart(eventId: "$e", appId: "app", pushkey: "pushkey")
-            #expect(try await records.claim(key, trace: trace, instance: "a", now: start) == .claimed)
-            #expect(try await records.claim(key, trace: trace, instance: "b", now: start + 5) == .heldElsewhere)
-            #expect(try await records.claim(key, trace: trace, instance: "b", now: start + 11) == .takenOver)  // its instance died
+            #expect(try await records.claim(key: key, trace: trace, instance: "a", now: start) == .claimed)
+            #expect(try await records.claim(key: key, trace: trace, instance: "b", now: start + 5) == .heldElsewhere)
+            #expect(try await records.claim(key: key, trace: trace, instance: "b", now: start + 11) == .takenOver)  // its instance died
             let rejected = TraceEnd(
                 outcome: .rejected(reason: .invalidPushkey("gone")), note: DeliveryNote(attempts: 2, providerId: "id-1", target: "fid"))
-            try await records.finish(key, .rejected, trace: rejected, now: start + 12)
-            #expect(try await records.claim(key, trace: trace, instance: "b", now: start + 13) == .recorded(.rejected))
+            try await records.finish(key: key, .rejected, trace: rejected, now: start + 12)
+            #expect(try await records.claim(key: key, trace: trace, instance: "b", now: start + 13) == .recorded(.rejected))
             let traced = try await records.deliveries(DeliveryQuery(eventId: "$e", pushkey: "pushkey"), now: start + 13)
             #expect(traced.map(\.state) == [.rejected])
             #expect(traced.first?.instance == "b" && traced.first?.attempts == 2 && traced.first?.providerId == "id-1")
@@ -473,15 +516,15 @@ struct OnceTests {
             #expect(try await records.deliveries(DeliveryQuery(eventId: "$e", pushkey: "other"), now: start + 13).isEmpty)
             // Heard: a repeat is claimed (sent again); the trace stays.
             try await records.heard([key], now: start + 14)
-            #expect(try await records.claim(key, trace: trace, instance: "a", now: start + 15) == .claimed)
+            #expect(try await records.claim(key: key, trace: trace, instance: "a", now: start + 15) == .claimed)
             #expect(try await records.deliveries(DeliveryQuery(eventId: "$e"), now: start + 15).map(\.state) == [.inFlight])
-            try await records.finish(key, .delivered, trace: nil, now: start + 16)
-            #expect(try await records.claim(key, trace: trace, instance: "a", now: start + 77) == .claimed)  // the window passed
+            try await records.finish(key: key, .delivered, trace: nil, now: start + 16)
+            #expect(try await records.claim(key: key, trace: trace, instance: "a", now: start + 77) == .claimed)  // the window passed
             // Failed (held by pushback): released, its trace kept.
             try await records.finish(
-                key, nil, trace: TraceEnd(outcome: .failed(reason: .pushback(seconds: 5)), note: DeliveryNote()), now: start + 78)
+                key: key, nil, trace: TraceEnd(outcome: .failed(reason: .pushback(seconds: 5)), note: DeliveryNote()), now: start + 78)
             #expect(try await records.deliveries(DeliveryQuery(eventId: "$e", appId: "app"), now: start + 78).map(\.state) == [.held])
-            #expect(try await records.claim(key, trace: trace, instance: "a", now: start + 79) == .claimed)
+            #expect(try await records.claim(key: key, trace: trace, instance: "a", now: start + 79) == .claimed)
             group.cancelAll()
         }
     }

@@ -64,8 +64,10 @@ import Testing
 
     /// A delivery record in which another instance holds every push and has not finished it.
     struct HeldElsewhere: DeliveryRecords {
-        func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim { .heldElsewhere }
-        func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws {}
+        func claim(_ claims: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
+            claims.map { _ in .heldElsewhere }
+        }
+        func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws {}
         func heard(_ keys: [RepeatKey], now: Date) async throws {}
         func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {}
         func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }

@@ -25,7 +25,7 @@ struct OnceSetup: Sendable {
             var store: any DeliveryRecords = memory
             if let url = notify.repeatStore {
                 let postgres = try PostgresDeliveryRecords(url: url, notify: notify, metrics: metrics, clock: clock)
-                services.append(postgres.service)
+                services += postgres.services
                 health.append(postgres.tracker)
                 store = postgres
             }

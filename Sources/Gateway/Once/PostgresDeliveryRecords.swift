@@ -9,8 +9,12 @@ import ServiceLifecycle
 import Synchronization
 
 /// The delivery record of a fleet (docs/operations.md, "Once"): one table in PostgreSQL, claimed
-/// before the upstream call (`INSERT … ON CONFLICT`), recorded after it, expired by the window,
-/// and the fleet's delivery traces in the same rows (one statement each way, as before).
+/// before the upstream call (`INSERT … ON CONFLICT`), recorded after the answer, and the fleet's
+/// delivery traces in the same rows. A notify's devices are claimed in one statement and finished
+/// in one more, after its answer was written, with whether its sender heard it; the statements of
+/// concurrent notifies are joined (`Batcher`: each a group commit of whatever came meanwhile),
+/// so that under load a notify costs a fraction of a round trip. Expired rows are swept by a
+/// service of their own (`sweeper`), never inside a notify.
 /// Two instances given the same notify send once between them; a claim whose instance died is
 /// taken over after `repeat_takeover`. Every operation is bounded by `repeat_store_timeout`; one
 /// that fails makes the caller use its memory record instead (`RepeatGuard`), and `/health` says so.
@@ -20,10 +24,48 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     let takeover: TimeInterval
     let timeout: Duration
     let tracker: ComponentHealth
+    let clock: any HeraldClock
     private let ready = ReadinessGate<Void>()
     private let migrating = Atomic(false)
-    private let finishes = AtomicCounter()
     static let logger = Logger(label: "herald.notify.repeats")
+    /// The claims, finishes and heard keys of concurrent notifies, each kind joined into one
+    /// statement at a time per two of the pool's connections.
+    private let claims: Batcher<ClaimRow, RecordClaim>
+    private let finishes: Batcher<FinishRow, Void>
+    private let heards: Batcher<String, Void>
+    /// The statements its claims, finishes and heard keys made (a notify's cost, for tests and
+    /// docs/operations.md's "Once").
+    let statements = AtomicCounter()
+    /// How often expired rows are deleted.
+    static let sweepInterval = Duration.seconds(60)
+
+    /// A claim as the statement takes it: the key's digest, its trace's strings ("" for none),
+    /// and the claim's times.
+    struct ClaimRow: Sendable {
+        var key: String
+        var eventId = ""
+        var frontEnd = ""
+        var appId = ""
+        var device = ""
+        var pushkey = ""
+        var instance: String
+        var at: Double
+    }
+
+    /// A finish as the statement takes it.
+    struct FinishRow: Sendable {
+        var key: String
+        /// A recorded outcome, or `failed` / `held` for a released claim.
+        var state: String
+        var recorded: Bool
+        var reason = ""
+        var detail = ""
+        var attempts = 0
+        var providerId = ""
+        var target = ""
+        var heard: Bool
+        var at: Double
+    }
 
     init(url: String, notify: GatewayConfig.Notify, metrics: any MetricsFactory, clock: any HeraldClock) throws {
         client = PostgresClient(
@@ -33,82 +75,175 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
+        self.clock = clock
+        let concurrency = max(1, notify.repeatStoreMaxConnections / 3)
+        let client = client
+        let (window, takeover, statements) = (window, takeover, statements)
+        claims = Batcher(concurrency: concurrency) { rows in
+            statements.add(1)
+            return try await Self.claim(rows, client: client, takeover: takeover, window: window)
+        }
+        finishes = Batcher(concurrency: concurrency) { rows in
+            statements.add(1)
+            try await Self.finish(rows, client: client, window: window)
+            return rows.map { _ in () }
+        }
+        heards = Batcher(concurrency: concurrency) { keys in
+            statements.add(1)
+            try await Self.heard(keys, client: client, at: clock.date.timeIntervalSince1970)
+            return keys.map { _ in () }
+        }
     }
 
     var health: ComponentHealth? { tracker }
 
-    /// Its connection pool: a service of the gateway's group.
-    var service: any Service { client }
+    /// Its connection pool and its sweeper: services of the gateway's group.
+    var services: [any Service] { [client, Sweeper(records: self)] }
 
-    func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim {
-        try await bounded {
-            let at = now.timeIntervalSince1970
-            let kept = at + max(self.window, self.takeover)
-            // The row as it was (the statement's snapshot): none, a record that ran out (or was
-            // heard, or failed), or a claim that ran out, which is a takeover. The trace starts
-            // anew with the claim.
-            let claimed = try await self.client.query(
-                """
-                WITH before AS (SELECT state FROM herald_deliveries WHERE key = \(key.digest))
-                INSERT INTO herald_deliveries (key, state, expires_at, event_id, front_end, app_id, device, pushkey, started_at, instance, kept_until)
-                VALUES (\(key.digest), 'claimed', \(at + self.takeover), \(trace?.eventId), \(trace?.frontEnd), \(trace?.appId),
-                    \(trace.map { Self.device($0.pushkey) }), \(trace.map { Redaction.pushkey($0.pushkey) }), \(at), \(instance), \(kept))
-                ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at,
-                    event_id = EXCLUDED.event_id, front_end = EXCLUDED.front_end, app_id = EXCLUDED.app_id, device = EXCLUDED.device, pushkey = EXCLUDED.pushkey,
-                    started_at = EXCLUDED.started_at, instance = EXCLUDED.instance, kept_until = EXCLUDED.kept_until,
-                    reason = NULL, detail = NULL, finished_at = NULL, attempts = 0, provider_id = NULL
-                WHERE herald_deliveries.expires_at <= \(at)
-                RETURNING (SELECT state FROM before)
-                """, logger: Self.logger)
-            for try await previous in claimed.decode(String?.self) { return previous == "claimed" ? .takenOver : .claimed }
-            let rows = try await self.client.query(
-                "SELECT state FROM herald_deliveries WHERE key = \(key.digest)", logger: Self.logger)
-            for try await state in rows.decode(String.self) {
-                return RecordedOutcome(rawValue: state).map(RecordClaim.recorded) ?? .heldElsewhere
+    func claim(_ requests: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
+        let at = now.timeIntervalSince1970
+        let rows = requests.map { request in
+            var row = ClaimRow(key: request.key.digest, instance: instance, at: at)
+            if let trace = request.trace {
+                row.eventId = trace.eventId
+                row.frontEnd = trace.frontEnd
+                row.appId = trace.appId
+                row.device = Self.device(trace.pushkey)
+                row.pushkey = Redaction.pushkey(trace.pushkey)
             }
-            return .heldElsewhere  // finished and released between the two statements: the retry claims it
+            return row
         }
+        return try await bounded { try await self.claims.run(rows) }
     }
 
-    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws {
-        try await bounded {
-            let at = now.timeIntervalSince1970
-            let reason = end?.outcome.reason
-            let (label, detail) = (reason?.label, reason.map(String.init(describing:)))
-            let (attempts, providerId, target) = (end?.note.attempts ?? 0, end?.note.providerId, end?.note.target)
-            if let outcome {
-                try await self.exec(
-                    """
-                    INSERT INTO herald_deliveries (key, state, expires_at, kept_until) VALUES (\(key.digest), \(outcome.rawValue), \(at + self.window), \(at + self.window))
-                    ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, kept_until = EXCLUDED.kept_until,
-                        reason = \(label), detail = \(detail), finished_at = \(at), attempts = \(attempts), provider_id = \(providerId),
-                        target = \(target)
-                    """)
-            } else {
-                // Failed: claimable at once (the retry really retries), its trace kept.
-                let state = end?.state == .held ? "held" : "failed"
-                try await self.exec(
-                    """
-                    UPDATE herald_deliveries SET state = \(state), expires_at = 0, reason = \(label), detail = \(detail),
-                        finished_at = \(at), attempts = \(attempts), provider_id = \(providerId), target = \(target)
-                    WHERE key = \(key.digest) AND state = 'claimed'
-                    """)
-            }
-            // Expired rows go now and then, by whichever instance finishes the 256th delivery.
-            if self.finishes.add(1) % 256 == 0 {
-                try await self.exec("DELETE FROM herald_deliveries WHERE kept_until < \(at) AND expires_at < \(at)")
-            }
+    /// One statement for every claim of `rows` (their keys are unique: an instance claims a key
+    /// once at a time, `RepeatGuard`). The row as it was (the statement's snapshot) says what a
+    /// claim found: none, a record that ran out (or was heard, or failed), or a claim that ran
+    /// out, which is a takeover; a row that is neither claimed nor was there is a claim another
+    /// instance made meanwhile (held elsewhere: the retry is answered). The trace starts anew
+    /// with the claim. The rows go in the order of their keys, so that two instances' statements
+    /// lock rows in the same order.
+    static func claim(_ rows: [ClaimRow], client: PostgresClient, takeover: Double, window: Double) async throws -> [RecordClaim] {
+        var seen = Set<String>()
+        let unique = rows.indices.filter { seen.insert(rows[$0].key).inserted }
+        let batch = unique.map { rows[$0] }
+        let answers = try await client.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest(\(batch.map(\.key)), \(batch.map(\.eventId)), \(batch.map(\.frontEnd)), \(batch.map(\.appId)),
+                    \(batch.map(\.device)), \(batch.map(\.pushkey)), \(batch.map(\.instance)), \(batch.map(\.at)))
+                    WITH ORDINALITY AS i(key, event_id, front_end, app_id, device, pushkey, instance, at, n)
+            ),
+            before AS (SELECT d.key, d.state FROM herald_deliveries d JOIN input USING (key)),
+            claimed AS (
+                INSERT INTO herald_deliveries AS d (key, state, expires_at, event_id, front_end, app_id, device, pushkey, started_at,
+                    instance, kept_until)
+                SELECT key, 'claimed', at + \(takeover), NULLIF(event_id, ''), NULLIF(front_end, ''), NULLIF(app_id, ''),
+                    NULLIF(device, ''), NULLIF(pushkey, ''), at, instance, at + \(max(window, takeover))
+                FROM input ORDER BY key
+                ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at,
+                    event_id = EXCLUDED.event_id, front_end = EXCLUDED.front_end, app_id = EXCLUDED.app_id, device = EXCLUDED.device,
+                    pushkey = EXCLUDED.pushkey, started_at = EXCLUDED.started_at, instance = EXCLUDED.instance,
+                    kept_until = EXCLUDED.kept_until, reason = NULL, detail = NULL, finished_at = NULL, attempts = 0, provider_id = NULL,
+                    target = NULL
+                WHERE d.expires_at <= EXCLUDED.started_at
+                RETURNING key
+            )
+            SELECT input.n, claimed.key IS NOT NULL, before.state
+            FROM input LEFT JOIN claimed USING (key) LEFT JOIN before USING (key)
+            ORDER BY input.n
+            """, logger: logger)
+        var found = [RecordClaim](repeating: .heldElsewhere, count: rows.count)
+        for try await (n, claimed, state) in answers.decode((Int, Bool, String?).self) {
+            guard n >= 1, n <= unique.count else { continue }
+            found[unique[n - 1]] =
+                claimed
+                ? (state == "claimed" ? .takenOver : .claimed) : state.flatMap(RecordedOutcome.init(rawValue:)).map(RecordClaim.recorded) ?? .heldElsewhere
         }
+        return found
+    }
+
+    func finish(_ items: [RecordFinish], heard: Bool, now: Date) async throws {
+        let at = now.timeIntervalSince1970
+        let rows = items.map { item in
+            let reason = item.trace?.outcome.reason
+            return FinishRow(
+                key: item.key.digest, state: item.outcome?.rawValue ?? (item.trace?.state == .held ? "held" : "failed"),
+                recorded: item.outcome != nil, reason: reason?.label ?? "", detail: reason.map(String.init(describing:)) ?? "",
+                attempts: item.trace?.note.attempts ?? 0, providerId: item.trace?.note.providerId ?? "",
+                target: item.trace?.note.target ?? "", heard: heard, at: at)
+        }
+        try await bounded { _ = try await self.finishes.run(rows) }
+    }
+
+    /// One statement for every finish of `rows`: a recorded outcome is answered from until the
+    /// window ends, or, heard, from no longer (its trace stays); a failure releases its claim at
+    /// once (the retry really retries), its trace kept.
+    static func finish(_ rows: [FinishRow], client: PostgresClient, window: Double) async throws {
+        var seen = Set<String>()
+        let batch = rows.filter { seen.insert($0.key).inserted }.sorted { $0.key < $1.key }
+        for try await _ in try await client.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest(\(batch.map(\.key)), \(batch.map(\.state)), \(batch.map(\.recorded)), \(batch.map(\.reason)),
+                    \(batch.map(\.detail)), \(batch.map(\.attempts)), \(batch.map(\.providerId)), \(batch.map(\.target)),
+                    \(batch.map(\.heard)), \(batch.map(\.at)))
+                    AS i(key, state, recorded, reason, detail, attempts, provider_id, target, heard, at)
+            ),
+            released AS (
+                UPDATE herald_deliveries d SET state = i.state, expires_at = 0, reason = NULLIF(i.reason, ''),
+                    detail = NULLIF(i.detail, ''), finished_at = i.at, attempts = i.attempts, provider_id = NULLIF(i.provider_id, ''),
+                    target = NULLIF(i.target, '')
+                FROM input i WHERE d.key = i.key AND NOT i.recorded AND d.state = 'claimed'
+                RETURNING 1
+            )
+            INSERT INTO herald_deliveries AS d (key, state, expires_at, kept_until, reason, detail, finished_at, attempts, provider_id, target)
+            SELECT key, state, CASE WHEN heard THEN at ELSE at + \(window) END, at + \(window), NULLIF(reason, ''), NULLIF(detail, ''), at,
+                attempts, NULLIF(provider_id, ''), NULLIF(target, '')
+            FROM input WHERE recorded ORDER BY key
+            ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
+                kept_until = GREATEST(d.kept_until, EXCLUDED.kept_until), reason = EXCLUDED.reason, detail = EXCLUDED.detail,
+                finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts, provider_id = EXCLUDED.provider_id,
+                target = EXCLUDED.target
+            """, logger: logger)
+        {}
     }
 
     func heard(_ keys: [RepeatKey], now: Date) async throws {
-        try await bounded {
-            let at = now.timeIntervalSince1970
-            try await self.exec(
-                """
-                UPDATE herald_deliveries SET expires_at = \(at)
-                WHERE key = ANY(\(keys.map(\.digest))) AND state <> 'claimed' AND expires_at > \(at)
-                """)
+        let digests = keys.map(\.digest)
+        try await bounded { _ = try await self.heards.run(digests) }
+    }
+
+    static func heard(_ keys: [String], client: PostgresClient, at: Double) async throws {
+        for try await _ in try await client.query(
+            """
+            UPDATE herald_deliveries SET expires_at = \(at)
+            WHERE key = ANY(\(keys)) AND state <> 'claimed' AND expires_at > \(at)
+            """, logger: logger)
+        {}
+    }
+
+    /// Deletes the rows whose record and trace both ran out; bounded, and skipped while the
+    /// store is silent, as every operation is.
+    func sweep() async throws {
+        let at = clock.date.timeIntervalSince1970
+        try await bounded { try await self.exec("DELETE FROM herald_deliveries WHERE kept_until < \(at) AND expires_at < \(at)") }
+    }
+
+    /// Sweeps expired rows every `sweepInterval`, on the gateway's clock, until the shutdown.
+    struct Sweeper: Service {
+        let records: PostgresDeliveryRecords
+
+        func run() async throws {
+            while !Task.isCancelled {
+                do {
+                    try await cancelWhenGracefulShutdown { try await records.clock.wait(PostgresDeliveryRecords.sweepInterval) }
+                } catch {
+                    return
+                }
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                try? await records.sweep()
+            }
         }
     }
 

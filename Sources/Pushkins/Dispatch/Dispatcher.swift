@@ -60,15 +60,25 @@ package struct Dispatcher: Sendable {
     package struct Dispatched: Sendable {
         package var outcomes: [DeviceOutcome]
         package var repeats: Int
-        /// The keys of the deliveries answered for good (sent, or answered from the record): once
-        /// the sender has heard the answer, `heard()` says so, and a notify that repeats them is
-        /// sent again (docs/operations.md, "Once").
+        /// The keys of the deliveries answered for good from the record or from a delivery under
+        /// way (the repeats): once the sender has heard the answer, `answered(heard:)` says so,
+        /// and a notify that repeats them is sent again (docs/operations.md, "Once").
         package var recorded: [RepeatKey] = []
+        /// The finishes of the deliveries sent, for a store that writes them after the answer
+        /// (PostgreSQL: one statement for the notify, with whether its sender heard it).
+        package var finishes: [RecordFinish] = []
         let guardian: RepeatGuard?
 
-        /// The sender heard the answer to this notify (200, written on an open connection).
-        package func heard() async {
-            await guardian?.heard(recorded)
+        /// Whether anything is left to do once the answer is written.
+        package var hasAfterAnswer: Bool { !recorded.isEmpty || !finishes.isEmpty }
+
+        /// The answer to this notify was written (`heard`: a 200 on an open connection, within
+        /// `notify.heard_within`), or will never be heard: the finishes are written, and heard
+        /// deliveries are no longer answered from the record.
+        package func answered(heard: Bool) async {
+            guard let guardian else { return }
+            await guardian.finish(finishes, heard: heard)
+            if heard { await guardian.heard(recorded) }
         }
     }
 
@@ -113,9 +123,11 @@ package struct Dispatcher: Sendable {
         }
         var repeats = 0
         var recorded: [RepeatKey] = []
+        var finishes: [RecordFinish] = []
         for (group, result) in zip(groups, results) {
             repeats += result.repeats
             if recorded.isEmpty { recorded = result.recorded } else { recorded += result.recorded }
+            if finishes.isEmpty { finishes = result.finishes } else { finishes += result.finishes }
             for (index, outcome) in zip(group.indices ?? [], result.outcomes) { outcomes[index] = outcome }
         }
         let final = outcomes.enumerated().map { index, outcome in
@@ -124,7 +136,7 @@ package struct Dispatcher: Sendable {
             log(result, app: device.appId, token: device.pushkey, logger: logger)
             return result
         }
-        return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, guardian: once?.guardian)
+        return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, finishes: finishes, guardian: once?.guardian)
     }
 
     private enum Routed {
@@ -171,14 +183,18 @@ package struct Dispatcher: Sendable {
         }
         let outcome = result.outcomes.first ?? .failed(reason: .localError("not dispatched"))
         log(outcome, app: device.appId, token: device.pushkey, logger: logger)
-        return Dispatched(outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, guardian: once?.guardian)
+        return Dispatched(
+            outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, finishes: result.finishes,
+            guardian: once?.guardian)
     }
 
-    /// A group's outcomes, in its order, its repeats and the keys answered for good.
+    /// A group's outcomes, in its order, its repeats, the keys its repeats were answered for,
+    /// and the finishes of the keys it sent (for a store that writes them after the answer).
     private struct GroupResult: Sendable {
         var outcomes: [DeviceOutcome]
         var repeats: Int
         var recorded: [RepeatKey] = []
+        var finishes: [RecordFinish] = []
     }
 
     /// The devices of one request that route to one pushkin.
@@ -208,7 +224,9 @@ package struct Dispatcher: Sendable {
     /// retry.
     private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> GroupResult {
         let devices = group.indices.map { $0.map { notification.devices[$0] } } ?? notification.devices
-        guard let once else { return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil), repeats: 0) }
+        guard let once else {
+            return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil).outcomes, repeats: 0)
+        }
         // Made only when a device is answered without being sent: when every device is sent, the
         // pushkin's outcomes are the group's as they are.
         var outcomes: [DeviceOutcome?] = []
@@ -220,18 +238,36 @@ package struct Dispatcher: Sendable {
         var positions: [Int]?
         var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
         var recorded: [RepeatKey] = []
+        var finishes: [RecordFinish] = []
         var repeats = 0
         // A test push is never a repeat: each is sent (docs/operations.md, "Once").
         let event = notification.eventId == Once.testPushEventId ? "" : notification.eventId ?? ""
+        // A store that batches is asked for the whole group at once; the memory record key by key.
+        var claimed: (keys: [RepeatKey], decisions: [RepeatGuard.Decision])?
+        if let guardian = once.guardian, guardian.batches, !event.isEmpty {
+            let requests = devices.map { device in
+                RecordClaimRequest(
+                    Self.key(event: event, device), trace: TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey))
+            }
+            claimed = (requests.map(\.key), await guardian.claim(requests, app: group.pushkin.name))
+        }
         for (position, device) in devices.enumerated() {
             guard let guardian = once.guardian, !event.isEmpty else {
                 keys.append(nil)
                 positions?.append(position)
                 continue
             }
-            let key = Self.key(event: event, device)
-            let trace = TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey)
-            switch await guardian.claim(key, app: group.pushkin.name, trace: trace) {
+            let decision: RepeatGuard.Decision
+            let key: RepeatKey
+            if let claimed {
+                key = claimed.keys[position]
+                decision = claimed.decisions[position]
+            } else {
+                key = Self.key(event: event, device)
+                let trace = TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey)
+                decision = await guardian.claim(key, app: group.pushkin.name, trace: trace)
+            }
+            switch decision {
             case .send(let key):
                 keys.append(key)
                 positions?.append(position)
@@ -256,13 +292,17 @@ package struct Dispatcher: Sendable {
         }
         if keys.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         if !keys.isEmpty {
-            let sent = await send(positions.map { $0.map { devices[$0] } } ?? devices, group, notification, context, keys: keys)
-            recorded.reserveCapacity(recorded.count + keys.count + joined.count)
-            for (key, outcome) in zip(keys, sent) {
-                if let key, RecordedOutcome(outcome) != nil { recorded.append(key) }
+            let (sent, written) = await send(positions.map { $0.map { devices[$0] } } ?? devices, group, notification, context, keys: keys)
+            finishes = written
+            // The memory record's sent keys are heard by key; a batching store's, with their finishes.
+            if finishes.isEmpty {
+                recorded.reserveCapacity(recorded.count + keys.count + joined.count)
+                for (key, outcome) in zip(keys, sent) {
+                    if let key, RecordedOutcome(outcome) != nil { recorded.append(key) }
+                }
             }
             // Every device sent: the pushkin's outcomes are the group's, in its order.
-            guard let positions else { return GroupResult(outcomes: sent, repeats: repeats, recorded: recorded) }
+            guard let positions else { return GroupResult(outcomes: sent, repeats: repeats, recorded: recorded, finishes: finishes) }
             if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
             for (position, outcome) in zip(positions, sent) { outcomes[position] = outcome }
         }
@@ -273,7 +313,8 @@ package struct Dispatcher: Sendable {
             if RecordedOutcome(outcome) != nil { recorded.append(entry.key) }
         }
         return GroupResult(
-            outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats, recorded: recorded)
+            outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats, recorded: recorded,
+            finishes: finishes)
     }
 
     /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
@@ -285,10 +326,11 @@ package struct Dispatcher: Sendable {
     }
 
     /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots, counts
-    /// the outcomes and settles their keys (with `once`).
+    /// the outcomes and settles their keys (with `once`): the memory record's now, a batching
+    /// store's returned, to be written after the answer.
     private func send(
         _ devices: [Device], _ group: Group, _ notification: PushNotification, _ context: DispatchContext, keys: [RepeatKey?]?
-    ) async -> [DeviceOutcome] {
+    ) async -> (outcomes: [DeviceOutcome], finishes: [RecordFinish]) {
         let wave = max(1, group.slots ?? devices.count)
         var outcomes: [DeviceOutcome] = []
         // The traced devices' upstream calls leave their attempts and message ids here (none
@@ -318,12 +360,15 @@ package struct Dispatcher: Sendable {
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
+        var finishes: [RecordFinish] = []
         if let keys, let guardian, let notes = context.notes {
             for (index, (key, outcome)) in zip(keys, outcomes).enumerated() {
-                if let key { await guardian.settle(key, outcome, note: notes.note(for: devices[index].pushkey)) }
+                guard let key else { continue }
+                let note = notes.note(for: devices[index].pushkey)
+                if let finish = await guardian.settleAfterAnswer(key, outcome, note: note) { finishes.append(finish) }
             }
         }
-        return outcomes
+        return (outcomes, finishes)
     }
 
     /// Takes each device's push from its budget, up to the first device whose budget is spent:

@@ -116,7 +116,11 @@ package struct NotifyHandler: Sendable {
             case .delivered, .skipped, .dropped: break
             }
         }
-        if !failures.isEmpty { throw NotifyError.failed(failures, rejected: rejected) }
+        if !failures.isEmpty {
+            // Never heard as a success: the finishes are written before the error is answered.
+            if !dispatched.finishes.isEmpty { await dispatched.answered(heard: false) }
+            throw NotifyError.failed(failures, rejected: rejected)
+        }
         var response = rejected.isEmpty ? Self.noneRejected : ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
         // The access log shows it (docs/operations.md, "Once").
         if dispatched.repeats > 0 { response.headers.add(name: "Herald-Repeats", value: String(dispatched.repeats)) }
@@ -124,11 +128,12 @@ package struct NotifyHandler: Sendable {
         // on purpose and is sent again. A 502, or a 200 it may not hear (written on a closed
         // connection, or late: a proxy in front may have given up on it and keep its connection
         // to Herald open), leaves the record to answer its retry (docs/operations.md, "Once").
-        if !dispatched.recorded.isEmpty, let once = dispatcher.once {
+        // With the record in PostgreSQL, the sent deliveries' finishes are written then too, in
+        // one statement: nothing waits on the database between the upstream's answer and ours.
+        if dispatched.hasAfterAnswer, let once = dispatcher.once {
             let clock = self.clock
-            response.onHeard = {
-                guard once.heard(after: clock.now - start) else { return }
-                await dispatched.heard()
+            response.afterAnswer = { written in
+                await dispatched.answered(heard: written && once.heard(after: clock.now - start))
             }
         }
         return response

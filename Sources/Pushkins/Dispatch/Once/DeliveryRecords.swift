@@ -44,21 +44,47 @@ package enum RecordClaim: Sendable, Equatable {
     case heldElsewhere
 }
 
+/// One key of a claim: the delivery's key and, when it is traced, its trace's start.
+package struct RecordClaimRequest: Sendable {
+    package var key: RepeatKey
+    package var trace: TraceStart?
+
+    package init(_ key: RepeatKey, trace: TraceStart? = nil) {
+        self.key = key
+        self.trace = trace
+    }
+}
+
+/// One key's end: its outcome to record (nil: released, the delivery failed), and its trace's end.
+package struct RecordFinish: Sendable {
+    package var key: RepeatKey
+    package var outcome: RecordedOutcome?
+    package var trace: TraceEnd?
+
+    package init(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace: TraceEnd? = nil) {
+        self.key = key
+        self.outcome = outcome
+        self.trace = trace
+    }
+}
+
 /// Where deliveries are recorded (docs/configuration.md, `notify.repeat_store`): in memory on one
 /// instance, in PostgreSQL for a fleet. Every operation is bounded; a store that throws is
 /// replaced by the memory record for that call.
 ///
 /// The record answers two questions: whether a notify is a repeat whose answer its sender may
 /// not have heard (docs/operations.md, "Once"), and, for an operator, what became of one event's
-/// deliveries (the trace).
+/// deliveries (the trace). Claims and finishes come a notify's group at a time: PostgreSQL makes
+/// one statement of each group, and of the groups of concurrent notifies.
 package protocol DeliveryRecords: Sendable {
-    /// Claims `key` at `now`, for a delivery answered within `window`; a claim older than
-    /// `takeover` is an instance that died and is taken over. `trace`: the delivery's trace
-    /// starts, under way, in the name of `instance`.
-    func claim(_ key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim
-    /// Records the outcome of a claimed key (answered from until `now + window`), or, with nil,
-    /// releases it (the delivery failed: the retry really retries). The trace ends with `end`.
-    func finish(_ key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws
+    /// Claims each key at `now`, for a delivery answered within `window`; a claim older than
+    /// `takeover` is an instance that died and is taken over. A key's trace starts, under way, in
+    /// the name of `instance`. One answer per key, in their order.
+    func claim(_ claims: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim]
+    /// Records the outcome of each claimed key (answered from until `now + window`, or, when its
+    /// sender already `heard` the answer, not at all: its trace stays), or, with nil, releases it
+    /// (the delivery failed: the retry really retries). Each trace ends with its `trace`.
+    func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws
     /// The senders heard these deliveries answered (200 on an open connection): a notify sent
     /// again is meant to be sent again, so a repeat of them is no longer answered from the record.
     /// Their traces stay.
@@ -70,4 +96,16 @@ package protocol DeliveryRecords: Sendable {
     func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery]
     /// Its health, for `/health` and `herald_component_failing` (nil: it cannot fail).
     var health: ComponentHealth? { get }
+}
+
+extension DeliveryRecords {
+    /// One key's claim.
+    package func claim(key: RepeatKey, trace: TraceStart?, instance: String, now: Date) async throws -> RecordClaim {
+        try await claim([RecordClaimRequest(key, trace: trace)], instance: instance, now: now).first ?? .heldElsewhere
+    }
+
+    /// One key's finish, its sender not known to have heard it.
+    package func finish(key: RepeatKey, _ outcome: RecordedOutcome?, trace end: TraceEnd?, now: Date) async throws {
+        try await finish([RecordFinish(key, outcome, trace: end)], heard: false, now: now)
+    }
 }

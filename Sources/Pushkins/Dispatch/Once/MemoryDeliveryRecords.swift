@@ -78,6 +78,15 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
         }
     }
 
+    package func claim(_ claims: [RecordClaimRequest], instance: String, now: Date) -> [RecordClaim] {
+        claims.map { claim($0.key, trace: $0.trace, instance: instance, now: now) }
+    }
+
+    package func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) {
+        for finish in finishes { self.finish(finish.key, finish.outcome, trace: finish.trace, now: now) }
+        if heard { self.heard(finishes.map(\.key), now: now) }
+    }
+
     /// A heard delivery is forgotten by the record (a repeat of it is sent); its trace stays.
     package func heard(_ keys: [RepeatKey], now: Date) {
         state.withLock { state in

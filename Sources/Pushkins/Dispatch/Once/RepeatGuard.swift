@@ -20,11 +20,15 @@ package final class RepeatGuard: Sendable {
         case join(ReadinessGate<DeviceOutcome>)
     }
 
-    let store: any DeliveryRecords
+    package let store: any DeliveryRecords
     /// Stands in while `store` fails.
     let fallback: MemoryDeliveryRecords
     /// Whether `store` is the memory record itself: then a claim is a plain call, not an await.
     private let inMemory: Bool
+    /// Whether the store takes a notify's group in one statement (PostgreSQL): then a group is
+    /// claimed at once (`claim(_:app:)`), and its finishes are written after the answer
+    /// (`settleAfterAnswer`, `finish`). The memory record takes each key as it comes.
+    package var batches: Bool { !inMemory }
     let clock: any HeraldClock
     let counters: CounterCache
     let logger: Logger
@@ -47,10 +51,10 @@ package final class RepeatGuard: Sendable {
     /// Who this instance is in the traces.
     package var instance: String { InstanceName.current }
 
-    /// Claims `key` for a delivery through `app`; `trace`, the device whose delivery it is, when
-    /// it is to be traced (a Matrix notify's).
-    package func claim(_ key: RepeatKey, app: String, trace: TraceStart? = nil) async -> Decision {
-        let joined = flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
+    /// Joins the delivery of `key` under way on this instance, or, when there is none, makes
+    /// this caller's the one under way (nil).
+    private func flight(_ key: RepeatKey) -> ReadinessGate<DeviceOutcome>? {
+        flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
             guard let flight = table[key] else {
                 table[key] = .some(nil)
                 return nil
@@ -60,7 +64,43 @@ package final class RepeatGuard: Sendable {
             table[key] = gate
             return gate
         }
-        if let joined {
+    }
+
+    /// Claims a notify's group of keys for deliveries through `app` in one call of the store (one
+    /// statement on PostgreSQL, shared with concurrent notifies'): a decision per key, in order.
+    package func claim(_ requests: [RecordClaimRequest], app: String) async -> [Decision] {
+        var decisions = [Decision?](repeating: nil, count: requests.count)
+        var claimed: [RecordClaimRequest] = []
+        var positions: [Int] = []
+        for (index, request) in requests.enumerated() {
+            if let joined = flight(request.key) {
+                suppressed(app)
+                decisions[index] = .join(joined)
+            } else {
+                claimed.append(request)
+                positions.append(index)
+            }
+        }
+        if !claimed.isEmpty {
+            let now = clock.date
+            let found: [RecordClaim]
+            do {
+                found = try await store.claim(claimed, instance: instance, now: now)
+            } catch {
+                storeFailed(error)
+                found = fallback.claim(claimed, instance: instance, now: now)
+            }
+            for (index, (request, claim)) in zip(positions, zip(claimed, found)) {
+                decisions[index] = decided(request.key, claim, app: app)
+            }
+        }
+        return decisions.map { $0 ?? .answered(.failed(reason: .heldElsewhere)) }
+    }
+
+    /// Claims `key` for a delivery through `app`; `trace`, the device whose delivery it is, when
+    /// it is to be traced (a Matrix notify's).
+    package func claim(_ key: RepeatKey, app: String, trace: TraceStart? = nil) async -> Decision {
+        if let joined = flight(key) {
             suppressed(app)
             return .join(joined)
         }
@@ -69,12 +109,17 @@ package final class RepeatGuard: Sendable {
             found = fallback.claim(key, trace: trace, instance: instance, now: clock.date)
         } else {
             do {
-                found = try await store.claim(key, trace: trace, instance: instance, now: clock.date)
+                found = try await store.claim(key: key, trace: trace, instance: instance, now: clock.date)
             } catch {
                 storeFailed(error)
                 found = fallback.claim(key, trace: trace, instance: instance, now: clock.date)
             }
         }
+        return decided(key, found, app: app)
+    }
+
+    /// What a claim's answer means for the delivery of `key`.
+    private func decided(_ key: RepeatKey, _ found: RecordClaim, app: String) -> Decision {
         switch found {
         case .claimed:
             return .send(key)
@@ -104,13 +149,48 @@ package final class RepeatGuard: Sendable {
             fallback.finish(key, recorded, trace: end, now: clock.date)
         } else {
             do {
-                try await store.finish(key, recorded, trace: end, now: clock.date)
+                try await store.finish(key: key, recorded, trace: end, now: clock.date)
             } catch {
                 storeFailed(error)
                 fallback.finish(key, recorded, trace: end, now: clock.date)
             }
         }
         land(key, outcome)
+    }
+
+    /// Ends a claimed key's delivery on this instance now (the repeats that joined it, and any that
+    /// join it from now on, get `outcome`) and returns its finish, for `finish` to write once the
+    /// notify is answered; with the memory record, which costs no round trip, it is settled now
+    /// and nil is returned.
+    package func settleAfterAnswer(_ key: RepeatKey, _ outcome: DeviceOutcome, note: DeliveryNote = DeliveryNote()) async
+        -> RecordFinish?
+    {
+        guard !inMemory else {
+            await settle(key, outcome, note: note)
+            return nil
+        }
+        flights.withLock { table in
+            if case .some(.some(let gate)) = table[key] { return gate.open(outcome) }
+            let gate = ReadinessGate<DeviceOutcome>()
+            gate.open(outcome)
+            table[key] = gate
+        }
+        return RecordFinish(key, RecordedOutcome(outcome), trace: TraceEnd(outcome: outcome, note: note))
+    }
+
+    /// Writes the finishes `settleAfterAnswer` returned, in one call of the store; `heard`: the
+    /// notify's sender heard its answer, so that its repeat is sent again (docs/operations.md,
+    /// "Once"). Their deliveries are then over on this instance.
+    package func finish(_ finishes: [RecordFinish], heard: Bool) async {
+        guard !finishes.isEmpty else { return }
+        let now = clock.date
+        do {
+            try await store.finish(finishes, heard: heard, now: now)
+        } catch {
+            storeFailed(error)
+            fallback.finish(finishes, heard: heard, now: now)
+        }
+        for finish in finishes { land(finish.key, finish.trace?.outcome ?? .failed(reason: .heldElsewhere)) }
     }
 
     /// The senders heard these deliveries answered: a notify that repeats one is sent again

@@ -1,0 +1,113 @@
+import HeraldTestSupport
+import Synchronization
+import Testing
+
+@testable import HeraldCore
+
+/// `Batcher`: the group commit under the PostgreSQL record's statements (docs/operations.md,
+/// "Once"). Each test holds a run open on an event and looks at what the next run was given.
+@Suite struct BatcherTests {
+    /// Records each run's items; a run waits for `hold` while it is set.
+    final class Body: Sendable {
+        let runs = Mutex<[[Int]]>([])
+        let hold = Mutex<TestEvent?>(nil)
+        let started = Mutex<TestEvent?>(nil)
+
+        func run(_ items: [Int]) async throws -> [Int] {
+            // The hold is read before the run is seen: a test that sees the run knows whether it waits.
+            let hold = self.hold.withLock { $0 }
+            runs.withLock { $0.append(items) }
+            started.withLock { $0 }?.raise()
+            if let hold { await hold.wait() }
+            if items.contains(-1) { throw Refused() }
+            return items.map { $0 * 10 }
+        }
+    }
+
+    struct Refused: Error {}
+
+    @Test func aCallerAloneRunsAtOnceAndGetsItsAnswers() async throws {
+        let body = Body()
+        let batcher = Batcher<Int, Int>(body.run)
+        #expect(try await batcher.run([1, 2, 3]) == [10, 20, 30])
+        #expect(try await batcher.run([]) == [])
+        #expect(body.runs.withLock { $0 } == [[1, 2, 3]])
+        #expect(batcher.load == (0, 0))
+    }
+
+    /// Callers that come while a run is under way wait, and all of them make the next run: one
+    /// call for three callers, each answered its own items in order.
+    @Test func callersWhoCameDuringARunShareTheNextRun() async throws {
+        let body = Body()
+        let hold = TestEvent()
+        let started = TestEvent()
+        body.hold.withLock { $0 = hold }
+        body.started.withLock { $0 = started }
+        let batcher = Batcher<Int, Int>(body.run)
+        try await withThrowingTaskGroup(of: (Int, [Int]).self) { group in
+            group.addTask { (0, try await batcher.run([1])) }
+            await started.wait()
+            body.hold.withLock { $0 = nil }
+            group.addTask { (1, try await batcher.run([2, 3])) }
+            group.addTask { (2, try await batcher.run([4])) }
+            group.addTask { (3, try await batcher.run([5, 6])) }
+            await eventually { batcher.load.waiting == 3 }
+            #expect(batcher.load == (1, 3))
+            hold.raise()
+            var answers: [Int: [Int]] = [:]
+            for try await (caller, answer) in group { answers[caller] = answer }
+            #expect(answers == [0: [10], 1: [20, 30], 2: [40], 3: [50, 60]])
+        }
+        let runs = body.runs.withLock { $0 }
+        #expect(runs.count == 2 && runs[0] == [1])
+        #expect(runs[1].sorted() == [2, 3, 4, 5, 6])
+        #expect(batcher.load == (0, 0))
+    }
+
+    /// `maxItems` bounds a run without splitting a caller's items; `concurrency` runs go at once.
+    @Test func aRunHoldsAtMostMaxItemsAndConcurrencyRunsGoAtOnce() async throws {
+        let body = Body()
+        let hold = TestEvent()
+        body.hold.withLock { $0 = hold }
+        let batcher = Batcher<Int, Int>(concurrency: 2, maxItems: 3, body.run)
+        try await withThrowingTaskGroup(of: [Int].self) { group in
+            group.addTask { try await batcher.run([1]) }
+            group.addTask { try await batcher.run([2]) }
+            await eventually { body.runs.withLock { $0.count } == 2 }
+            body.hold.withLock { $0 = nil }
+            for items in [[3, 4], [5, 6], [7]] { group.addTask { try await batcher.run(items) } }
+            await eventually { batcher.load.waiting == 3 }
+            #expect(batcher.load == (2, 3))
+            hold.raise()
+            for try await _ in group {}
+        }
+        let runs = body.runs.withLock { $0 }.map { $0.count }
+        #expect(runs.count == 4 && runs.allSatisfy { $0 <= 3 }, "\(runs)")
+        #expect(batcher.load == (0, 0))
+    }
+
+    /// A run that throws fails its callers, and only them: the next run goes on.
+    @Test func aRunThatThrowsFailsItsCallersOnly() async throws {
+        let body = Body()
+        let hold = TestEvent()
+        let started = TestEvent()
+        body.hold.withLock { $0 = hold }
+        body.started.withLock { $0 = started }
+        let batcher = Batcher<Int, Int>(maxItems: 2, body.run)
+        let results = await withTaskGroup(of: (Int, Bool).self) { group -> [Int: Bool] in
+            group.addTask { (0, (try? await batcher.run([1])) != nil) }
+            await started.wait()
+            body.hold.withLock { $0 = nil }
+            group.addTask { (1, (try? await batcher.run([-1, 2])) != nil) }
+            await eventually { batcher.load.waiting == 1 }
+            group.addTask { (2, (try? await batcher.run([3])) != nil) }
+            await eventually { batcher.load.waiting == 2 }
+            hold.raise()
+            var results: [Int: Bool] = [:]
+            for await (caller, ok) in group { results[caller] = ok }
+            return results
+        }
+        #expect(results == [0: true, 1: false, 2: true])
+        #expect(body.runs.withLock { $0 } == [[1], [-1, 2], [3]])
+    }
+}
