@@ -44,6 +44,27 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() { for _ in $(seq 1 "${WAIT_TRIES:-200}"); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "no answer from $1" >&2; exit 1; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# pg_ticks DIR: the CPU ticks of the PostgreSQL that scripts/postgres.sh started in DIR: its
+# postmaster's, every process it started (the backends), and those it reaped (exited backends).
+pg_ticks() {
+  local pm
+  pm=$(head -1 "$1/data/postmaster.pid")
+  python3 - "$pm" <<'PY'
+import os, sys
+pm = sys.argv[1]
+def fields(pid):
+    text = open(f"/proc/{pid}/stat").read()
+    return text[text.rindex(")") + 2:].split()
+total = 0
+for pid in os.listdir("/proc"):
+    if not pid.isdigit(): continue
+    try: f = fields(pid)
+    except OSError: continue
+    if pid == pm: total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+    elif f[1] == pm: total += int(f[11]) + int(f[12])
+print(total)
+PY
+}
 peak_rss_mib() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 
 # Fake upstreams: Web Push, APNs (HTTP/2 + TLS, JWT checks), FCM (OAuth + v1), Huawei Push Kit
@@ -190,7 +211,10 @@ function request()
 end
 LUA
 }
-declare -A rates=() cpus=() allocs=() p99s=()
+declare -A rates=() cpus=() allocs=() p99s=() pgcpus=()
+# With PG_DIR set (a PostgreSQL of scripts/postgres.sh), a run also measures that database's CPU
+# per request (the delivery record's other half).
+PG_DIR=
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 IDLE_RSS_MIB=
 runs=0
@@ -218,6 +242,8 @@ LUA
   local before after out allocations_before=""
   if [ "$pid" = "$HERALD_PID" ] && [ -s "$work/allocations" ]; then allocations_before=$(cat "$work/allocations"); fi
   before=$(cpu_ticks "$pid")
+  local pg_before=""
+  if [ -n "$PG_DIR" ]; then pg_before=$(pg_ticks "$PG_DIR"); fi
   local perf_pid=""
   if [ -n "${PROFILE_DIR:-}" ]; then
     perf record -F "${PERF_FREQUENCY:-999}" ${PERF_CALLGRAPH:--g} -p "$pid" -o "$work/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 &
@@ -225,6 +251,8 @@ LUA
   fi
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
   after=$(cpu_ticks "$pid")
+  local pg_after=""
+  if [ -n "$PG_DIR" ]; then pg_after=$(pg_ticks "$PG_DIR"); fi
   if [ -n "$allocations_before" ]; then
     sleep 0.1  # the counter's file is written every 20 ms
     allocs[$name]=$(( ($(cat "$work/allocations") - allocations_before) ))
@@ -250,6 +278,9 @@ LUA
   cpu=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($after-$before)/t/max($requests,1)*1e6:.0f}')")
   rates[$name]=$rps
   cpus[$name]=$cpu
+  if [ -n "$pg_before" ]; then
+    pgcpus[$name]=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($pg_after-$pg_before)/t/max($requests,1)*1e6:.0f}')")
+  fi
   p99s[$name]=$p99
   if [ -n "${allocs[$name]:-}" ]; then allocs[$name]=$(( allocs[$name] / (requests > 0 ? requests : 1) )); fi
   results+=("$(printf '%-22s %10s %9s %9s %11s %9s %8s' "$name" "$rps" "$p50" "$p99" "${cpu}µs" "$(peak_rss_mib "$pid")" "${errors:-0}")")
@@ -293,7 +324,9 @@ variant "herald apns default" '  repeat_window: 7200\n'
 variant "herald apns no record" '  repeat_window: 0\n'
 variant "herald apns no deadline" '  repeat_window: 0\n  answer_within: 0\n'
 if wanted "herald apns pg record" && [ "$(id -u)" -eq 0 ] && out=$(scripts/postgres.sh 2>/dev/null); then
+  PG_DIR=${out#* }
   variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
+  PG_DIR=
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
 fi
 # Two sources (docs/operations.md, "Sources"): a Herald of its own that trusts loopback as its load
@@ -579,6 +612,18 @@ multiple("herald fcm v1", ["swiftnio hello-world", "floor fcm h1 client"])
 multiple("herald webpush", ["swiftnio hello-world", "floor webpush h1 client", "floor webpush crypto"])
 multiple("herald status push", ["swiftnio hello-world", "floor status secp256k1"])
 multiple("herald apns 10 dev", ["herald apns"])
+# The delivery record in PostgreSQL (issue targets: Herald's CPU ≤ 1.5 × the memory record's,
+# PostgreSQL's ≤ the memory record's Herald CPU, both together ≤ 2.5 ×).
+pgcpus = {$(for k in "${!pgcpus[@]}"; do printf '"%s": %s, ' "$k" "${pgcpus[$k]}"; done)}
+if "herald apns pg record" in cpus and "herald apns default" in cpus:
+    herald, memory = cpus["herald apns pg record"], cpus["herald apns default"]
+    pg = pgcpus.get("herald apns pg record")
+    print()
+    print("the delivery record in PostgreSQL against the memory record (cpu/req, this run)")
+    print(f"{'herald':<22} {herald:>7.0f}µs = {herald / memory:4.2f} × the memory record's {memory:.0f}µs")
+    if pg is not None:
+        print(f"{'postgresql':<22} {pg:>7.0f}µs = {pg / memory:4.2f} ×")
+        print(f"{'both':<22} {herald + pg:>7.0f}µs = {(herald + pg) / memory:4.2f} ×")
 p99s = {$(for k in "${!p99s[@]}"; do printf '"%s": "%s", ' "$k" "${p99s[$k]}"; done)}
 def ms(text):
     for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):

@@ -2,8 +2,8 @@ import Synchronization
 
 /// The answer an upstream call waits for (docs/architecture.md, "The upstream-call path"): given
 /// once, by the connection's event loop or by the caller's cancellation from any thread; the first
-/// completion wins and later ones are ignored, as a promise's are. The caller awaits it directly:
-/// a promise and its future's `get()` were three allocations per call.
+/// completion wins and later ones are ignored, as a promise's are. The caller awaits it directly,
+/// without a promise and its future (what that saves is counted against bench/allocation-limits).
 final class AnswerSlot<Value: Sendable>: Sendable {
     private enum State {
         /// Not answered yet; the caller's continuation once it waits.

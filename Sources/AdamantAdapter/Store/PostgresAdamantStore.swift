@@ -75,38 +75,23 @@ package final class PostgresAdamantStore: AdamantStore {
     /// PostgreSQL hangs (each statement through `PostgresDeadline.rows`): a query that never
     /// answers must not hold a shutdown (it did, past ServiceLifecycle's cancellation limit).
     package func migrate() async throws {
-        try await client.withConnection { [logger] connection in
-            func exec(_ query: PostgresQuery) async throws {
-                _ = try await PostgresDeadline.rows(connection, query, within: nil, logger: logger)
-            }
-            try await exec("BEGIN")
-            do {
-                try await exec("SELECT pg_advisory_xact_lock(\(Self.migrationKey))")
-                try await exec(
-                    """
-                    CREATE TABLE IF NOT EXISTS adamant_devices (
-                        address TEXT NOT NULL, token TEXT NOT NULL, provider TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
-                        PRIMARY KEY (address, token))
-                    """)
-                try await exec("CREATE INDEX IF NOT EXISTS adamant_devices_token ON adamant_devices (token)")
-                try await exec(
-                    "CREATE TABLE IF NOT EXISTS adamant_cursors (worker TEXT PRIMARY KEY, height BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)"
-                )
-                try await exec("CREATE TABLE IF NOT EXISTS adamant_pushed (key TEXT PRIMARY KEY, seq BIGSERIAL)")
-                try await exec("CREATE INDEX IF NOT EXISTS adamant_pushed_seq ON adamant_pushed (seq)")
-                try await exec(
-                    """
-                    CREATE TABLE IF NOT EXISTS adamant_lease (
-                        id SMALLINT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL)
-                    """)
-                try await exec("COMMIT")
-            } catch {
-                // A connection left inside the transaction (the rollback cut short too) is closed
-                // rather than given back to the pool.
-                if (try? await exec("ROLLBACK")) == nil { try? await connection.close() }
-                throw error
-            }
-        }
+        try await PostgresMigration.run(
+            client, lock: Self.migrationKey,
+            [
+                """
+                CREATE TABLE IF NOT EXISTS adamant_devices (
+                    address TEXT NOT NULL, token TEXT NOT NULL, provider TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (address, token))
+                """,
+                "CREATE INDEX IF NOT EXISTS adamant_devices_token ON adamant_devices (token)",
+                "CREATE TABLE IF NOT EXISTS adamant_cursors (worker TEXT PRIMARY KEY, height BIGINT NOT NULL, updated_at DOUBLE PRECISION NOT NULL)",
+                "CREATE TABLE IF NOT EXISTS adamant_pushed (key TEXT PRIMARY KEY, seq BIGSERIAL)",
+                "CREATE INDEX IF NOT EXISTS adamant_pushed_seq ON adamant_pushed (seq)",
+                """
+                CREATE TABLE IF NOT EXISTS adamant_lease (
+                    id SMALLINT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL)
+                """,
+            ], within: nil, logger: logger)
     }
 
     package func cursor(_ worker: String) async throws -> Int64? {

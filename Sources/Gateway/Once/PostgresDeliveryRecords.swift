@@ -321,17 +321,15 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         if ready.value != nil { return }
         guard !migrating.exchange(true, ordering: .acquiringAndReleasing) else { return try await ready.wait() }
         do {
-            try await client.withConnection { connection in
-                _ = try await connection.query("BEGIN", logger: Self.logger)
-                _ = try await connection.query("SELECT pg_advisory_xact_lock(4242004)", logger: Self.logger)
-                _ = try await connection.query(
+            try await PostgresMigration.run(
+                client, lock: 4_242_004,
+                [
                     """
                     CREATE TABLE IF NOT EXISTS herald_deliveries (
                         key TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-                    """, logger: Self.logger)
-                // The trace's columns (docs/operations.md, "Why didn't my phone ring?"), added to
-                // a table an earlier version made.
-                _ = try await connection.query(
+                    """,
+                    // The trace's columns (docs/operations.md, "Why didn't my phone ring?"), added to
+                    // a table an earlier version made.
                     """
                     ALTER TABLE herald_deliveries
                         ADD COLUMN IF NOT EXISTS event_id TEXT, ADD COLUMN IF NOT EXISTS app_id TEXT,
@@ -341,14 +339,11 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                         ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS instance TEXT,
                         ADD COLUMN IF NOT EXISTS provider_id TEXT, ADD COLUMN IF NOT EXISTS kept_until DOUBLE PRECISION NOT NULL DEFAULT 0,
                         ADD COLUMN IF NOT EXISTS target TEXT, ADD COLUMN IF NOT EXISTS front_end TEXT
-                    """, logger: Self.logger)
-                _ = try await connection.query(
-                    "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)", logger: Self.logger)
-                // A device's deliveries across events (`herald trace --pushkey`).
-                _ = try await connection.query(
-                    "CREATE INDEX IF NOT EXISTS herald_deliveries_device ON herald_deliveries (device)", logger: Self.logger)
-                _ = try await connection.query("COMMIT", logger: Self.logger)
-            }
+                    """,
+                    "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)",
+                    // A device's deliveries across events (`herald trace --pushkey`).
+                    "CREATE INDEX IF NOT EXISTS herald_deliveries_device ON herald_deliveries (device)",
+                ], within: timeout, logger: Self.logger)
             ready.open(())
         } catch {
             migrating.store(false, ordering: .releasing)

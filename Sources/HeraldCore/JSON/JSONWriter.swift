@@ -10,7 +10,7 @@ package struct JSONWriter {
 
     package static func serialize(_ value: JSONValue, style: Style = .compact) -> [UInt8] {
         var out: [UInt8] = []
-        // Room for a whole notification's payload (an APNs alert is about 400 bytes): one allocation.
+        // Room for a whole notification's payload (an APNs alert is about 400 bytes), reserved once.
         out.reserveCapacity(1024)
         write(value, style: style, into: &out)
         return out

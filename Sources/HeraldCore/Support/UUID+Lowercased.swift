@@ -5,7 +5,7 @@ extension UUID {
     /// Written from the bytes directly: `uuidString.lowercased()` built two strings per request.
     package var lowercasedString: String {
         withUnsafeBytes(of: uuid) { bytes in
-            // Written into the string's own storage: one allocation.
+            // Written into the string's own storage, with no string between.
             String(unsafeUninitializedCapacity: 36) { out in
                 var at = 0
                 for group in Self.groups {

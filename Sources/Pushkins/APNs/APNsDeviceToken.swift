@@ -21,7 +21,7 @@ package enum APNsDeviceToken {
 
     /// Canonical base64 (a multiple of 4 characters of the standard alphabet, `=` only as the last
     /// one or two, the bits they leave unused zero), as the pushkeys of iOS devices are: decoded
-    /// straight into the hex text, one allocation. It decodes the same in any decoder, so anything
+    /// straight into the hex text, with no bytes between. It decodes the same in any decoder, so anything
     /// else (nil here) goes the general way above.
     static func canonicalHex(_ text: UnsafeBufferPointer<UInt8>) -> String? {
         let count = text.count

@@ -123,7 +123,7 @@ package final class APNsPushkin: APNsSending {
         }
     }
 
-    /// Room for a whole alert's payload (about 400 bytes) in one allocation.
+    /// Room for a whole alert's payload (about 400 bytes), reserved once.
     static let payloadCapacity = 1024
 
     /// Sends a message built elsewhere (the Status adapter's): no priority header unless the message

@@ -13,7 +13,7 @@ struct APNsRequestParts: Sendable {
     var expiration: Int?
     var collapseId: String?
 
-    /// The attempt's headers, in one allocation with the provider token's `authorization` (its
+    /// The attempt's headers, in one storage with the provider token's `authorization` (its
     /// value, `bearer` and the token, made once per token); nil for a certificate's connection.
     func headers(authorization: String?) -> HTTPHeaders {
         var headers = HTTPHeaders()

@@ -20,7 +20,7 @@ package enum FCMData {
 
     package static func build(_ n: PushNotification, device: Device, version: APIVersion, sendBadgeCounts: Bool) -> Result {
         // Room for every field below (the seven named ones, room, prio, counts and a few of
-        // `content`'s): one allocation.
+        // `content`'s), reserved once.
         var data = JSONObject(minimumCapacity: 16)
         if let raw = device.data?["default_payload"] {
             guard case .object(let defaults) = raw else { return .invalidDefaultPayload }

@@ -12,7 +12,7 @@ package enum WebPushPayload {
     package static func build(_ notification: PushNotification, defaultPayload: JSONObject?) -> JSONObject {
         var payload = defaultPayload ?? JSONObject()
         // Room for every key set below (the copied fields, `user_is_target`, `type`, the two
-        // counts, `content`): one allocation, where growing by doubling took five.
+        // counts, `content`): reserved once, not grown by doubling.
         payload.reserveCapacity(payload.count + copiedFields.count + 5)
         for (key, path) in copiedFields {
             if let value = notification[keyPath: path], !value.isEmpty { payload[key] = .string(value) }

@@ -70,47 +70,34 @@ package final class PostgresStatusStore: StatusStore {
     package func migrate() async throws {
         // Waits for the database as long as it takes (an instance started while it is down serves
         // once it is back), but ends at once when cancelled.
-        try await client.withConnection { connection in
-            func exec(_ query: PostgresQuery) async throws {
-                _ = try await PostgresDeadline.rows(connection, query, within: nil, logger: Self.logger)
-            }
-            // One migrator at a time across instances: a transaction-scoped advisory lock.
-            try await exec("BEGIN")
-            do {
-                try await exec("SELECT pg_advisory_xact_lock(4242001)")
-                try await exec(
-                    """
-                    CREATE TABLE IF NOT EXISTS status_registrations (
-                        public_key BYTEA NOT NULL,
-                        installation_id TEXT NOT NULL,
-                        version BIGINT NOT NULL,
-                        registration BYTEA,
-                        updated_at DOUBLE PRECISION NOT NULL,
-                        PRIMARY KEY (public_key, installation_id)
-                    )
-                    """)
-                try await exec(
-                    "CREATE TABLE IF NOT EXISTS status_identity (id INTEGER PRIMARY KEY CHECK (id = 0), private_key BYTEA NOT NULL)")
-                try await exec(
-                    """
-                    CREATE TABLE IF NOT EXISTS status_responses (
-                        message_id BYTEA PRIMARY KEY, response BYTEA NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-                    """)
-                try await exec("CREATE INDEX IF NOT EXISTS status_responses_expiry ON status_responses (expires_at)")
-                for statement in Self.gorushQueueSchema { try await exec(statement) }
-                try await exec("COMMIT")
-                let before = clock.date.timeIntervalSince1970
-                let rows = try await PostgresDeadline.rows(
-                    connection, "SELECT extract(epoch FROM clock_timestamp())::float8", within: nil, logger: Self.logger)
-                let after = clock.date.timeIntervalSince1970
-                if let theirs = try rows.first?.decode(Double.self) {
-                    databaseClockOffset.withLock { $0 = theirs - (before + after) / 2 }
-                }
-            } catch {
-                // A connection left inside the transaction (the rollback was cut short too) is
-                // closed rather than given back to the pool.
-                if (try? await exec("ROLLBACK")) == nil { try? await connection.close() }
-                throw error
+        try await PostgresMigration.run(
+            client, lock: 4_242_001,
+            [
+                """
+                CREATE TABLE IF NOT EXISTS status_registrations (
+                    public_key BYTEA NOT NULL,
+                    installation_id TEXT NOT NULL,
+                    version BIGINT NOT NULL,
+                    registration BYTEA,
+                    updated_at DOUBLE PRECISION NOT NULL,
+                    PRIMARY KEY (public_key, installation_id)
+                )
+                """,
+                "CREATE TABLE IF NOT EXISTS status_identity (id INTEGER PRIMARY KEY CHECK (id = 0), private_key BYTEA NOT NULL)",
+                """
+                CREATE TABLE IF NOT EXISTS status_responses (
+                    message_id BYTEA PRIMARY KEY, response BYTEA NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
+                """,
+                "CREATE INDEX IF NOT EXISTS status_responses_expiry ON status_responses (expires_at)",
+            ] + Self.gorushQueueSchema, within: nil, logger: Self.logger
+        ) { [self] connection in
+            // The database's clock against ours, for the gorush enqueue's deadline.
+            let before = clock.date.timeIntervalSince1970
+            let rows = try await PostgresDeadline.rows(
+                connection, "SELECT extract(epoch FROM clock_timestamp())::float8", within: nil, logger: Self.logger)
+            let after = clock.date.timeIntervalSince1970
+            if let theirs = try rows.first?.decode(Double.self) {
+                databaseClockOffset.withLock { $0 = theirs - (before + after) / 2 }
             }
         }
     }
