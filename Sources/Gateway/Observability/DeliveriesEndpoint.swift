@@ -59,7 +59,8 @@ struct DeliveriesEndpoint: Sendable {
     /// One delivery's object.
     static func json(_ delivery: TracedDelivery) -> JSONValue {
         var object: JSONObject = [
-            "event_id": .string(delivery.eventId), "front_end": .string(delivery.frontEnd), "app_id": .string(delivery.appId), "pushkey": .string(delivery.pushkey), "outcome": .string(delivery.state.rawValue),
+            "event_id": .string(delivery.eventId), "front_end": .string(delivery.frontEnd), "app_id": .string(delivery.appId),
+            "pushkey": .string(delivery.pushkey), "outcome": .string(delivery.state.rawValue),
             "started_at": .string(UTCTimestamp.string(for: delivery.startedAt) + "Z"), "attempts": .int(Int64(delivery.attempts)),
             "instance": .string(delivery.instance),
         ]

@@ -63,9 +63,10 @@ package enum TraceCommand {
     static func render(_ answer: JSONValue) -> String {
         let deliveries = answer["deliveries"]?.arrayValue ?? []
         let event = answer["event_id"]?.stringValue
-        let asked = event.map { id in
-            "\(word(deliveries.first?["front_end"]?.stringValue ?? TraceStart.matrix)) \(id)"
-        } ?? "device \(answer["pushkey"]?.stringValue ?? "?")"
+        let asked =
+            event.map { id in
+                "\(word(deliveries.first?["front_end"]?.stringValue ?? TraceStart.matrix)) \(id)"
+            } ?? "device \(answer["pushkey"]?.stringValue ?? "?")"
         guard !deliveries.isEmpty else {
             return "\(asked): no delivery recorded (unknown here, older than notify.repeat_window, or pushed out of the record)"
         }

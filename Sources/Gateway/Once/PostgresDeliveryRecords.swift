@@ -158,7 +158,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             guard n >= 1, n <= unique.count else { continue }
             found[unique[n - 1]] =
                 claimed
-                ? (state == "claimed" ? .takenOver : .claimed) : state.flatMap(RecordedOutcome.init(rawValue:)).map(RecordClaim.recorded) ?? .heldElsewhere
+                ? (state == "claimed" ? .takenOver : .claimed)
+                : state.flatMap(RecordedOutcome.init(rawValue:)).map(RecordClaim.recorded) ?? .heldElsewhere
         }
         return found
     }
@@ -263,7 +264,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                 """, logger: Self.logger)
             var found: [TracedDelivery] = []
             for try await (event, frontEnd, state, app, pushkey, reason, detail, started, finished, attempts, instance, providerId, target)
-                in rows.decode((String, String?, String, String, String, String?, String?, Double, Double?, Int, String, String?, String?).self)
+                in rows.decode(
+                    (String, String?, String, String, String, String?, String?, Double, Double?, Int, String, String?, String?).self)
             {
                 found.append(
                     TracedDelivery(

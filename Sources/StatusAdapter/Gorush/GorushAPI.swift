@@ -161,7 +161,9 @@ package final class GorushAPI: Service {
         // Traced under its `notif_id` (`herald trace <notif_id>`), each token a device.
         let app = delivery.pushkinName(platform) ?? platformName
         let traceId = n.notifId.map { $0.stringValue ?? JSONWriter.string($0) }
-        let traces: [TraceStart?] = tokens.map { token in traceId.map { TraceStart(eventId: $0, frontEnd: "gorush", appId: app, pushkey: token) } }
+        let traces: [TraceStart?] = tokens.map { token in
+            traceId.map { TraceStart(eventId: $0, frontEnd: "gorush", appId: app, pushkey: token) }
+        }
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
         let outcomes = await dispatcher.deliverOnce(tokens, app: app, keys: keys, traces: traces, limit: 1, logger: logger) { token in
             let outcome = await delivery.send(notification, platform: platform, token: token, context: context)
