@@ -131,6 +131,7 @@ let package = Package(
         .target(
             name: "HeraldPostgres",
             dependencies: [
+                "HeraldCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -211,10 +211,13 @@ function request()
 end
 LUA
 }
-declare -A rates=() cpus=() allocs=() p99s=() pgcpus=()
+declare -A rates=() cpus=() allocs=() p99s=() pgcpus=() pgxacts=()
 # With PG_DIR set (a PostgreSQL of scripts/postgres.sh), a run also measures that database's CPU
-# per request (the delivery record's other half).
+# per request (the delivery record's other half), and its committed transactions per request
+# (each of the record's statements is one).
 PG_DIR=
+PG_URL=
+pg_xacts() { psql "$PG_URL" -Atc "SELECT sum(xact_commit) FROM pg_stat_database" 2>/dev/null || echo 0; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 IDLE_RSS_MIB=
 runs=0
@@ -242,8 +245,8 @@ LUA
   local before after out allocations_before=""
   if [ "$pid" = "$HERALD_PID" ] && [ -s "$work/allocations" ]; then allocations_before=$(cat "$work/allocations"); fi
   before=$(cpu_ticks "$pid")
-  local pg_before=""
-  if [ -n "$PG_DIR" ]; then pg_before=$(pg_ticks "$PG_DIR"); fi
+  local pg_before="" pg_xacts_before=""
+  if [ -n "$PG_DIR" ]; then pg_before=$(pg_ticks "$PG_DIR"); pg_xacts_before=$(pg_xacts); fi
   local perf_pid=""
   if [ -n "${PROFILE_DIR:-}" ]; then
     perf record -F "${PERF_FREQUENCY:-999}" ${PERF_CALLGRAPH:--g} -p "$pid" -o "$work/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 &
@@ -251,8 +254,8 @@ LUA
   fi
   out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
   after=$(cpu_ticks "$pid")
-  local pg_after=""
-  if [ -n "$PG_DIR" ]; then pg_after=$(pg_ticks "$PG_DIR"); fi
+  local pg_after="" pg_xacts_after=""
+  if [ -n "$PG_DIR" ]; then pg_after=$(pg_ticks "$PG_DIR"); pg_xacts_after=$(pg_xacts); fi
   if [ -n "$allocations_before" ]; then
     sleep 0.1  # the counter's file is written every 20 ms
     allocs[$name]=$(( ($(cat "$work/allocations") - allocations_before) ))
@@ -280,6 +283,7 @@ LUA
   cpus[$name]=$cpu
   if [ -n "$pg_before" ]; then
     pgcpus[$name]=$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(f'{($pg_after-$pg_before)/t/max($requests,1)*1e6:.0f}')")
+    pgxacts[$name]=$(python3 -c "print(f'{($pg_xacts_after-$pg_xacts_before)/max($requests,1):.2f}')")
   fi
   p99s[$name]=$p99
   if [ -n "${allocs[$name]:-}" ]; then allocs[$name]=$(( allocs[$name] / (requests > 0 ? requests : 1) )); fi
@@ -325,6 +329,7 @@ variant "herald apns no record" '  repeat_window: 0\n'
 variant "herald apns no deadline" '  repeat_window: 0\n  answer_within: 0\n'
 if wanted "herald apns pg record" && [ "$(id -u)" -eq 0 ] && out=$(scripts/postgres.sh 2>/dev/null); then
   PG_DIR=${out#* }
+  PG_URL=${out%% *}
   variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
   PG_DIR=
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
@@ -615,6 +620,7 @@ multiple("herald apns 10 dev", ["herald apns"])
 # The delivery record in PostgreSQL (issue targets: Herald's CPU ≤ 1.5 × the memory record's,
 # PostgreSQL's ≤ the memory record's Herald CPU, both together ≤ 2.5 ×).
 pgcpus = {$(for k in "${!pgcpus[@]}"; do printf '"%s": %s, ' "$k" "${pgcpus[$k]}"; done)}
+pgxacts = {$(for k in "${!pgxacts[@]}"; do printf '"%s": %s, ' "$k" "${pgxacts[$k]}"; done)}
 if "herald apns pg record" in cpus and "herald apns default" in cpus:
     herald, memory = cpus["herald apns pg record"], cpus["herald apns default"]
     pg = pgcpus.get("herald apns pg record")
@@ -624,6 +630,8 @@ if "herald apns pg record" in cpus and "herald apns default" in cpus:
     if pg is not None:
         print(f"{'postgresql':<22} {pg:>7.0f}µs = {pg / memory:4.2f} ×")
         print(f"{'both':<22} {herald + pg:>7.0f}µs = {(herald + pg) / memory:4.2f} ×")
+    if "herald apns pg record" in pgxacts:
+        print(f"{'statements per notify':<22} {pgxacts['herald apns pg record']:>7}  (PostgreSQL's committed transactions ÷ notifies)")
 p99s = {$(for k in "${!p99s[@]}"; do printf '"%s": "%s", ' "$k" "${p99s[$k]}"; done)}
 def ms(text):
     for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):

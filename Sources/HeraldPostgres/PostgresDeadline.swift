@@ -1,3 +1,4 @@
+import HeraldCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -30,10 +31,20 @@ package enum PostgresDeadline {
     /// past either: `work` is cancelled then, but a query sent on a connection that died under it
     /// (PostgreSQL killed mid-request) may never complete whatever its cancellation, so it is not
     /// awaited (a task of its own, then abandoned; it ends when its connection is finally closed).
+    ///
+    /// The task runs on the caller's event loop when it is on one (a request's task prefers its
+    /// connection's loop): the store's work then stays on the thread that asked for it, without
+    /// two hops through Swift's global pool for every operation.
     package static func bounded<T: Sendable>(_ timeout: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
         let promise = loop.makePromise(of: T.self)
-        let task = promise.completeWithTask(work)
+        let task = Task(executorPreference: EventLoopTaskExecutor(loop)) {
+            do {
+                promise.succeed(try await work())
+            } catch {
+                promise.fail(error)
+            }
+        }
         let timer = loop.scheduleTask(in: TimeAmount(timeout)) {
             promise.fail(Unavailable())
             task.cancel()

@@ -485,6 +485,37 @@ struct OnceTests {
         print("OnceTests: twenty concurrent notifies of one device made \(forTwenty) statements")
     }
 
+    /// A Status or ADAMANT delivery is traced without a claim (their stores keep their repeats):
+    /// a row of its own that one instance writes and another reads, by event or by device, never
+    /// a record a claim is answered from; written again, it is replaced.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func anUnclaimedDeliverysTraceIsTheFleetsAndNeverARecord() async throws {
+        var notify = GatewayConfig.Notify()
+        notify.repeatStoreTimeout = .seconds(30)
+        let url = try await TestPostgres.createDatabase(prefix: "herald_once")
+        let writer = try PostgresDeliveryRecords(url: url, notify: notify, metrics: GatewayMetrics().factory, clock: SystemClock())
+        let reader = try PostgresDeliveryRecords(url: url, notify: notify, metrics: GatewayMetrics().factory, clock: SystemClock())
+        let start = Date()
+        let trace = TraceStart(eventId: "0x09", frontEnd: "status", appId: "im.status.ios", pushkey: "abcdef0123456789")
+        let dead = TraceEnd(outcome: .rejected(reason: .invalidPushkey("Unregistered")), note: DeliveryNote())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await writer.client.run() }
+            group.addTask { await reader.client.run() }
+            try await writer.trace(trace, dead, startedAt: start, instance: "a", now: start + 1)
+            try await writer.trace(trace, dead, startedAt: start + 2, instance: "a", now: start + 3)
+            let byEvent = try await reader.deliveries(DeliveryQuery(eventId: "0x09"), now: start + 4)
+            let byDevice = try await reader.deliveries(DeliveryQuery(eventId: nil, pushkey: "abcdef0123456789"), now: start + 4)
+            let otherDevice = try await reader.deliveries(DeliveryQuery(eventId: nil, pushkey: "other"), now: start + 4)
+            #expect(byEvent.count == 1 && byEvent == byDevice && otherDevice.isEmpty)
+            #expect(byEvent.first?.frontEnd == "status" && byEvent.first?.state == .rejected && byEvent.first?.instance == "a")
+            #expect(byEvent.first?.startedAt.timeIntervalSince1970 == (start + 2).timeIntervalSince1970)
+            // The Matrix delivery of the same words is claimed as new: the trace is no record.
+            let key = RepeatKey(["0x09", "im.status.ios", "abcdef0123456789"])
+            #expect(try await reader.claim(key: key, trace: nil, instance: "b", now: start + 5) == .claimed)
+            group.cancelAll()
+        }
+    }
+
     /// The store's own rules on a real PostgreSQL: claimed, held by another instance, taken over
     /// once the claim is older than the takeover bound, recorded, expired after the window.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
