@@ -77,12 +77,14 @@ extension AdamantService {
 
         var finished: [String] = []
         var temporary = 0
-        // Traced under the transaction's id (`herald trace --event-id`), each device under its token.
-        let traces = jobs.map { TraceStart(eventId: $0.transaction.id, frontEnd: "adamant", appId: "", pushkey: $0.device.token) }
-        let outcomes = await dispatcher.deliver(jobs, traces: traces, limit: config.maxConcurrentPushes, logger: logger) { job in
-            let outcome = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
-            if case .failed = outcome {} else { await self.mark(job.key) }
-            return Dispatcher.Delivery(outcome, pushkin: self.pusher.sender(job.device.provider).name, token: job.device.token)
+        let outcomes = await dispatcher.deliver(jobs, limit: config.maxConcurrentPushes, logger: logger) { job in
+            // Traced under the transaction's id (`herald trace --event-id`), each device under its token.
+            let start = TraceStart(eventId: job.transaction.id, frontEnd: "adamant", appId: "", pushkey: job.device.token)
+            return await self.dispatcher.traced(start) {
+                let outcome = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
+                if case .failed = outcome {} else { await self.mark(job.key) }
+                return Dispatcher.Delivery(outcome, pushkin: self.pusher.sender(job.device.provider).name, token: job.device.token)
+            }
         }
         for (job, outcome) in zip(jobs, outcomes) {
             count(MetricName.adamantPushes, ("kind", kind.rawValue), ("outcome", outcome.label))

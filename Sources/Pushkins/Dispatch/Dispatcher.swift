@@ -420,27 +420,28 @@ package struct Dispatcher: Sendable {
     private static let notStarted = Delivery(.failed(reason: .localError("cancelled before dispatch")), pushkin: nil, token: "")
 
     /// Runs `send` for every job, at most `limit` at once (all at once when nil), counts and logs
-    /// each outcome as `dispatch` does, and returns the outcomes in job order. A job with a
-    /// `traces` entry is in the delivery trace under that entry's event and device (a Status
-    /// message's, an ADAMANT transaction's), with its upstream call's attempts and message id; an
-    /// entry without an app is traced under the pushkin that sent it.
+    /// each outcome as `dispatch` does, and returns the outcomes in job order. A job's `send` that
+    /// is to be traced wraps its upstream call in `traced` (a Status message's, an ADAMANT
+    /// transaction's).
     package func deliver<Job: Sendable>(
-        _ jobs: [Job], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
-        _ send: @escaping @Sendable (Job) async -> Delivery
+        _ jobs: [Job], limit: Int? = nil, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        guard !traces.isEmpty, let guardian = once?.guardian else { return await deliverUntraced(jobs, limit: limit, logger: logger, send) }
-        let traced = jobs.indices.map { (jobs[$0], $0 < traces.count ? traces[$0] : nil) }
-        let clock = guardian.clock
-        return await deliverUntraced(traced, limit: limit, logger: logger) { job, trace in
-            guard var trace else { return await send(job) }
-            let started = clock.date
-            let notes = DeliveryNotes()
-            let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: trace.pushkey)) { await send(job) }
-            if trace.appId.isEmpty { trace.appId = delivery.pushkin ?? "" }
-            await guardian.trace(
-                trace, TraceEnd(outcome: delivery.outcome, note: notes.note(for: trace.pushkey)), startedAt: started)
-            return delivery
-        }
+        await deliverUntraced(jobs, limit: limit, logger: logger, send)
+    }
+
+    /// `send`, in the delivery trace under `start`'s event and device, with its upstream call's
+    /// attempts and message id; a `start` without an app is traced under the pushkin that sent
+    /// it. For a delivery no claim traces (its front end's store keeps its repeats apart); without
+    /// a record (`repeat_window: 0`) nothing is traced.
+    package func traced(_ start: TraceStart, _ send: () async -> Delivery) async -> Delivery {
+        guard let guardian = once?.guardian else { return await send() }
+        let started = guardian.clock.date
+        let notes = DeliveryNotes()
+        let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: start.pushkey)) { await send() }
+        var start = start
+        if start.appId.isEmpty { start.appId = delivery.pushkin ?? "" }
+        await guardian.trace(start, TraceEnd(outcome: delivery.outcome, note: notes.note(for: start.pushkey)), startedAt: started)
+        return delivery
     }
 
     /// `deliver` without traces.

@@ -42,11 +42,11 @@ extension StatusServer {
         // Traced under the request's message id, as status-go names it (`herald trace --event-id
         // 0x…`), each item under its device token.
         let traceId = Hex.encode(request.messageID, prefix: "0x")
-        let traces = queued.map { entry in
-            TraceStart(eventId: traceId, frontEnd: "status", appId: "", pushkey: entry.registration.deviceToken)
-        }
-        let outcomes = await dispatcher.deliver(queued, traces: traces, logger: logger) { entry in
-            await self.deliver(entry.item, registration: entry.registration, logger: logger)
+        let outcomes = await dispatcher.deliver(queued, logger: logger) { entry in
+            let start = TraceStart(eventId: traceId, frontEnd: "status", appId: "", pushkey: entry.registration.deviceToken)
+            return await self.dispatcher.traced(start) {
+                await self.deliver(entry.item, registration: entry.registration, logger: logger)
+            }
         }
         let transientFailures = await settle(outcomes, of: queued, in: &reports)
         if !queued.isEmpty && transientFailures == queued.count {
