@@ -25,7 +25,7 @@ import Testing
 
     @Test func rejectedDevicesAreRejectedInRequestOrder() async throws {
         let probe = Probe()
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
         let response = try await herald.notify(
             notifyBody(devices: [device("reject-1"), device("accept"), device("reject-2", app: "com.example.other"), device("skip")]))
         await herald.stop()
@@ -36,7 +36,7 @@ import Testing
 
     @Test func devicesOfOneRequestAreDispatchedConcurrently() async throws {
         let probe = Probe()
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
         async let response = herald.notify(
             notifyBody(devices: [device("hold-1"), device("hold-2"), device("hold-3", app: "com.example.other")]))
         await probe.waitForActive(3)
@@ -65,7 +65,7 @@ import Testing
     @Test(arguments: [["fail", "reject"], ["reject", "fail"], ["accept", "fail", "reject"]])
     func aFailedDeviceGives502ButKeepsTheKnownRejections(_ keys: [String]) async throws {
         let probe = Probe()
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
         let response = try await herald.notify(notifyBody(devices: keys.map { device($0) }))
         await herald.stop()
         #expect(response.status == 502)
@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func droppedMessagesDoNotFailTheRequest() async throws {
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
         let response = try await herald.notify(notifyBody(devices: [device("drop"), device("reject")]))
         await herald.stop()
         #expect(response.status == 200)
@@ -92,7 +92,7 @@ import Testing
               'com.example.a*':
                 type: probe
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
         let exact = try await herald.notify(notifyBody(devices: [device("k-exact", app: "com.example.apns")]))
         let glob = try await herald.notify(notifyBody(devices: [device("k-glob", app: "com.example.bpns")]))
         let ambiguous = try await herald.notify(notifyBody(devices: [device("k-ambiguous", app: "com.example.apns2")]))
@@ -111,7 +111,7 @@ import Testing
     @Test func inflightRequestLimitFailsFastWith429AndIsCounted() async throws {
         let probe = Probe()
         let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 1\n"
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
         async let first = herald.notify(notifyBody(devices: [device("hold")]))
         await probe.waitForActive(1)
         let second = try await herald.notify(notifyBody(devices: [device("accept")]))
@@ -130,7 +130,7 @@ import Testing
     @Test func aRequestWithMoreDevicesThanTheLimitWaitsForItsOwnSlots() async throws {
         let probe = Probe()
         let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 2\n"
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
         let response = try await herald.notify(notifyBody(devices: (1...5).map { device("accept-\($0)") }))
         let metrics = try await herald.metricsText()
         await herald.stop()
@@ -146,7 +146,7 @@ import Testing
     @Test func sendTestGoesThroughTheDispatcherWithItsLimitAndMetrics() async throws {
         let probe = Probe()
         let apps = "  com.example.probe:\n    type: probe\n    inflight_request_limit: 1\n"
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps), registry: .withProbe(probe))
         async let held = herald.notify(notifyBody(devices: [device("hold")]))
         await probe.waitForActive(1)
         let shed = await herald.gateway.sendTest(appId: "com.example.probe", pushkey: "accept")
@@ -166,7 +166,7 @@ import Testing
     }
 
     @Test func metricsCountRequestsDevicesAndOutcomes() async throws {
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(Probe()))
         _ = try await herald.notify(notifyBody(devices: [device("reject"), device("accept"), device("fail")]))
         _ = try await herald.notify("{}")
         let metrics = try await herald.metricsText()

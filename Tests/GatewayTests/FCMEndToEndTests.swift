@@ -13,7 +13,7 @@ import Testing
 /// docs/compatibility/fcm.md.
 @Suite struct FCMEndToEndTests {
     struct Setup {
-        let herald: RunningGateway
+        let herald: InMemoryGateway
         let fcm: FakeFCM
 
         func stop() async {
@@ -39,7 +39,7 @@ import Testing
             \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         return Setup(herald: herald, fcm: fcm)
     }
 
@@ -299,7 +299,7 @@ import Testing
             """
         // A refused connection fails at its refusal: were it left to the connect timeout (300 s),
         // the notify would go unanswered past the client's 60 s and fail.
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let response = try await herald.notify(notifyBody(Self.message, devices: [device("x")]))
         let metrics = try await herald.metricsText()
         let health = try await herald.request(.GET, "/health")

@@ -17,7 +17,7 @@ import Testing
     static func pki() throws -> TestPKI { try TestPKI(directory: ScratchDirectory.make("herald-h2-upstreams")) }
 
     struct FCMSetup {
-        let herald: RunningGateway
+        let herald: InMemoryGateway
         let fcm: FakeFCM
         let front: TLSFront
 
@@ -51,7 +51,7 @@ import Testing
             \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         return FCMSetup(herald: herald, fcm: fcm, front: front)
     }
 
@@ -134,7 +134,7 @@ import Testing
         let front = try await TLSFront.start(pki: pki, handler: hms, offer: offer)
         let apps = HMSEndToEndTests.apps(hms, appKeys: "tls_ca_file: \(pki.caFile)\n" + Self.patient).replacingOccurrences(
             of: "base_url: \(hms.baseURL)", with: "base_url: \(front.baseURL)")
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let devices: [JSONValue] = [
             ["app_id": .string(HMSEndToEndTests.android), "pushkey": "android-token"],
             ["app_id": .string(HMSEndToEndTests.harmony), "pushkey": "harmony-token"],
@@ -159,7 +159,7 @@ import Testing
     // MARK: Web Push and UnifiedPush
 
     struct WebPushSetup {
-        let herald: RunningGateway
+        let herald: InMemoryGateway
         let service: FakeWebPushService
         let front: TLSFront
 
@@ -176,7 +176,7 @@ import Testing
         let front = try await TLSFront.start(pki: pki, handler: service, offer: offer)
         service.serve(behind: front.baseURL)
         let app = webpushApp("com.example.webpush", directory: temporaryDirectory(), extra: "tls_ca_file: \(pki.caFile)\n" + extra)
-        let herald = try await RunningGateway.start(gatewayYAML(apps: app))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: app))
         return WebPushSetup(herald: herald, service: service, front: front)
     }
 
@@ -238,7 +238,7 @@ import Testing
                 request_timeout: 120
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let endpoint = front.rebase(distributor.endpoint("phone"))
         let device: JSONValue = ["app_id": "im.fluffychat.app", "pushkey": .string(endpoint), "data": [:]]
         let response = try await herald.notify(notifyBody(["event_id": "$e", "room_id": "!r"], devices: [device]))

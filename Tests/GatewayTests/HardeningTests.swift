@@ -58,7 +58,7 @@ import Testing
                 request_timeout: 60
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let good = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let huge = Data((0..<150).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let message: JSONObject = [
@@ -87,7 +87,7 @@ import Testing
                 max_attempts: 1
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let response = try await herald.notify(
             notifyBody(
                 ["event_id": "$e", "room_id": "!r", "type": "m.room.message"],
@@ -103,7 +103,7 @@ import Testing
 extension HardeningTests {
     @Test func aRefusedConnectionFailsAtOnceAndThe502NamesNoAddress() async throws {
         let dir = temporaryDirectory()
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 3\nconnect_timeout: 300")))
         let sub = try await FakeWebPushService.start()
         let s = sub.subscribe()
@@ -136,7 +136,7 @@ extension HardeningTests {
                 max_attempts: 1
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let sub = try await FakeWebPushService.start()
         let s = sub.subscribe()
         let device: JSONValue = [
@@ -159,7 +159,7 @@ extension HardeningTests {
             let apps = DNSRebindingTests.httpWebPushApp(extra: "allowed_endpoints: ['\(entry)']")
             let (config, diagnostics) = try ConfigLoading.parse(gatewayYAML(apps: apps))
             _ = config
-            let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+            let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
             let s = service.subscribe()
             let device: JSONValue = [
                 "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
@@ -239,7 +239,7 @@ extension HTTPEdgeTests {
     @Test func aTricklingUpstreamCannotHoldANotifyPastItsRequestTimeout() async throws {
         let trickle = try await TrickleServer.start()
         let dir = temporaryDirectory()
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 2\nrequest_timeout: 1")))
         let sub = try await FakeWebPushService.start()
         let s = sub.subscribe()
@@ -400,7 +400,7 @@ extension HTTPEdgeTests {
         let counting = CountingResolver(answer: "127.0.0.1")
         var registry = PushkinRegistry.standard
         registry.hostResolver = counting.resolver
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.httpWebPushApp()), registry: registry)
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.httpWebPushApp()), registry: registry)
         let s = service.subscribe()
         let device = Self.device(s, endpoint: "http://push.example.net:\(service.server.port)\(s.path)")
         let first = try await herald.notify(notifyBody(["event_id": "$e1"], devices: [device]))
@@ -423,7 +423,7 @@ extension HTTPEdgeTests {
         let counting = CountingResolver(answer: "127.0.0.1")
         var registry = PushkinRegistry.standard
         registry.hostResolver = counting.resolver
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: Self.httpWebPushApp(), extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
         let s = service.subscribe()
         let device = Self.device(s, endpoint: "http://push.example.net:\(service.server.port)\(s.path)")
@@ -444,7 +444,7 @@ extension HTTPEdgeTests {
         // Patient timeouts: a tunnel set up on a loaded machine once took longer than the default
         // 5 s three times over, and the push failed.
         let app = Self.httpWebPushApp(extra: "connect_timeout: 60\n    request_timeout: 60")
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: app, extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
         let s = service.subscribe()
         let response = try await herald.notify(
@@ -466,7 +466,7 @@ extension HTTPEdgeTests {
         var registry = PushkinRegistry.standard
         registry.hostResolver = CountingResolver().resolver
         let dir = temporaryDirectory()
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir)), registry: registry)
         let s = service.subscribe()
         let device: JSONValue = [

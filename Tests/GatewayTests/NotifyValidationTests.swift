@@ -58,7 +58,7 @@ import Testing
     @Test(arguments: cases)
     func invalidBodiesGet400WithSygnalsMessage(_ body: String, _ errcode: String, _ message: String) async throws {
         let probe = Probe()
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: "  com.example.probe:\n    type: probe\n"), registry: .withProbe(probe))
         let response = try await herald.notify(body)
         await herald.stop()
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func deeplyNestedBodyIsRefusedNotACrash() async throws {
-        let herald = try await RunningGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
         let body =
             #"{"notification": {"devices": [], "content": "# + String(repeating: "[", count: 50_000) + String(repeating: "]", count: 50_000)
             + "}}"
@@ -81,7 +81,7 @@ import Testing
     }
 
     @Test func invalidUTF8IsNotJSON() async throws {
-        let herald = try await RunningGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
         let response = try await herald.request(
             .POST, "/_matrix/push/v1/notify", body: Array(#"{"notification": ""#.utf8) + [0xFF] + Array(#""}"#.utf8))
         await herald.stop()
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func trueCountsAsAnIntAndAListOfCountsAsNoCountsLikeSygnal() async throws {
-        let herald = try await RunningGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: "  a:\n    type: probe\n"), registry: .withProbe(Probe()))
         let dev = #"{"app_id": "a", "pushkey": "accept", "pushkey_ts": true}"#
         let first = try await herald.notify(#"{"notification": {"counts": {"unread": true}, "devices": [\#(dev)]}}"#)
         let second = try await herald.notify(#"{"notification": {"counts": [1], "devices": [\#(dev)]}}"#)

@@ -79,7 +79,7 @@ import Testing
         var registry = PushkinRegistry.standard
         registry.hostResolver = staged.resolver
         let dir = temporaryDirectory()
-        let herald = try await RunningGateway.start(gatewayYAML(apps: Self.webPushApps(dir)), registry: registry)
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.webPushApps(dir)), registry: registry)
         let service = try await FakeWebPushService.start()
         let s = service.subscribe()
 

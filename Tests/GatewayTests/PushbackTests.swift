@@ -31,7 +31,7 @@ struct PushbackTests {
         """
     }
 
-    func fcmNotify(_ herald: RunningGateway, app: String, token: String, event: String = "$e") async throws -> TestResponse {
+    func fcmNotify(_ herald: InMemoryGateway, app: String, token: String, event: String = "$e") async throws -> TestResponse {
         var message = Self.message
         message["event_id"] = .string(event)
         return try await herald.notify(notifyBody(message, devices: [["app_id": .string(app), "pushkey": .string(token)]]))
@@ -46,7 +46,7 @@ struct PushbackTests {
         let other = try await FakeFCM.start(directory: temporaryDirectory())
         held.script("first", .sequence([.quotaExceeded(retryAfter: "5"), .accept]))
         let clock = ManualClock(date: Date())
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: fcmApp("com.example.held", held) + fcmApp("com.example.other", other)), clock: clock)
         async let first = fcmNotify(herald, app: "com.example.held", token: "first")
         let holding = await eventually(within: .seconds(60)) {
@@ -138,7 +138,7 @@ struct PushbackTests {
         let dir = temporaryDirectory()
         let fcm = try await FakeFCM.start(directory: dir)
         fcm.script("a", .sequence([.quotaExceeded(retryAfter: "5"), .accept]))
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: fcmApp("com.example.gcm", fcm, extra: "pushback_max: 0\nretry_budget: 0")), clock: clock)
         let refused = try await fcmNotify(herald, app: "com.example.gcm", token: "a")
         let next = try await fcmNotify(herald, app: "com.example.gcm", token: "b", event: "$b")
@@ -153,7 +153,7 @@ struct PushbackTests {
         let one = try await FakeWebPushService.start()
         let two = try await FakeWebPushService.start()
         let clock = ManualClock(date: Date())
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: webpushApp("com.example.webpush", directory: temporaryDirectory(), extra: "retry_budget: 1")), clock: clock)
         let pushedBack = one.subscribe("a", behavior: .respond(status: 429, retryAfter: "30"))
         let sameOrigin = one.subscribe("b")

@@ -13,7 +13,7 @@ import Testing
     /// One provider behind a running Herald: how to notify one of its devices, make its fake refuse
     /// credentials, and read the credential of each request the fake received.
     struct Running {
-        let herald: RunningGateway
+        let herald: any GatewayUnderTest
         let pushkin: String
         let notify: @Sendable (_ pushkey: String) async throws -> TestResponse
         let refuse: @Sendable (_ count: Int) -> Void

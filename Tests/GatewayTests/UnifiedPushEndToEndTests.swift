@@ -16,7 +16,7 @@ import Testing
 /// endpoints received (docs/compatibility/unifiedpush.md).
 @Suite struct UnifiedPushEndToEndTests {
     struct Setup {
-        let herald: RunningGateway
+        let herald: InMemoryGateway
         let distributor: FakeUnifiedPushDistributor
 
         func stop() async {
@@ -36,7 +36,7 @@ import Testing
             \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         return Setup(herald: herald, distributor: distributor)
     }
 
@@ -136,7 +136,7 @@ import Testing
         let setup = try await start()
         let withApp = try await setup.herald.request(.GET, "/_matrix/push/v1/notify")
         await setup.stop()
-        let without = try await RunningGateway.start(
+        let without = try await InMemoryGateway.start(
             gatewayYAML(apps: "  com.example.probe:\n    type: probe\n"), registry: .withProbe(Probe()))
         let noApp = try await without.request(.GET, "/_matrix/push/v1/notify")
         await without.stop()
@@ -283,7 +283,7 @@ import Testing
                 allow_private_endpoints: true
 
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let pushkin = try #require(herald.gateway.pushkins.first { $0 is WebPushPushkin } as? WebPushPushkin)
         let subscription = distributor.webPushEndpoint(restrictedTo: pushkin.applicationServerKey)
         let device: JSONValue = [

@@ -13,7 +13,7 @@ import Testing
 /// (docs/compatibility/webpush.md, plus Herald's retries, limits and endpoint policy).
 @Suite struct WebPushEndToEndTests {
     struct Setup {
-        let herald: RunningGateway
+        let herald: InMemoryGateway
         let service: FakeWebPushService
 
         func stop() async {
@@ -25,7 +25,7 @@ import Testing
     func start(appExtra: String = "", otherApps: String = "") async throws -> Setup {
         let service = try await FakeWebPushService.start()
         let dir = temporaryDirectory()
-        let herald = try await RunningGateway.start(
+        let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: appExtra) + otherApps))
         return Setup(herald: herald, service: service)
     }
@@ -239,7 +239,7 @@ import Testing
                 vapid_contact_email: ops@example.org
                 allow_private_endpoints: true
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let sub = service.subscribe()
         let viaStrict = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device(sub, app: "strict")]))
         let httpsLoopback = device(sub, data: ["endpoint": .string("https://127.0.0.1:\(service.server.port)/push/x")], app: "strict")
