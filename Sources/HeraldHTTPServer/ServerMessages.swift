@@ -110,7 +110,7 @@ package struct AnswerDeadline: Sendable {
 /// The server resolves each request once, from its head, into a `ResolvedRoute` (its policy, its
 /// name and what answers it), which travels with the request: one lookup per request, and one
 /// table across a reload (docs/operations.md, "Signals"). A handler that routes nothing itself
-/// implements `handle` (and `policy`, `routeName` if it wants them); `RouteTable` and the
+/// implements `handle` (and `policy`, `routeName` if it wants them); `Router` and the
 /// gateway's swappable routes implement `resolve`.
 package protocol HTTPHandler: Sendable {
     func handle(_ request: ServerRequest) async -> ServerResponse
@@ -143,7 +143,7 @@ package struct ResolvedRoute: Sendable {
     package enum Responder: Sendable {
         /// A route's handler; what it throws is rendered by the route's renderer, and an error that is
         /// no `HTTPResponseError` is logged to `logger`.
-        case handler(RouteTable.Handler, logger: Logger?)
+        case handler(Router.Handler, logger: Logger?)
         /// No handler: this error is the answer (404, 405).
         case error(ServerError)
         /// A handler that does not route (a fake, the metrics listener).

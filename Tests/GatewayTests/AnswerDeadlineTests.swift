@@ -19,7 +19,7 @@ import Testing
     }
 
     static func server(_ held: Held) async throws -> HTTPServer {
-        var routes = RouteTable()
+        var routes = RouteBuilder()
         let late = ServerResponse(status: .badGateway, body: ByteBuffer(string: "not yet"))
         routes.add(.exact("/fast"), [.GET], answerDeadline: AnswerDeadline(within: .seconds(30), response: late)) { _ in
             ServerResponse(status: .ok, body: ByteBuffer(string: "fast"))
@@ -29,7 +29,8 @@ import Testing
             held.finished.add(1, ordering: .relaxed)
             return ServerResponse(status: .ok, body: ByteBuffer(string: "slow"))
         }
-        return try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: routes, logger: Logger(label: "test"), clock: SystemClock())
+        return try await HTTPServer.bind(
+            host: "127.0.0.1", port: 0, handler: routes.router, logger: Logger(label: "test"), clock: SystemClock())
     }
 
     @Test func aHandlerPastItsDeadlineIsAnsweredByTheServerAndFinishesInItsOwnTask() async throws {

@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func aSubtreeIsItsPathAndWhatLiesBelowIt() {
-        let relay = RouteTable.PathMatch.subtree("/relay-to")
+        let relay = Router.PathMatch.subtree("/relay-to")
         #expect(relay.matches("/relay-to"))
         #expect(relay.matches("/relay-to/"))
         #expect(relay.matches("/relay-to/production/abc"))
@@ -68,13 +68,14 @@ import Testing
         #expect(!relay.matches("/relay-t"))
         #expect(!relay.matches("/relay"))
         #expect(!relay.matches("/other/relay-to/x"))
-        #expect(!RouteTable.PathMatch.exact("/relay-to").matches("/relay-to/x"))
+        #expect(!Router.PathMatch.exact("/relay-to").matches("/relay-to/x"))
     }
 
     @Test func routesCarryTheirOwnLimitAndDialect() async throws {
-        var routes = RouteTable(defaultMaxBodyBytes: 100, errors: MatrixErrors())
-        routes.add(.exact("/g"), [.POST], maxBodyBytes: 7, errors: GorushErrors()) { _ in throw ServerError.unavailable("down") }
-        routes.add(.subtree("/m"), [.GET]) { _ in .empty(.ok) }
+        var builder = RouteBuilder(defaultMaxBodyBytes: 100, errors: MatrixErrors())
+        builder.add(.exact("/g"), [.POST], maxBodyBytes: 7, errors: GorushErrors()) { _ in throw ServerError.unavailable("down") }
+        builder.add(.subtree("/m"), [.GET]) { _ in .empty(.ok) }
+        let routes = builder.router
         #expect(routes.policy(forPath: "/g").maxBodyBytes == 7)
         #expect(routes.policy(forPath: "/g").errors is GorushErrors)
         #expect(routes.policy(forPath: "/m/deeper").maxBodyBytes == 100)

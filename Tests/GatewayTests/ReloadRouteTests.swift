@@ -28,12 +28,12 @@ import Testing
         }
     }
 
-    static func table(_ name: String, maxBodyBytes: Int) -> RouteTable {
-        var table = RouteTable()
+    static func table(_ name: String, maxBodyBytes: Int) -> Router {
+        var table = RouteBuilder()
         table.add(.exact("/x"), [.POST], maxBodyBytes: maxBodyBytes) { request in
             ServerResponse(status: .ok, body: ByteBuffer(string: "\(name):\(request.body.readableBytes)"))
         }
-        return table
+        return table.router
     }
 
     @Test func aRequestAcrossASwapIsServedWhollyByTheTableItStartedWith() async throws {

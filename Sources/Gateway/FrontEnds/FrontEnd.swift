@@ -12,7 +12,7 @@ package protocol FrontEnd: Sendable {
     var name: String { get }
 
     /// Its HTTP routes, each with its body limit and error renderer.
-    func addRoutes(to routes: inout RouteTable)
+    func addRoutes(to routes: inout RouteBuilder)
 
     /// Its long-running parts, in dependency order (a store's pool before what uses it). They run
     /// in the gateway's service group after the pushkins and before the listeners, so they stop

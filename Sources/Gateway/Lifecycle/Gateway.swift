@@ -52,7 +52,7 @@ package final class Gateway: Sendable {
     /// The pushkins of `apps:` as last loaded.
     package var pushkins: [any Pushkin] { live.withLock { $0.pushkins } }
     package var frontEnds: [any FrontEnd] { live.withLock { $0.frontEnds } }
-    package var routes: RouteTable { handler.current }
+    package var routes: Router { handler.current }
 
     /// Builds pushkins and front ends. Problems are added to `diagnostics` (naming key paths); the
     /// caller stops when it has errors.
@@ -110,20 +110,25 @@ package final class Gateway: Sendable {
             diagnostics: diagnostics)
     }
 
+    /// A listener's routes, the one way every listener's are made: `/health` (every front end's
+    /// components, the gateway's own, the held origins) and the routes of the front ends it serves
+    /// (`serving`: all of them on the main listeners, one on a front end's own), its errors in
+    /// `errors`' words.
     static func routes(
-        _ config: GatewayConfig, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], holds: UpstreamHolds?, logger: Logger
-    ) -> RouteTable {
-        var routes = RouteTable(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: MatrixErrors(), logger: logger)
+        _ config: GatewayConfig, _ frontEnds: [any FrontEnd], serving: [any FrontEnd]? = nil, errors: any ErrorRenderer = MatrixErrors(),
+        health extra: [ComponentHealth], holds: UpstreamHolds?, logger: Logger
+    ) -> Router {
+        var routes = RouteBuilder(defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: errors, logger: logger)
         addHealth(to: &routes, frontEnds, health: extra, holds: holds)
-        for frontEnd in frontEnds { frontEnd.addRoutes(to: &routes) }
-        return routes
+        for frontEnd in serving ?? frontEnds { frontEnd.addRoutes(to: &routes) }
+        return routes.router
     }
 
     /// `/health` on a listener: every front end's components, the gateway's own (the delivery
-    /// record) and the held origins. The one way every listener, a front end's own included,
-    /// answers it.
-    static func addHealth(to routes: inout RouteTable, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], holds: UpstreamHolds?)
-    {
+    /// record) and the held origins.
+    private static func addHealth(
+        to routes: inout RouteBuilder, _ frontEnds: [any FrontEnd], health extra: [ComponentHealth], holds: UpstreamHolds?
+    ) {
         let health = HealthReport(components: frontEnds.flatMap(\.health) + extra, holds: holds)
         routes.add(.exact("/health"), [.GET, .HEAD]) { _ in health.response() }
     }
@@ -160,10 +165,9 @@ package final class Gateway: Sendable {
         }
         for frontEnd in frontEnds {
             for address in frontEnd.ownListeners {
-                var routes = RouteTable(
-                    defaultMaxBodyBytes: config.http.maxRequestBodyBytes, errors: frontEnd.ownListenerErrors, logger: logger)
-                Self.addHealth(to: &routes, frontEnds, health: onceSetup.health, holds: holds)
-                frontEnd.addRoutes(to: &routes)
+                let routes = Self.routes(
+                    config, frontEnds, serving: [frontEnd], errors: frontEnd.ownListenerErrors, health: onceSetup.health, holds: holds,
+                    logger: logger)
                 for host in address.hosts {
                     let server = try await HTTPServer.bind(
                         host: host, port: address.port, handler: routes,

@@ -9,12 +9,12 @@ import UnixSignals
 /// The routes the listeners serve, replaced whole by a reload: a request is served entirely by the
 /// routes it started with.
 final class SwappableRoutes: HTTPHandler {
-    private let routes: Mutex<RouteTable>
+    private let routes: Mutex<Router>
 
-    init(_ routes: RouteTable) { self.routes = Mutex(routes) }
+    init(_ routes: Router) { self.routes = Mutex(routes) }
 
-    var current: RouteTable { routes.withLock { $0 } }
-    func set(_ value: RouteTable) { routes.withLock { $0 = value } }
+    var current: Router { routes.withLock { $0 } }
+    func set(_ value: Router) { routes.withLock { $0 = value } }
 
     /// One lock per request: the route is taken from the table current at the request's head,
     /// and its policy and handler come from that table, whatever a reload sets meanwhile.

@@ -11,7 +11,7 @@ struct AdamantFrontEnd: FrontEnd {
     let name = "adamant"
     let service: AdamantService
 
-    func addRoutes(to routes: inout RouteTable) {}
+    func addRoutes(to routes: inout RouteBuilder) {}
 
     let apps: Set<String>
 

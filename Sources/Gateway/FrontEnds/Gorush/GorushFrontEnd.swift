@@ -15,7 +15,7 @@ struct GorushFrontEnd: FrontEnd {
 
     var appsInUse: Set<String> { apps }
 
-    func addRoutes(to routes: inout RouteTable) {
+    func addRoutes(to routes: inout RouteBuilder) {
         let api = self.api
         let access = self.access
         routes.add(.exact("/api/push"), [.POST], maxBodyBytes: maxBodyBytes, errors: GorushErrors()) { request in

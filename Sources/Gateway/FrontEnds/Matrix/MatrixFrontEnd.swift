@@ -12,7 +12,7 @@ struct MatrixFrontEnd: FrontEnd {
 
     func drained() async { await notify.inFlight.untilNone() }
 
-    func addRoutes(to routes: inout RouteTable) {
+    func addRoutes(to routes: inout RouteBuilder) {
         let notify = self.notify
         let unifiedPush = self.unifiedPush
         routes.add(.subtree("/_matrix/push/v1/notify"), [.POST], answerDeadline: notify.answerDeadline) { try await notify.handle($0) }

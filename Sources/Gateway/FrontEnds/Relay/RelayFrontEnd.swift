@@ -22,7 +22,7 @@ struct RelayFrontEnd: FrontEnd {
     /// The relay's `Date` for a message's expiry (docs/architecture.md, "Time").
     let clock: any HeraldClock
 
-    func addRoutes(to routes: inout RouteTable) {
+    func addRoutes(to routes: inout RouteBuilder) {
         let relay = self
         routes.add(.exact("/relay-to/_health"), [.GET, .HEAD], errors: PlainTextErrors()) { _ in .empty(.ok) }
         routes.add(.subtree("/relay-to"), [.POST], maxBodyBytes: config.maxBodyBytes, errors: PlainTextErrors()) { request in

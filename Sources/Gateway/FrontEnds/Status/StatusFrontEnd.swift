@@ -14,7 +14,7 @@ struct StatusFrontEnd: FrontEnd {
 
     var appsInUse: Set<String> { Set(service.config.apps.values) }
 
-    func addRoutes(to routes: inout RouteTable) {
+    func addRoutes(to routes: inout RouteBuilder) {
         let service = self.service
         routes.add(.exact("/_status/v1/identity"), [.GET]) { _ in
             let server = try Self.server(service)
