@@ -30,6 +30,8 @@ package final class PostgresAdamantStore: AdamantStore {
     let timeout: Duration
     /// The outcome of its latest operation, for `/health`.
     let tracker: ComponentHealth
+    /// Every operation's bound and health (a lost lease is an answer, not a failure).
+    private let bound: PostgresStoreBound
     /// The rows' times and the lease's waits (docs/architecture.md, "Time").
     let clock: any HeraldClock
     package var health: ComponentHealth? { tracker }
@@ -57,6 +59,7 @@ package final class PostgresAdamantStore: AdamantStore {
         } catch {
             throw URLError(description: error.description)
         }
+        bound = PostgresStoreBound(client: client, timeout: timeout, tracker: tracker, isAnswer: { $0 is LeaseLost })
         lease = PostgresLease(client: client, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
     }
 
@@ -65,9 +68,7 @@ package final class PostgresAdamantStore: AdamantStore {
     /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
     /// A lost lease is an answer of the database, not a failure of it.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await tracker.track(
-            { try await PostgresDeadline.bounded(timeout, work) }, isAnswer: { $0 is LeaseLost }, isSilence: PostgresDeadline.isSilence,
-            probe: PostgresDeadline.probe(client, within: timeout))
+        try await bound.run(work)
     }
 
     /// Creates the tables, one instance at a time (a transaction-scoped advisory lock). Waits for

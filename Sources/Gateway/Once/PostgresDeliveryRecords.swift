@@ -24,6 +24,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     let takeover: TimeInterval
     let timeout: Duration
     let tracker: ComponentHealth
+    /// Every operation's bound and health.
+    private let bound: PostgresStoreBound
     let clock: any HeraldClock
     private let ready = ReadinessGate<Void>()
     private let migrating = Atomic(false)
@@ -75,6 +77,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
+        bound = PostgresStoreBound(client: client, timeout: timeout, tracker: tracker)
         self.clock = clock
         let concurrency = max(1, notify.repeatStoreMaxConnections / 3)
         let client = client
@@ -308,14 +311,10 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     /// `work` within the timeout, once the table exists; its outcome is the store's health.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
         // A record that missed its deadline is skipped (memory stands in at once) but for one probe
-        // at a time: a silent database costs the notifies one timeout, not one each.
-        try await tracker.track(
-            {
-                // The table is made on first use, within the same bound: a notify never waits longer
-                // for the record than `repeat_store_timeout`, even while PostgreSQL is down.
-                if ready.value == nil { try await PostgresDeadline.bounded(timeout) { try await self.migrated() } }
-                return try await PostgresDeadline.bounded(timeout, work)
-            }, isSilence: PostgresDeadline.isSilence, probe: PostgresDeadline.probe(client, within: timeout))
+        // at a time. The table is made on first use, within the same bound: a notify never waits
+        // longer for the record than `repeat_store_timeout`, even while PostgreSQL is down.
+        guard ready.value == nil else { return try await bound.run(work) }
+        return try await bound.run(prepare: { try await self.migrated() }, work)
     }
 
     /// Creates the table on first use (one instance at a time, under an advisory lock).

@@ -28,6 +28,8 @@ package final class PostgresStatusStore: StatusStore {
 
     /// The outcome of its latest operation, for `/health`.
     let tracker: ComponentHealth
+    /// Every operation's bound and health.
+    let bound: PostgresStoreBound
     /// The gorush queue's depth as last read, which spares most inserts a count of the queue.
     let queueDepth = GorushQueueDepth()
     /// The rows' times and the queue's claims (docs/architecture.md, "Time").
@@ -55,6 +57,7 @@ package final class PostgresStatusStore: StatusStore {
         } catch {
             throw URLError(description: error.description)
         }
+        bound = PostgresStoreBound(client: client, timeout: timeout, tracker: tracker)
     }
 
     package var services: [any Service] { [client] }
@@ -62,9 +65,7 @@ package final class PostgresStatusStore: StatusStore {
     /// `work` within `timeout`, else `Unavailable` (`PostgresDeadline`); every operation but the
     /// start-up ones goes through it, and its outcome is the store's health.
     func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await tracker.track(
-            { try await PostgresDeadline.bounded(timeout, work) }, isSilence: PostgresDeadline.isSilence,
-            probe: PostgresDeadline.probe(client, within: timeout))
+        try await bound.run(work)
     }
 
     package func migrate() async throws {

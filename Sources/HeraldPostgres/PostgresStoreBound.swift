@@ -1,0 +1,37 @@
+package import HeraldCore
+package import PostgresNIO
+
+/// What every operation of a PostgreSQL store goes through (the delivery record's, the Status
+/// store's, ADAMANT's): its work within the store's timeout (`PostgresDeadline.bounded`), its
+/// outcome the store's health (`ComponentHealth`), and, once the store missed a deadline, skipped
+/// but for one probe at a time (`SELECT 1`, made once here, not per operation), so that a silent
+/// database costs its callers one timeout, not one each ("A silent store", docs/operations.md).
+package struct PostgresStoreBound: Sendable {
+    package let tracker: ComponentHealth
+    package let timeout: Duration
+    private let probe: @Sendable () async throws -> Void
+    /// An error that is the database's answer, not its failure (ADAMANT's lost lease).
+    private let isAnswer: @Sendable (any Error) -> Bool
+
+    package init(
+        client: PostgresClient, timeout: Duration, tracker: ComponentHealth,
+        isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
+    ) {
+        self.tracker = tracker
+        self.timeout = timeout
+        self.isAnswer = isAnswer
+        probe = PostgresDeadline.probe(client, within: timeout)
+    }
+
+    /// `work` within the timeout, after `prepare` within it too (a table made on first use).
+    package func run<T: Sendable>(
+        prepare: (@Sendable () async throws -> Void)? = nil, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let timeout = self.timeout
+        return try await tracker.track(
+            {
+                if let prepare { try await PostgresDeadline.bounded(timeout, prepare) }
+                return try await PostgresDeadline.bounded(timeout, work)
+            }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
+    }
+}
