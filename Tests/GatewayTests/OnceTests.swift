@@ -485,6 +485,47 @@ struct OnceTests {
         print("OnceTests: twenty concurrent notifies of one device made \(forTwenty) statements")
     }
 
+    /// Expired rows are deleted by the record's sweeper, a service that waits on the gateway's
+    /// clock (docs/operations.md, "Once"), never by a notify: a row whose record and trace both ran
+    /// out goes at the next sweep, one still kept stays.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func theSweeperDeletesExpiredRowsOnTheClock() async throws {
+        var notify = GatewayConfig.Notify()
+        notify.repeatWindow = .seconds(60)
+        notify.repeatTakeover = .seconds(10)
+        notify.repeatStoreTimeout = .seconds(30)
+        let clock = ManualClock()
+        let records = try PostgresDeliveryRecords(
+            url: try await TestPostgres.createDatabase(prefix: "herald_once"), notify: notify, metrics: GatewayMetrics().factory,
+            clock: clock)
+        let count = { @Sendable () async throws -> Int in
+            var total = 0
+            for try await n in try await records.client.query("SELECT count(*)::int8 FROM herald_deliveries", logger: Self.logger)
+                .decode(Int.self)
+            {
+                total = n
+            }
+            return total
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await records.client.run() }
+            let (old, young) = (RepeatKey(["$old"]), RepeatKey(["$young"]))
+            _ = try await records.claim(key: old, trace: nil, instance: "a", now: clock.date)
+            try await records.finish(key: old, .delivered, trace: nil, now: clock.date)
+            _ = try await records.claim(key: young, trace: nil, instance: "a", now: clock.date + 100)
+            try await records.finish(key: young, .delivered, trace: nil, now: clock.date + 100)
+            #expect(try await count() == 2)
+            group.addTask { try await PostgresDeliveryRecords.Sweeper(records: records).run() }
+            await eventually { clock.sleepers > 0 }
+            #expect(try await count() == 2)  // nothing before the interval passes
+            clock.advance(by: PostgresDeliveryRecords.sweepInterval + .seconds(10))
+            #expect(await eventually { (try? await count()) == 1 })
+            group.cancelAll()
+        }
+    }
+
+    static let logger = Logger(label: "test")
+
     /// A Status or ADAMANT delivery is traced without a claim (their stores keep their repeats):
     /// a row of its own that one instance writes and another reads, by event or by device, never
     /// a record a claim is answered from; written again, it is replaced.
