@@ -71,6 +71,7 @@ package struct APNsConfig: Sendable {
         defaults.maxConnections = 1
         var upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, defaults: defaults)
         upstream.maxConnections = 1  // one HTTP/2 connection per pooled client
+        upstream.maxConcurrentStreams = streams  // the one value the pool and its connections hold
         let retry = RetryPolicy.read(from: config, pushback: false)
 
         let auth: Auth
