@@ -136,7 +136,9 @@ struct TraceRing {
     /// The most deliveries one question is answered with (the newest), as from PostgreSQL.
     static var maxAnswered: Int { 1000 }
 
-    /// The traces `query` asks for, oldest first.
+    /// The traces `query` asks for, the newest `maxAnswered`, oldest first by when they started
+    /// (as from PostgreSQL): an unclaimed delivery's trace joins the ring when it ends, so the
+    /// ring's order is not always the order the deliveries started in.
     func matching(_ query: DeliveryQuery) -> [TracedDelivery] {
         var found: [TracedDelivery] = []
         for entry in entries.reversed()
@@ -144,7 +146,8 @@ struct TraceRing {
             found.append(entry.trace)
             if found.count == Self.maxAnswered { break }
         }
-        return found.reversed()
+        return found.reversed().enumerated().sorted { ($0.element.startedAt, $0.offset) < ($1.element.startedAt, $1.offset) }
+            .map(\.element)
     }
 }
 
