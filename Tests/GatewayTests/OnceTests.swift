@@ -490,14 +490,8 @@ struct OnceTests {
     /// out goes at the next sweep, one still kept stays.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func theSweeperDeletesExpiredRowsOnTheClock() async throws {
-        var notify = GatewayConfig.Notify()
-        notify.repeatWindow = .seconds(60)
-        notify.repeatTakeover = .seconds(10)
-        notify.repeatStoreTimeout = .seconds(30)
         let clock = ManualClock()
-        let records = try PostgresDeliveryRecords(
-            url: try await TestPostgres.createDatabase(prefix: "herald_once"), notify: notify, metrics: GatewayMetrics().factory,
-            clock: clock)
+        let records = try await Self.postgresRecords(clock: clock)
         let count = { @Sendable () async throws -> Int in
             var total = 0
             for try await n in try await records.client.query("SELECT count(*)::int8 FROM herald_deliveries", logger: Self.logger)
@@ -525,6 +519,17 @@ struct OnceTests {
     }
 
     static let logger = Logger(label: "test")
+
+    /// A PostgreSQL record in a database of its own: a 60 s window, a 10 s takeover, a patient timeout.
+    static func postgresRecords(clock: any HeraldClock) async throws -> PostgresDeliveryRecords {
+        var notify = GatewayConfig.Notify()
+        notify.repeatWindow = .seconds(60)
+        notify.repeatTakeover = .seconds(10)
+        notify.repeatStoreTimeout = .seconds(30)
+        return try PostgresDeliveryRecords(
+            url: try await TestPostgres.createDatabase(prefix: "herald_once"), notify: notify, metrics: GatewayMetrics().factory,
+            clock: clock)
+    }
 
     /// A Status or ADAMANT delivery is traced without a claim (their stores keep their repeats):
     /// a row of its own that one instance writes and another reads, by event or by device, never
@@ -561,13 +566,7 @@ struct OnceTests {
     /// once the claim is older than the takeover bound, recorded, expired after the window.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func thePostgresRecordClaimsTakesOverAndExpires() async throws {
-        var notify = GatewayConfig.Notify()
-        notify.repeatWindow = .seconds(60)
-        notify.repeatTakeover = .seconds(10)
-        notify.repeatStoreTimeout = .seconds(30)
-        let records = try PostgresDeliveryRecords(
-            url: try await TestPostgres.createDatabase(prefix: "herald_once"), notify: notify, metrics: GatewayMetrics().factory,
-            clock: SystemClock())
+        let records = try await Self.postgresRecords(clock: SystemClock())
         let start = Date(timeIntervalSince1970: 2_000_000_000)
         let key = RepeatKey(["$e", "app", "pushkey"])
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -7,18 +7,26 @@ import Testing
 /// `Batcher`: the group commit under the PostgreSQL record's statements (docs/operations.md,
 /// "Once"). Each test holds a run open on an event and looks at what the next run was given.
 @Suite struct BatcherTests {
-    /// Records each run's items; a run waits for `hold` while it is set.
+    /// Records each run's items; while `holding`, a run waits for `hold` (the runs that start
+    /// once holding stopped do not).
     final class Body: Sendable {
         let runs = Mutex<[[Int]]>([])
-        let hold = Mutex<TestEvent?>(nil)
-        let started = Mutex<TestEvent?>(nil)
+        let holding: Mutex<Bool>
+        let hold = TestEvent()
+        /// Raised when the first run starts.
+        let started = TestEvent()
+
+        init(holding: Bool = false) { self.holding = Mutex(holding) }
+
+        /// The runs from now on go at once; those holding still wait for `hold`.
+        func stopHolding() { holding.withLock { $0 = false } }
 
         func run(_ items: [Int]) async throws -> [Int] {
-            // The hold is read before the run is seen: a test that sees the run knows whether it waits.
-            let hold = self.hold.withLock { $0 }
+            // Whether it holds is read before the run is seen: a test that sees the run knows.
+            let holds = holding.withLock { $0 }
             runs.withLock { $0.append(items) }
-            started.withLock { $0 }?.raise()
-            if let hold { await hold.wait() }
+            started.raise()
+            if holds { await hold.wait() }
             if items.contains(-1) { throw Refused() }
             return items.map { $0 * 10 }
         }
@@ -38,22 +46,18 @@ import Testing
     /// Callers that come while a run is under way wait, and all of them make the next run: one
     /// call for three callers, each answered its own items in order.
     @Test func callersWhoCameDuringARunShareTheNextRun() async throws {
-        let body = Body()
-        let hold = TestEvent()
-        let started = TestEvent()
-        body.hold.withLock { $0 = hold }
-        body.started.withLock { $0 = started }
+        let body = Body(holding: true)
         let batcher = Batcher<Int, Int>(body.run)
         try await withThrowingTaskGroup(of: (Int, [Int]).self) { group in
             group.addTask { (0, try await batcher.run([1])) }
-            await started.wait()
-            body.hold.withLock { $0 = nil }
+            await body.started.wait()
+            body.stopHolding()
             group.addTask { (1, try await batcher.run([2, 3])) }
             group.addTask { (2, try await batcher.run([4])) }
             group.addTask { (3, try await batcher.run([5, 6])) }
             await eventually { batcher.load.waiting == 3 }
             #expect(batcher.load == (1, 3))
-            hold.raise()
+            body.hold.raise()
             var answers: [Int: [Int]] = [:]
             for try await (caller, answer) in group { answers[caller] = answer }
             #expect(answers == [0: [10], 1: [20, 30], 2: [40], 3: [50, 60]])
@@ -66,19 +70,17 @@ import Testing
 
     /// `maxItems` bounds a run without splitting a caller's items; `concurrency` runs go at once.
     @Test func aRunHoldsAtMostMaxItemsAndConcurrencyRunsGoAtOnce() async throws {
-        let body = Body()
-        let hold = TestEvent()
-        body.hold.withLock { $0 = hold }
+        let body = Body(holding: true)
         let batcher = Batcher<Int, Int>(concurrency: 2, maxItems: 3, body.run)
         try await withThrowingTaskGroup(of: [Int].self) { group in
             group.addTask { try await batcher.run([1]) }
             group.addTask { try await batcher.run([2]) }
             await eventually { body.runs.withLock { $0.count } == 2 }
-            body.hold.withLock { $0 = nil }
+            body.stopHolding()
             for items in [[3, 4], [5, 6], [7]] { group.addTask { try await batcher.run(items) } }
             await eventually { batcher.load.waiting == 3 }
             #expect(batcher.load == (2, 3))
-            hold.raise()
+            body.hold.raise()
             for try await _ in group {}
         }
         let runs = body.runs.withLock { $0 }.map { $0.count }
@@ -88,26 +90,30 @@ import Testing
 
     /// A run that throws fails its callers, and only them: the next run goes on.
     @Test func aRunThatThrowsFailsItsCallersOnly() async throws {
-        let body = Body()
-        let hold = TestEvent()
-        let started = TestEvent()
-        body.hold.withLock { $0 = hold }
-        body.started.withLock { $0 = started }
+        let body = Body(holding: true)
         let batcher = Batcher<Int, Int>(maxItems: 2, body.run)
         let results = await withTaskGroup(of: (Int, Bool).self) { group -> [Int: Bool] in
             group.addTask { (0, (try? await batcher.run([1])) != nil) }
-            await started.wait()
-            body.hold.withLock { $0 = nil }
+            await body.started.wait()
+            body.stopHolding()
             group.addTask { (1, (try? await batcher.run([-1, 2])) != nil) }
             await eventually { batcher.load.waiting == 1 }
             group.addTask { (2, (try? await batcher.run([3])) != nil) }
             await eventually { batcher.load.waiting == 2 }
-            hold.raise()
+            body.hold.raise()
             var results: [Int: Bool] = [:]
             for await (caller, ok) in group { results[caller] = ok }
             return results
         }
         #expect(results == [0: true, 1: false, 2: true])
         #expect(body.runs.withLock { $0 } == [[1], [-1, 2], [3]])
+    }
+
+    /// A run that answers a different number of answers than it had items fails its callers
+    /// (`Mismatch`), rather than giving one caller another's answers.
+    @Test func aRunAnsweringTheWrongCountFailsItsCallers() async {
+        let batcher = Batcher<Int, Int> { items in Array(items.dropFirst()) }
+        await #expect(throws: Batcher<Int, Int>.Mismatch.self) { try await batcher.run([1, 2]) }
+        #expect(batcher.load == (0, 0))
     }
 }

@@ -426,7 +426,11 @@ package struct Dispatcher: Sendable {
     package func deliver<Job: Sendable>(
         _ jobs: [Job], limit: Int? = nil, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        await deliverUntraced(jobs, limit: limit, logger: logger, send)
+        await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { delivery in
+            if let pushkin = delivery.pushkin { count(delivery.outcome, pushkin: pushkin) }
+            log(delivery.outcome, app: delivery.pushkin ?? "", token: delivery.token, logger: logger)
+            return delivery.outcome
+        }
     }
 
     /// `send`, in the delivery trace under `start`'s event and device, with its upstream call's
@@ -436,23 +440,19 @@ package struct Dispatcher: Sendable {
     package func traced(_ start: TraceStart, _ send: () async -> Delivery) async -> Delivery {
         guard let guardian = once?.guardian else { return await send() }
         let started = guardian.clock.date
-        let notes = DeliveryNotes()
-        let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: start.pushkey)) { await send() }
+        let (delivery, note) = await Self.noted(pushkey: start.pushkey, send)
         var start = start
         if start.appId.isEmpty { start.appId = delivery.pushkin ?? "" }
-        await guardian.trace(start, TraceEnd(outcome: delivery.outcome, note: notes.note(for: start.pushkey)), startedAt: started)
+        await guardian.trace(start, TraceEnd(outcome: delivery.outcome, note: note), startedAt: started)
         return delivery
     }
 
-    /// `deliver` without traces.
-    private func deliverUntraced<Job: Sendable>(
-        _ jobs: [Job], limit: Int?, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
-    ) async -> [DeviceOutcome] {
-        await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { delivery in
-            if let pushkin = delivery.pushkin { count(delivery.outcome, pushkin: pushkin) }
-            log(delivery.outcome, app: delivery.pushkin ?? "", token: delivery.token, logger: logger)
-            return delivery.outcome
-        }
+    /// `send`, and what its upstream call left for the trace of `pushkey`'s delivery (its attempts
+    /// and the provider's message id).
+    private static func noted(pushkey: String, _ send: () async -> Delivery) async -> (Delivery, DeliveryNote) {
+        let notes = DeliveryNotes()
+        let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: pushkey)) { await send() }
+        return (delivery, notes.note(for: pushkey))
     }
 
     /// `deliver` for jobs a front end can key (the relay's messages, gorush's notifications), sent
@@ -465,9 +465,9 @@ package struct Dispatcher: Sendable {
         _ jobs: [Job], app: String, keys: [RepeatKey?], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
         _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        guard let once, let guardian = once.guardian else { return await deliverUntraced(jobs, limit: limit, logger: logger, send) }
+        guard let once, let guardian = once.guardian else { return await deliver(jobs, limit: limit, logger: logger, send) }
         let keyed = jobs.indices.map { (jobs[$0], $0 < keys.count ? keys[$0] : nil, $0 < traces.count ? traces[$0] : nil) }
-        return await deliverUntraced(keyed, limit: limit, logger: logger) { job, key, trace in
+        return await deliver(keyed, limit: limit, logger: logger) { job, key, trace in
             guard let key else { return await send(job) }
             switch await guardian.claim(key, app: app, trace: trace) {
             case .send(let key):
@@ -476,9 +476,8 @@ package struct Dispatcher: Sendable {
                     await guardian.settle(key, delivery.outcome)
                     return delivery
                 }
-                let notes = DeliveryNotes()
-                let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: trace.pushkey)) { await send(job) }
-                await guardian.settle(key, delivery.outcome, note: notes.note(for: trace.pushkey))
+                let (delivery, note) = await Self.noted(pushkey: trace.pushkey) { await send(job) }
+                await guardian.settle(key, delivery.outcome, note: note)
                 return delivery
             case .answered(let outcome): return Delivery(outcome, pushkin: nil, token: "")
             case .join(let flight): return Delivery(await once.outcome(of: flight), pushkin: nil, token: "")

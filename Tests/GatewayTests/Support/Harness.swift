@@ -30,6 +30,14 @@ final class RunningGateway: Sendable {
     static func start(_ yaml: String, registry: PushkinRegistry = .standard, clock: any HeraldClock = SystemClock()) async throws
         -> RunningGateway
     {
+        let gateway = try await built(yaml, registry: registry, clock: clock)
+        try await gateway.start()
+        let task = Task { _ = try? await gateway.run() }
+        return RunningGateway(gateway: gateway, task: task)
+    }
+
+    /// The gateway of `yaml`, built and not started (its log quiet); a config with errors is refused.
+    static func built(_ yaml: String, registry: PushkinRegistry, clock: any HeraldClock) async throws -> Gateway {
         let (config, diagnostics) = try ConfigLoading.parse(yaml)
         var logger = Logger(label: "herald-test")
         logger.logLevel = .critical
@@ -38,9 +46,7 @@ final class RunningGateway: Sendable {
             await gateway.close()
             throw ConfigLoading.Failure(errors: diagnostics.errors)
         }
-        try await gateway.start()
-        let task = Task { _ = try? await gateway.run() }
-        return RunningGateway(gateway: gateway, task: task)
+        return gateway
     }
 
     func stop() async {

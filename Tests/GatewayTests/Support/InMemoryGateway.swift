@@ -34,15 +34,7 @@ final class InMemoryGateway: GatewayUnderTest {
     static func start(_ yaml: String, registry: PushkinRegistry = .standard, clock: any HeraldClock = SystemClock()) async throws
         -> InMemoryGateway
     {
-        let (config, diagnostics) = try ConfigLoading.parse(yaml)
-        var logger = Logger(label: "herald-test")
-        logger.logLevel = .critical
-        let gateway = Gateway(config: config, diagnostics: diagnostics, registry: registry, logger: logger, clock: clock)
-        guard diagnostics.errors.isEmpty else {
-            await gateway.close()
-            throw ConfigLoading.Failure(errors: diagnostics.errors)
-        }
-        return InMemoryGateway(gateway: gateway)
+        InMemoryGateway(gateway: try await RunningGateway.built(yaml, registry: registry, clock: clock))
     }
 
     /// 127.0.0.1, as a local test client is.
