@@ -4,6 +4,7 @@ import HeraldHTTPServer
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Pushkins
 
 @testable import Gateway
@@ -21,7 +22,8 @@ extension RunningGateway: GatewayUnderTest {}
 /// A gateway whose routes are driven without a socket (as Hummingbird's router test framework
 /// drives an application beside its live mode): the requests go to the routes that its listener
 /// would serve, in the request's own context (its id and source), and an answer's
-/// `afterAnswer` runs as on an open connection. For what a test asks of the routes (validation,
+/// `afterAnswer` runs as on an open connection; the request's task prefers an event loop, as the
+/// server's does. For what a test asks of the routes (validation,
 /// routing, dispatch and the answers' bodies); what needs a connection (its deadlines, its
 /// limits, the transports) is `RunningGateway`'s.
 final class InMemoryGateway: GatewayUnderTest {
@@ -90,7 +92,12 @@ final class InMemoryGateway: GatewayUnderTest {
         let routes = gateway.routes
         let current = RequestContext.Current(requestId: request.requestId, source: source)
         let sent = request
-        var response = await RequestContext.$current.withValue(current) { await routes.handle(sent) }
+        // On an event loop, as the server runs a request (its task prefers its connection's loop):
+        // not on the cooperative pool that the suite's other tests keep busy.
+        let loop = MultiThreadedEventLoopGroup.singleton.any()
+        var response = await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+            await RequestContext.$current.withValue(current) { await routes.handle(sent) }
+        }
         response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
         if let afterAnswer = response.afterAnswer { await afterAnswer(true) }
         return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(response.body.readableBytesView))
