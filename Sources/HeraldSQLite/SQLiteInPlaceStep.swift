@@ -2,8 +2,8 @@ package import GRDB
 import GRDBSQLite
 
 /// A prepared statement run once with its parameters bound straight from the caller's values:
-/// no `StatementArguments`, no `Data` per blob. GRDB's `execute(arguments:)` made about a dozen
-/// allocations an insert, for the response cache's insert of every Status push request
+/// no `StatementArguments`, no `Data` per blob. GRDB's `execute(arguments:)` allocated for each
+/// argument of an insert, for the response cache's insert of every Status push request
 /// (docs/operations.md, "The hot path as values"). The connection's hooks (GRDB's transaction
 /// observation) see the change as they see any other.
 extension Statement {

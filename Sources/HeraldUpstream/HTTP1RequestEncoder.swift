@@ -6,8 +6,8 @@ import NIOHTTP1
 ///
 /// SwiftNIO's encoder writes the head into a 256-byte buffer that a request with a VAPID or OAuth
 /// `Authorization` outgrows twice, then hands the body on as a second buffer, and TLS seals each
-/// buffer as a record of its own: four allocations and an extra record a request that this one
-/// does not make. It is no general encoder: a request is framed by the `Content-Length` its head
+/// buffer as a record of its own: allocations and an extra record a request that this one does
+/// not make (counted in bench/allocation-limits). It is no general encoder: a request is framed by the `Content-Length` its head
 /// carries (`HTTP1Upstream.requestHead` sets one; a head without one gets the body's), with no
 /// trailers, and its fields and target were checked before it was sent for
 /// (`InvalidHeaderField`, `UpstreamConnector.target`), which SwiftNIO's header validator did again.

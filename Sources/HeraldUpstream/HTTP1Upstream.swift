@@ -121,8 +121,8 @@ package final class HTTP1Upstream: UpstreamTransport {
             try operations.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
             // Idle is "nothing read for a while": every request is answered by a read, and the
             // exchange closes only a connection with nothing in flight. A write or all timeout
-            // would have the handler make a promise and a callback for every write (five
-            // allocations a request) to note the time each write completed.
+            // would have the handler make a promise and a callback for every write, to note the
+            // time each write completed.
             try operations.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
             try operations.addHandler(HTTP1Exchange(maxBodyBytes: maxBodyBytes))
             return channel.eventLoop.makeSucceededFuture(channel)

@@ -10,8 +10,8 @@ import Synchronization
 /// An item that cannot start because its task was cancelled while it waited gets `notStarted`.
 /// Each item's child task is freed as it finishes (a discarding group), so items that wait do not
 /// keep the finished ones' memory. The last item runs in the caller's task, beside the others'
-/// child tasks (a task costs five allocations and its frames' slabs); one item alone runs there
-/// without a group.
+/// child tasks (a task costs allocations and its frames' slabs); one item alone runs there without
+/// a group.
 package func fanOut<Item: Sendable, Result: Sendable>(
     _ items: [Item], limit: Int? = nil, admission: AsyncLimiter? = nil, notStarted: Result,
     _ body: @escaping @Sendable (Item) async -> Result

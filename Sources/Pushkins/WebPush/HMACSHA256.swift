@@ -4,12 +4,9 @@ import Crypto
 ///
 /// Two SHA-256 contexts, each given its padded key when the MAC is made; the message goes to the
 /// inner one as it comes, and nothing is copied or joined. swift-crypto's `HMAC` wraps the key and
-/// keeps the same two contexts, which cost Web Push's key derivation more than its ten hashes
-/// (1.9 against 1.2 µs an HMAC in one measurement; a Web Push notify took 222–229 µs of CPU with
-/// hand-made HMACs against 242–250 with `HMAC` and 243–254 with `HKDF`, three alternated rounds of
-/// bench/run.sh). Since then each part is fed in place: the earlier version joined the padded key
-/// and the message into a new array, and made arrays of the key and each digest, eight allocations
-/// an HMAC where this makes two (the contexts).
+/// keeps the same two contexts, and cost Web Push's key derivation more than its ten hashes
+/// (bench/run.sh's Web Push row, docs/operations.md). Each part is fed in place: no padded key
+/// joined to the message in a new array, no array for the key or a digest.
 struct HMACSHA256 {
     private var inner = SHA256()
     private var outer = SHA256()
