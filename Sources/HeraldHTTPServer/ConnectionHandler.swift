@@ -30,7 +30,7 @@ enum Responded: Sendable {
 /// element per request part and an async writer per answer cost more than handling the request.
 /// Every path that ends the requests of a connection also closes it (or half-closes it after a
 /// 413), so the task can wait for the close.
-final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler, LoopTimerOwner {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -55,7 +55,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var writabilityWaiter: CheckedContinuation<Void, Never>?
     /// The connection's one answer-deadline timer (`LoopTimer`): armed by a request, it finds a
     /// later request not yet due when it fires and is armed again for it.
-    private var deadlineTimer = LoopTimer()
+    var timer = LoopTimer()
     /// Which of the deadline and the handler answers the request being handled.
     private var answerDeadline = AnswerDeadlineStateMachine<ServerResponse>()
     /// What the server answers at the deadline of the request being handled: the route's answer,
@@ -176,33 +176,27 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         guard let context, !finished else { return }
         deadlineAnswer = (deadline, head, requestId)
-        armDeadline(by: answerDeadline.start(due: context.eventLoop.now + TimeAmount(deadline.within)), context: context)
+        armTimer(by: answerDeadline.start(due: context.eventLoop.now + TimeAmount(deadline.within)), context: context)
     }
 
-    private func armDeadline(by due: NIODeadline, context: ChannelHandlerContext) {
-        deadlineTimer.arm(by: due, on: context.eventLoop) {
-            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            return { bound.value.deadlineFired() }
-        }
-    }
-
-    private func deadlineFired() {
-        deadlineTimer.fired()
+    /// Writes the deadline's answer of the request past its deadline, or says when it is due.
+    func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
         // No request awaits its deadline (answered, or the connection is gone): nothing to do.
-        guard let context, let pending = deadlineAnswer else { return }
+        guard self.context != nil, let pending = deadlineAnswer else { return nil }
         let action = answerDeadline.timerFired(now: context.eventLoop.now, responding: machine.isResponding && !finished) {
             var response = pending.deadline.response
             response.headers.replaceOrAdd(name: "X-Request-Id", value: pending.requestId)
             return response
         }
         switch action {
-        case .none: break
-        case .rearm(let due): armDeadline(by: due, context: context)
+        case .none: return nil
+        case .rearm(let due): return due
         case .answer(let response):
             deadlineAnswer = nil
             var closing = pending.head
             closing.headers.replaceOrAdd(name: "Connection", value: "close")
             _ = write(response, to: closing)
+            return nil
         }
     }
 
@@ -290,7 +284,7 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The connection is gone: wake its task, and give back the budget held by a request still being
     /// read (a request being handled gives its share back when it is answered).
     private func end() {
-        deadlineTimer.cancel()
+        timer.cancel()
         finish(closing: nil)
         if !machine.isResponding {
             bodyBudget?.release(held)

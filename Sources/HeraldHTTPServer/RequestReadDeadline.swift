@@ -21,7 +21,7 @@ import NIOHTTP1
 /// pending (a client pipelining), it leaves the reads to the pipeline handler for the rest of the
 /// connection, so a connection takes in at most one read's worth of bytes more than SwiftNIO alone
 /// would, once.
-final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler, LoopTimerOwner {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -30,7 +30,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     let timeout: TimeAmount
     /// When the request in progress must be complete; nil between requests.
     private var expiry: NIODeadline?
-    private var timer = LoopTimer()
+    var timer = LoopTimer()
     /// Between a request's last byte and the end of its response: bytes then belong to no request yet.
     private var awaitingRequest = true
     /// Bytes arrived while a response was pending: the client pipelines, and reads are the
@@ -51,7 +51,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         } else if expiry == nil {
             let expiry = context.eventLoop.now + timeout
             self.expiry = expiry
-            arm(by: expiry, context: context)
+            armTimer(by: expiry, context: context)
         }
         context.fireChannelRead(data)
     }
@@ -76,24 +76,12 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
-    private func arm(by deadline: NIODeadline, context: ChannelHandlerContext) {
-        timer.arm(by: deadline, on: context.eventLoop) {
-            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            return {
-                let (handler, context) = bound.value
-                handler.fire(context: context)
-            }
-        }
-    }
-
-    private func fire(context: ChannelHandlerContext) {
-        timer.fired()
-        guard let expiry else { return }
-        guard context.eventLoop.now >= expiry else {
-            arm(by: expiry, context: context)
-            return
-        }
+    /// Answers 408 and closes when the request under way is past its expiry, or says when it is due.
+    func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
+        guard let expiry else { return nil }
+        guard context.eventLoop.now >= expiry else { return expiry }
         let channel = context.channel
         context.writeAndFlush(NIOAny(timeoutResponse)).whenComplete { _ in channel.close(promise: nil) }
+        return nil
     }
 }

@@ -10,7 +10,7 @@ import NIOHTTP1
 /// request's deadline on the event loop's clock (`EventLoop.now`), so a test drives it by advancing
 /// an embedded loop's time. A slot takes the first answer only, so cancellation may fail it from
 /// outside at any time.
-final class HTTP1Exchange: ChannelDuplexHandler {
+final class HTTP1Exchange: ChannelDuplexHandler, LoopTimerOwner {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = Request
     typealias OutboundOut = HTTPClientRequestPart
@@ -31,7 +31,7 @@ final class HTTP1Exchange: ChannelDuplexHandler {
     }
 
     private var machine: HTTP1ExchangeStateMachine<AnswerSlot<Answer>>
-    private var timer = LoopTimer()
+    var timer = LoopTimer()
 
     init(maxBodyBytes: Int) { machine = HTTP1ExchangeStateMachine(maxBodyBytes: maxBodyBytes) }
 
@@ -42,7 +42,7 @@ final class HTTP1Exchange: ChannelDuplexHandler {
             waiter.fail(UpstreamConnectionError.closedUnanswered)  // one request at a time
             promise?.succeed()
         case .write(let deadline):
-            arm(by: deadline, context: context)
+            armTimer(by: deadline, context: context)
             context.write(wrapOutboundOut(.head(request.head)), promise: nil)
             if let requestBody = request.body, requestBody.readableBytes > 0 {
                 context.write(wrapOutboundOut(.body(.byteBuffer(requestBody))), promise: nil)
@@ -76,24 +76,15 @@ final class HTTP1Exchange: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
-    private func arm(by deadline: NIODeadline, context: ChannelHandlerContext) {
-        timer.arm(by: deadline, on: context.eventLoop) {
-            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            return {
-                let (exchange, context) = bound.value
-                exchange.fire(context: context)
-            }
-        }
-    }
-
-    private func fire(context: ChannelHandlerContext) {
-        timer.fired()
+    /// Fails the request whose deadline passed (and closes the connection), or says when it is due.
+    func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
         switch machine.timerFired(now: context.eventLoop.now) {
-        case .none: break
-        case .rearm(let deadline): arm(by: deadline, context: context)
+        case .none: return nil
+        case .rearm(let deadline): return deadline
         case .expire(let waiter, let timeout):
             waiter.fail(Deadline.Exceeded(after: timeout))
             context.close(promise: nil)
+            return nil
         }
     }
 

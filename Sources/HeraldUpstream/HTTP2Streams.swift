@@ -12,7 +12,7 @@ import NIOHTTP2
 /// (`Deadline.Exceeded`, its stream reset): one `LoopTimer` for the connection, armed by the
 /// earliest deadline in flight on the event loop's clock (`EventLoop.now`), so a test drives it by
 /// advancing an embedded loop's time. Frames of the connection itself go on to the next handler.
-final class HTTP2Streams: ChannelDuplexHandler {
+final class HTTP2Streams: ChannelDuplexHandler, LoopTimerOwner {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
     typealias OutboundIn = HTTP2Frame
@@ -23,7 +23,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
 
     private var context: ChannelHandlerContext?
     private var machine: HTTP2StreamsStateMachine<AnswerSlot<UpstreamResponse>>
-    private var timer = LoopTimer()
+    var timer = LoopTimer()
 
     init(firstStreamID: HTTP2StreamID = 1, maxBodyBytes: Int) {
         machine = HTTP2StreamsStateMachine(firstStreamID: firstStreamID, maxBodyBytes: maxBodyBytes)
@@ -53,7 +53,7 @@ final class HTTP2Streams: ChannelDuplexHandler {
             answer.fail(UpstreamConnectionError.closedUnanswered)
         case .open(let id, let deadline):
             exchange.streamID = id
-            arm(by: deadline, context: context)
+            armTimer(by: deadline, context: context)
             send(exchange, on: id, context: context)
         }
     }
@@ -80,23 +80,15 @@ final class HTTP2Streams: ChannelDuplexHandler {
         reset(id)
     }
 
-    private func arm(by deadline: NIODeadline, context: ChannelHandlerContext) {
-        timer.arm(by: deadline, on: context.eventLoop) {
-            let streams = NIOLoopBound(self, eventLoop: context.eventLoop)
-            return { streams.value.fireTimer() }
-        }
-    }
-
-    /// Fails the requests whose deadline passed, and arms the timer by the earliest one left.
-    private func fireTimer() {
-        timer.fired()
-        guard let context else { return }
+    /// Fails the requests whose deadline passed; the earliest deadline left.
+    func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
+        guard self.context != nil else { return nil }
         let (expired, next) = machine.timerFired(now: context.eventLoop.now)
         for gone in expired {
             gone.waiter.fail(Deadline.Exceeded(after: gone.timeout))
             reset(gone.id)
         }
-        if let next { arm(by: next, context: context) }
+        return next
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
