@@ -34,8 +34,8 @@ package enum Bootstrap {
             }
         }
         let gateway = Gateway(
-            config: config, diagnostics: diagnostics, registry: registry, logger: logger, readOnly: readOnly, clock: SystemClock())
-        gateway.observability.withLock { $0 = observability }
+            config: config, diagnostics: diagnostics, registry: registry, logger: logger, readOnly: readOnly, clock: SystemClock(),
+            observability: observability)
         for warning in diagnostics.warnings { logger.warning("Config: \(warning)") }
         if !diagnostics.errors.isEmpty {
             await gateway.close()

@@ -4,7 +4,7 @@ import HeraldUpstream
 package import Logging
 import NIOCore
 package import Pushkins
-import ServiceLifecycle
+package import ServiceLifecycle
 import Synchronization
 package import UnixSignals
 
@@ -34,7 +34,7 @@ package final class Gateway: Sendable {
     /// What the config's choices mean (`ConfigDiagnostics.notes`), for `check-config` to print.
     package let configNotes: [String]
     /// The tracing exporter, when `tracing:` is enabled: first in the group, so it flushes last.
-    let observability = Mutex<(any Service)?>(nil)
+    let observability: (any Service)?
     private let group = Mutex<(group: ServiceGroup, listeners: [HTTPServer], metrics: HTTPServer?)?>(nil)
 
     /// The APNs senders to apps' other hosts that front ends asked for (closed with the pushkins).
@@ -59,9 +59,10 @@ package final class Gateway: Sendable {
     package init(
         config: GatewayConfig, diagnostics: ConfigDiagnostics, registry: PushkinRegistry = .standard,
         frontEnds factories: [any FrontEndFactory] = FrontEnds.standard, logger: Logger, readOnly: Bool = false,
-        clock: any HeraldClock
+        clock: any HeraldClock, observability: (any Service)? = nil
     ) {
         self.clock = clock
+        self.observability = observability
         self.config = config
         self.logger = logger
         self.registry = registry
@@ -191,7 +192,7 @@ package final class Gateway: Sendable {
             for frontEnd in frontEnds { try await frontEnd.waitUntilReady() }
         }
         // Dependency order: what is used comes before what uses it, and stops after it.
-        var services: [any Service] = observability.withLock { $0.map { [$0] } ?? [] }
+        var services: [any Service] = observability.map { [$0] } ?? []
         services.append(PushkinsService { [self] in await close() })
         // Calls that outlive their request finish before the pushkins close.
         services += onceSetup.services
