@@ -77,7 +77,8 @@ extension GorushAPI {
     func process(_ job: QueuedGorushJob, store: any GorushQueueStore) async {
         stats.withLock { $0.busyWorkers += 1 }
         var heldElsewhere = false
-        if case .object(let notification)? = try? JSONParser.parse(job.body) {
+        // A queued job is read once, as a request's notification is: parsed and typed together.
+        if case .object(let object)? = try? JSONParser.parse(job.body), let notification = try? GorushNotification(object) {
             heldElsewhere = await send(notification).heldElsewhere
         } else {
             logger.error("gorush queue held a job that is not a notification; dropped", metadata: ["job": "\(job.id)"])

@@ -68,7 +68,7 @@ package final class GorushAPI: Service {
         let (notifications, counts) = try Self.parseRequest(body, maxNotification: config.maxNotification)
         var logs: [JSONValue] = []
         if config.sync {
-            for n in notifications { logs.append(contentsOf: await send(n).logs) }
+            for n in notifications { logs.append(contentsOf: await send(n.typed).logs) }
         } else {
             try await enqueue(notifications)
         }
@@ -79,17 +79,25 @@ package final class GorushAPI: Service {
         return ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)]
     }
 
+    /// One notification of a `POST /api/push` body, read once: as it came (what the queue keeps)
+    /// and typed (what is sent).
+    package struct Parsed: Sendable {
+        package let object: JSONObject
+        package let typed: GorushNotification
+    }
+
     /// Reads a `POST /api/push` body: its notifications, and gorush's `counts` (tokens, plus one
     /// per Android topic message). A field of the wrong type anywhere is gorush's "Missing
     /// notifications field." (its JSON binding fails); an unknown field is ignored.
     package static func parseRequest(_ body: [UInt8], maxNotification: Int) throws(GorushError) -> (
-        notifications: [JSONObject], counts: Int
+        notifications: [Parsed], counts: Int
     ) {
         guard let json = try? JSONParser.parse(body), case .object(let root) = json else { throw .missingNotifications }
         guard case .array(let items)? = root["notifications"] else { throw .missingNotifications }
         guard !items.isEmpty else { throw .emptyNotifications }
         guard items.count <= maxNotification else { throw .tooManyNotifications(items.count, limit: maxNotification) }
-        var notifications: [JSONObject] = []
+        var notifications: [Parsed] = []
+        notifications.reserveCapacity(items.count)
         var counts = 0
         for item in items {
             guard case .object(let n) = item else { throw .missingNotifications }
@@ -100,7 +108,7 @@ package final class GorushAPI: Service {
                 throw .missingNotifications
             }
             guard !typed.tokens.isEmpty || !typed.to.isEmpty, n["platform"]?.pythonInt != nil else { throw .invalidNotification }
-            notifications.append(n)
+            notifications.append(Parsed(object: n, typed: typed))
             counts += typed.tokens.count + (typed.to.isEmpty ? 0 : 1)
             if typed.platform == 2 || typed.platform == 3, !typed.topic.isEmpty { counts += 1 }
         }
@@ -108,8 +116,8 @@ package final class GorushAPI: Service {
     }
 
     /// Queues the notifications durably, all or none.
-    private func enqueue(_ notifications: [JSONObject]) async throws(GorushError) {
-        let bodies = notifications.map { JSONWriter.serialize(.object($0)) }
+    private func enqueue(_ notifications: [Parsed]) async throws(GorushError) {
+        let bodies = notifications.map { JSONWriter.serialize(.object($0.object)) }
         let accepted: Bool
         do {
             accepted = try await queueStore().enqueueGorush(bodies, maxJobs: config.queueSize, maxBytes: config.queueMaxBytes)
@@ -134,11 +142,8 @@ package final class GorushAPI: Service {
     }
 
     /// Sends one gorush notification to each of its tokens (and `to`, as gorush adds it).
-    func send(_ object: JSONObject) async -> Sent {
-        guard var n = try? GorushNotification(object) else {
-            logger.error("gorush queue held a notification that no longer reads; dropped")
-            return Sent()
-        }
+    func send(_ typed: GorushNotification) async -> Sent {
+        var n = typed
         if !n.to.isEmpty { n.tokens.append(n.to) }
         let tokens = n.tokens
         let message = n.message
