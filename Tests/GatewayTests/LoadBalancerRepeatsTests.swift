@@ -56,6 +56,7 @@ import Testing
             notify:
               repeat_store: \(postgres)
               repeat_store_timeout: 20
+              heard_within: 1  # below the client's 1.5 s patience, as docs/deployment.md asks
             apps:
               com.example.apns:
                 type: apns
