@@ -6,11 +6,12 @@ import NIOHTTP1
 ///
 /// SwiftNIO's encoder writes the head into a 256-byte buffer that a request with a VAPID or OAuth
 /// `Authorization` outgrows twice, then hands the body on as a second buffer, and TLS seals each
-/// buffer as a record of its own: allocations and an extra record a request that this one does
-/// not make (counted in bench/allocation-limits). It is no general encoder: a request is framed by the `Content-Length` its head
-/// carries (`HTTP1Upstream.requestHead` sets one; a head without one gets the body's), with no
-/// trailers, and its fields and target were checked before it was sent for
-/// (`InvalidHeaderField`, `UpstreamConnector.target`), which SwiftNIO's header validator did again.
+/// buffer as a record of its own: allocations and an extra TLS record a request, which this one
+/// does not make (bench/allocation-limits counts them). It is no general encoder: a request is
+/// framed by the `Content-Length` its head carries (`HTTP1Upstream.requestHead` sets one; a head
+/// without one gets the body's), with no trailers, and its fields and target were checked before
+/// it was sent for (`InvalidHeaderField`, `UpstreamConnector.target`), which SwiftNIO's header
+/// validator did again.
 /// The response decoder sits after it in the pipeline and sees each request part as it passes, to
 /// know the request's method.
 final class HTTP1RequestEncoder: ChannelOutboundHandler, RemovableChannelHandler {

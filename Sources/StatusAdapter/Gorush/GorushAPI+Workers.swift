@@ -77,7 +77,7 @@ extension GorushAPI {
     func process(_ job: QueuedGorushJob, store: any GorushQueueStore) async {
         stats.withLock { $0.busyWorkers += 1 }
         var heldElsewhere = false
-        // A queued job is read once, as a request's notification is: parsed and typed together.
+        // The queue keeps JSON: a job is parsed and typed here, once, before it is sent.
         if case .object(let object)? = try? JSONParser.parse(job.body), let notification = try? GorushNotification(object) {
             heldElsewhere = await send(notification).heldElsewhere
         } else {

@@ -179,8 +179,8 @@ func gatewayYAML(apps: String, extra: String = "", http: String = "") -> String 
         """
 }
 
-/// `apps` with `connect_timeout: 60` and `request_timeout: 60` in each app of an upstream type
-/// that sets neither itself. The defaults (5 s and 10 s) are reached on a busy machine, where a
+/// `apps` with `connect_timeout: 60` and `request_timeout: 60` in each app of an upstream type,
+/// each where the app does not set it itself. The defaults (5 s and 10 s) are reached on a busy machine, where a
 /// connection's address lookup waits for a thread of the cooperative pool the parallel suite
 /// keeps busy: the connect timed out, was retried, and a test counting lookups or requests saw
 /// one more (DNSRebindingTests, CI of stop 64). A test of a timeout sets the one it tests.
