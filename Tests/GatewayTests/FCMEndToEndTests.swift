@@ -157,7 +157,9 @@ import Testing
     }
 
     @Test func quotaIsRetriedHonouringRetryAfterAsSecondsOrDate() async throws {
-        let setup = try await start()
+        // A budget beyond the suite's patient request timeout (60 s): an attempt that stalls on a
+        // busy machine leaves time for the retry this test is about.
+        let setup = try await start(extra: "retry_budget: 120")
         setup.fcm.script("a", .sequence([.quotaExceeded(retryAfter: "0"), .accept]))
         let date = Date().addingTimeInterval(-5)
         let formatter = DateFormatter()
