@@ -6,7 +6,8 @@ package import NIOSSL
 import Synchronization
 
 /// A pool of keep-alive HTTP/1.1 connections to one origin, on SwiftNIO directly: at most
-/// `max_connections` requests in flight (further ones wait their turn), each on a connection of
+/// `max_connections` requests in flight (further ones wait their turn in the pool's one queue, by
+/// source, for at most `request_timeout`: `AsyncLimiter`), each on a connection of
 /// its own, an idle one reused before a new one is opened. A connection's single handler
 /// (`HTTP1Exchange`) writes the request and collects the answer on its event loop, so a request
 /// costs at most one hop there and one back (docs/architecture.md, "The upstream-call path").
@@ -28,19 +29,20 @@ package final class HTTP1Upstream: UpstreamTransport {
     /// (`UpstreamConnector`). The TLS context is one of `contexts`.
     package convenience init(
         origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, addressGuard: HostResolver? = nil,
-        contexts: TLSContexts = TLSContexts()
+        contexts: TLSContexts = TLSContexts(), clock: any HeraldClock = SystemClock()
     ) throws {
         let parsed = try UpstreamOrigin(origin)
         let context = parsed.secure ? try Self.tlsContext(tls, settings: settings, shared: contexts) : nil
-        self.init(origin: parsed, settings: settings, tls: context, addressGuard: addressGuard)
+        self.init(origin: parsed, settings: settings, tls: context, addressGuard: addressGuard, clock: clock)
     }
 
-    /// With a TLS context made once for many origins (`OriginPools`).
-    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?) {
+    /// With a TLS context made once for many origins (`OriginPools`); `clock` dates a request's
+    /// wait for a connection.
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?, clock: any HeraldClock) {
         self.settings = settings
         self.origin = origin
         connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard)
-        permits = AsyncLimiter(limit: settings.maxConnections)
+        permits = AsyncLimiter(limit: settings.maxConnections, maxWait: settings.requestTimeout, clock: clock)
     }
 
     /// A client TLS context offering HTTP/1.1.

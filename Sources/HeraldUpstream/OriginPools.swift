@@ -13,6 +13,8 @@ package final class OriginPools: UpstreamTransport {
     /// Where the https origins' TLS context comes from, made on the first and shared by all.
     private let contexts: TLSContexts
     private let state = Mutex(State())
+    /// What the pools date a request's wait for a stream on.
+    private let clock: any HeraldClock
 
     private struct State {
         var pools: [String: (pool: NegotiatedUpstream, lastUse: Int)] = [:]
@@ -21,8 +23,10 @@ package final class OriginPools: UpstreamTransport {
     }
 
     package init(
-        settings: UpstreamSettings, addressGuard: HostResolver?, maxOrigins: Int = 1024, contexts: TLSContexts = TLSContexts()
+        settings: UpstreamSettings, addressGuard: HostResolver?, maxOrigins: Int = 1024, contexts: TLSContexts = TLSContexts(),
+        clock: any HeraldClock = SystemClock()
     ) {
+        self.clock = clock
         self.settings = settings
         self.contexts = contexts
         self.addressGuard = addressGuard
@@ -66,7 +70,8 @@ package final class OriginPools: UpstreamTransport {
     private func pool(for origin: UpstreamOrigin) throws -> (NegotiatedUpstream, NegotiatedUpstream?) {
         // Made outside the lock: the first one makes the TLS context, which reads the trust store.
         // One made in vain (another request made the origin's pool meanwhile) holds no connection.
-        let made = try NegotiatedUpstream(origin: origin, settings: settings, addressGuard: addressGuard, contexts: contexts)
+        let made = try NegotiatedUpstream(
+            origin: origin, settings: settings, addressGuard: addressGuard, contexts: contexts, clock: clock)
         return try state.withLock { state in
             guard !state.shutDown else { throw UpstreamConnectionError.shutDown }
             if let pool = Self.use(origin.prefix, in: &state) { return (pool, nil) }

@@ -324,7 +324,8 @@ package struct UpstreamCall: Sendable {
 
     /// Whether a request that failed with `error` may still have reached the upstream (its answer
     /// was lost or late: a timeout, a reset stream, a connection closed mid-exchange), rather than
-    /// certainly not (no connection, a refused address, a proxy that said no).
+    /// certainly not (no connection, a refused address, a proxy that said no, a wait in the pool's
+    /// queue that ran out).
     static func mayHaveArrived(_ error: any Error) -> Bool {
         switch error {
         case let error as UpstreamConnectionError:
@@ -332,7 +333,7 @@ package struct UpstreamCall: Sendable {
             case .connectTimeout, .proxyRefused, .notHTTP2, .shutDown: return false
             case .closedUnanswered, .reset, .malformedResponse: return true
             }
-        case is NetworkAddress.ResolutionError, is PeerAddressRefused, is NIOConnectionError: return false
+        case is NetworkAddress.ResolutionError, is PeerAddressRefused, is NIOConnectionError, is AdmissionTimeout: return false
         case let error as ChannelError:
             if case .connectTimeout = error { return false }
             return error != .ioOnClosedChannel

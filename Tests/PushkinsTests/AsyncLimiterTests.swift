@@ -96,6 +96,28 @@ import Testing
         #expect(limiter.inUse == 0 && limiter.waiting == 0)
     }
 
+    /// A deadline while queued, on a manual clock: a waiter still queued `maxWait` after it
+    /// arrived fails with `AdmissionTimeout` when the next slot frees, and the slot goes to the
+    /// waiter behind it that has time left.
+    @Test func aWaiterPastItsWaitFailsAndTheSlotGoesOn() async throws {
+        let clock = ManualClock()
+        let limiter = AsyncLimiter(limit: 1, maxWait: .seconds(10), clock: clock)
+        try await limiter.acquire()
+        let early = Task { try await limiter.acquire() }
+        try await Self.until { limiter.waiting == 1 }
+        clock.advance(by: .seconds(6))
+        let late = Task {
+            try await limiter.acquire()
+            limiter.release()
+        }
+        try await Self.until { limiter.waiting == 2 }
+        clock.advance(by: .seconds(5))  // the first has waited 11 s, the second 5 s
+        limiter.release()
+        await #expect(throws: AdmissionTimeout.self) { try await early.value }
+        try await late.value
+        #expect(limiter.inUse == 0 && limiter.waiting == 0)
+    }
+
     /// The app's in-flight limit shared by sources: alone, a source may fill it; once another
     /// source is active, each has half, a source under its share is admitted though the app is
     /// full, and one over its share is refused as such.

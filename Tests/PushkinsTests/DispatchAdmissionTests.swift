@@ -92,7 +92,7 @@ import Testing
         #expect(outcomes[0].label == "rejected")
         for outcome in outcomes.dropFirst() {
             #expect(outcome.label == "failed")
-            #expect(outcome.reason == .localError("cancelled before dispatch"))
+            #expect(outcome.reason == .localError("not admitted in time"))
         }
         #expect(admission.inUse == 0)
     }

@@ -1,96 +1,70 @@
+package import Metrics
 import NIOCore
 import Synchronization
 
-/// A counting semaphore for async code: at most `limit` holders at once, the others wait. A waiter
-/// whose task is cancelled leaves the queue at once and gets `CancellationError`.
-///
-/// Waiters are served by turn: each waits in its source's queue (`acquire(turn:)`, the request's
-/// `RequestSource`), and a released slot goes to the first waiter of the next source in turn, so
-/// one sender's thousand queued requests delay another's by one slot each, not by a thousand
-/// (docs/operations.md, "Sources"). Waiters of one source, and those with no source, are served in
-/// arrival order. Used for an origin's connections and an HTTP/2 connection's streams. The queues
-/// are ring buffers: thousands of requests may wait, and a release hands the slot to the next
-/// without moving the others.
+/// A counting semaphore for async code: at most `limit` holders at once, the others wait in an
+/// `AdmissionQueue` (by source in turn: `acquire(turn:)` with the request's `RequestSource`). A
+/// waiter whose task is cancelled leaves the queue at once and gets `CancellationError`; with a
+/// `maxWait`, one still waiting that long gets `AdmissionTimeout`, found when a slot frees or
+/// another request arrives. Used for an origin's connections, an HTTP/2 pool's streams
+/// (`HTTP2Pool`) and a fan-out's window.
 package final class AsyncLimiter: Sendable {
     package let limit: Int
-    private struct Waiter {
-        var id: Int
-        var continuation: CheckedContinuation<Void, any Error>
-    }
+    /// How long a waiter waits at most (nil: until it is served or cancelled).
+    package let maxWait: Duration?
+    private let clock: any HeraldClock
+    private let metrics: AdmissionMetrics?
+
     private struct State {
         var held = 0
         var nextId = 0
-        /// Each source's waiters, in arrival order.
-        var queues: [RequestSource?: CircularBuffer<Waiter>] = [:]
-        /// Each source that has waiters, once, in the order they are served.
-        var turns = CircularBuffer<RequestSource?>()
-        var waiting = 0
+        var queue = AdmissionQueue<CheckedContinuation<Void, any Error>>()
         var cancelled: Set<Int> = []
-
-        mutating func enqueue(_ waiter: Waiter, turn: RequestSource?) {
-            if queues[turn, default: CircularBuffer()].isEmpty { turns.append(turn) }
-            queues[turn, default: CircularBuffer()].append(waiter)
-            waiting += 1
-        }
-
-        /// The first waiter of the source whose turn it is; that source goes to the back of the turns.
-        mutating func next() -> Waiter? {
-            guard let turn = turns.popFirst(), var queue = queues.removeValue(forKey: turn), let waiter = queue.popFirst() else {
-                return nil
-            }
-            if !queue.isEmpty {
-                queues[turn] = queue
-                turns.append(turn)
-            }
-            waiting -= 1
-            return waiter
-        }
-
-        mutating func remove(_ id: Int, turn: RequestSource?) -> Waiter? {
-            guard var queue = queues.removeValue(forKey: turn), let index = queue.firstIndex(where: { $0.id == id }) else {
-                return nil
-            }
-            let waiter = queue.remove(at: index)
-            if queue.isEmpty {
-                if let position = turns.firstIndex(where: { $0 == turn }) { turns.remove(at: position) }
-            } else {
-                queues[turn] = queue
-            }
-            waiting -= 1
-            return waiter
-        }
     }
     private let state = Mutex(State())
 
-    package init(limit: Int) { self.limit = max(1, limit) }
+    package init(limit: Int, maxWait: Duration? = nil, clock: any HeraldClock = SystemClock(), metrics: AdmissionMetrics? = nil) {
+        self.limit = max(1, limit)
+        self.maxWait = maxWait
+        self.clock = clock
+        self.metrics = metrics
+    }
 
     package var inUse: Int { state.withLock { $0.held } }
-    package var waiting: Int { state.withLock { $0.waiting } }
+    package var waiting: Int { state.withLock { $0.queue.count } }
 
     /// Takes a slot, waiting in `turn`'s queue while none is free.
     package func acquire(turn: RequestSource? = nil) async throws {
         try Task.checkCancellation()
         // A free slot and nobody queued: taken without suspending.
         let id = state.withLock { s -> Int? in
-            if s.held < limit && s.waiting == 0 {
+            if s.held < limit && s.queue.isEmpty {
                 s.held += 1
                 return nil
             }
             s.nextId += 1
             return s.nextId
         }
-        guard let id else { return }
+        guard let id else {
+            metrics?.queueTime.recordNanoseconds(0)
+            return
+        }
+        let start = clock.now
+        let deadline = maxWait.map { start.advanced(by: $0) }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let granted = state.withLock { s -> Bool? in
-                    if s.cancelled.remove(id) != nil { return nil }
-                    if s.held < limit && s.waiting == 0 {
+                let (granted, expired, waiting) = state.withLock { s -> (Bool?, [CheckedContinuation<Void, any Error>], Int) in
+                    let expired = s.queue.expire(now: start)
+                    if s.cancelled.remove(id) != nil { return (nil, expired, s.queue.count) }
+                    if s.held < limit && s.queue.isEmpty {
                         s.held += 1
-                        return true
+                        return (true, expired, 0)
                     }
-                    s.enqueue(Waiter(id: id, continuation: continuation), turn: turn)
-                    return false
+                    s.queue.append(continuation, id: id, turn: turn, deadline: deadline)
+                    return (false, expired, s.queue.count)
                 }
+                for waiter in expired { waiter.resume(throwing: AdmissionTimeout()) }
+                metrics?.pending.record(waiting)
                 switch granted {
                 case true?: continuation.resume()
                 case nil: continuation.resume(throwing: CancellationError())
@@ -98,32 +72,56 @@ package final class AsyncLimiter: Sendable {
                 }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> Waiter? in
-                if let waiter = s.remove(id, turn: turn) { return waiter }
+            let waiter = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+                if let waiter = s.queue.remove(id, turn: turn) { return waiter }
                 // Not queued yet: the continuation body sees this mark and does not queue.
                 s.cancelled.insert(id)
                 return nil
             }
-            waiter?.continuation.resume(throwing: CancellationError())
+            waiter?.resume(throwing: CancellationError())
         }
         // Granted after cancellation was marked but before it was read: nothing stays marked.
         state.withLock { _ = $0.cancelled.remove(id) }
+        metrics?.queueTime.recordNanoseconds((clock.now - start).nanoseconds)
     }
 
     package func release() {
-        let next = state.withLock { s -> Waiter? in
-            guard let waiter = s.next() else {
+        let now: HeraldInstant? = maxWait == nil ? nil : clock.now
+        let (next, expired, waiting) = state.withLock {
+            s -> (CheckedContinuation<Void, any Error>?, [CheckedContinuation<Void, any Error>], Int) in
+            let expired = now.map { s.queue.expire(now: $0) } ?? []
+            guard let waiter = s.queue.next() else {
                 s.held -= 1
-                return nil
+                return (nil, expired, 0)
             }
-            return waiter  // the slot passes straight to the next waiter
+            return (waiter, expired, s.queue.count)  // the slot passes straight to the next waiter
         }
-        next?.continuation.resume()
+        for waiter in expired { waiter.resume(throwing: AdmissionTimeout()) }
+        if next != nil || !expired.isEmpty { metrics?.pending.record(waiting) }
+        next?.resume()
     }
 
     package func withPermit<T>(_ body: () async throws -> T) async throws -> T {
         try await acquire()
         defer { release() }
         return try await body()
+    }
+}
+
+/// A request waited for a slot longer than its limiter's `maxWait`: nothing was sent for it.
+package struct AdmissionTimeout: Error, Sendable, CustomStringConvertible {
+    package init() {}
+    package var description: String { "no slot free within the wait allowed" }
+}
+
+/// What an admission's queue reports: how long each request waited for its slot, and how many
+/// wait (Sygnal's `sygnal_apns_queue_time` and `sygnal_pending_apns_requests`).
+package struct AdmissionMetrics: Sendable {
+    package let queueTime: Metrics.Timer
+    package let pending: Gauge
+
+    package init(queueTime: Metrics.Timer, pending: Gauge) {
+        self.queueTime = queueTime
+        self.pending = pending
     }
 }

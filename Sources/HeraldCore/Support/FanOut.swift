@@ -4,10 +4,12 @@ import Synchronization
 /// concurrently, and the results come back in item order.
 ///
 /// - `limit`: at most this many run at once (all at once when nil); the next starts as one ends.
-/// - `admission`: a limiter shared beyond this call (an upstream's capacity); each item holds one
-///   of its permits while it runs, taken in arrival order.
+/// - `admission`: a limiter shared beyond this call (an upstream's queue); each item holds one of
+///   its permits while it runs, taken in arrival order within the request's source and in turn
+///   between sources (`AdmissionQueue`).
 ///
-/// An item that cannot start because its task was cancelled while it waited gets `notStarted`.
+/// An item that cannot start because its task was cancelled while it waited, or because it waited
+/// longer than the admission's `maxWait`, gets `notStarted`.
 /// Each item's child task is freed as it finishes (a discarding group), so items that wait do not
 /// keep the finished ones' memory. The last item runs in the caller's task, beside the others'
 /// child tasks (a task costs allocations and its frames' slabs); one item alone runs there without
@@ -39,7 +41,7 @@ package func fanOut<Item: Sendable, Result: Sendable>(
                 continue
             }
             do {
-                try await admission?.acquire()
+                try await admission?.acquire(turn: RequestContext.source)
             } catch {
                 window?.release()
                 continue
@@ -62,12 +64,12 @@ package func fanOut<Item: Sendable, Result: Sendable>(
 }
 
 /// `body` in the caller's task, holding one of `admission`'s permits while it runs; `notStarted`
-/// when the task was cancelled while it waited. A fan-out of one item is this, and a caller that
+/// when the task was cancelled while it waited, or waited longer than the limiter allows. A fan-out of one item is this, and a caller that
 /// has one item calls it directly: its closure is not escaping, so it is not allocated.
 package func admitted<Result>(_ admission: AsyncLimiter?, notStarted: Result, _ body: () async -> Result) async -> Result {
     guard let admission else { return await body() }
     do {
-        try await admission.acquire()
+        try await admission.acquire(turn: RequestContext.source)
     } catch {
         return notStarted
     }

@@ -24,8 +24,8 @@ package struct APNsConfig: Sendable {
     /// Seconds Apple keeps an undeliverable notification (`apns-expiration` = now + this; 0 = once).
     package var expiration: Int
     package var connections: Int
-    /// Streams in flight per connection (APNs allows 1000; the server's own limit also applies).
-    package var maxConcurrentStreams: Int
+    /// The connections' settings; its `maxConcurrentStreams` is the streams in flight per
+    /// connection (APNs allows 1000; the server's own limit also applies).
     package var upstream: UpstreamSettings
     package var retry: RetryPolicy
 
@@ -66,12 +66,12 @@ package struct APNsConfig: Sendable {
         let badges = config.bool("send_badge_counts", default: true)
         let expiration = config.int("expiration", default: 86_400, range: 0...2_592_000)
         let connections = config.int("max_connections", default: 2, range: 1...100)
-        let streams = config.int("max_concurrent_streams", default: 500, range: 1...1000)
         var defaults = UpstreamSettings()
         defaults.maxConnections = 1
         var upstream = UpstreamSettings.read(from: config, proxy: environment.proxy, defaults: defaults)
         upstream.maxConnections = 1  // one HTTP/2 connection per pooled client
-        upstream.maxConcurrentStreams = streams  // the one value the pool and its connections hold
+        // The pool's one value: the slots of its queue and each connection's streams.
+        upstream.maxConcurrentStreams = config.int("max_concurrent_streams", default: 500, range: 1...1000)
         let retry = RetryPolicy.read(from: config, pushback: false)
 
         let auth: Auth
@@ -123,7 +123,7 @@ package struct APNsConfig: Sendable {
         }
         return APNsConfig(
             auth: auth, topic: topic, baseURL: baseURL, pushType: pushType, priority: priority, convertDeviceTokenToHex: hex,
-            sendBadgeCounts: badges, expiration: expiration, connections: connections, maxConcurrentStreams: streams, upstream: upstream,
+            sendBadgeCounts: badges, expiration: expiration, connections: connections, upstream: upstream,
             retry: retry)
     }
 }

@@ -5,6 +5,7 @@ import HeraldUpstream
 import Metrics
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// `type: apns`: Apple Push Notification service over HTTP/2, with Sygnal's payloads
 /// (docs/compatibility/apns.md).
@@ -12,11 +13,12 @@ package final class APNsPushkin: APNsSending {
     package let name: String
     package let type = PushkinType.apns
     package let config: APNsConfig
-    private let pool: APNsConnectionPool
+    /// The connections to APNs and the one queue its requests wait in: a device holds one of its
+    /// slots for its whole dispatch, so that the devices beyond the streams wait before their
+    /// payloads are built (docs/architecture.md, "Admission").
+    private let pool: HTTP2Pool
     private let providerToken: APNsProviderToken?
     private let upstream: UpstreamCall
-    /// Devices of notifies in dispatch at once: as many as the connections have streams.
-    private let admission: AsyncLimiter
     let environment: PushkinEnvironment
     /// The request target before the device token: `/3/device/` after `base_url`'s own path.
     private let devicePath: String
@@ -27,13 +29,23 @@ package final class APNsPushkin: APNsSending {
         self.name = name
         self.config = config
         self.environment = environment
-        let pool = try APNsConnectionPool(
-            config: config, metrics: environment.metrics, contexts: environment.tlsContexts, clock: environment.clock)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if case .certificate(let path, _) = config.auth {
+            tls.certificateChain = try NIOSSLCertificate.fromPEMFile(path).map { .certificate($0) }
+            tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: path, format: .pem))
+        }
+        // The wait for a slot is Sygnal's `sygnal_apns_queue_time`, the requests waiting
+        // `sygnal_pending_apns_requests`.
+        let waits = AdmissionMetrics(
+            queueTime: Metrics.Timer(label: MetricName.apnsQueueTime, dimensions: [], factory: environment.metrics),
+            pending: Gauge(label: MetricName.pendingAPNsRequests, dimensions: [], factory: environment.metrics))
+        let pool = try HTTP2Pool(
+            origin: config.baseURL, settings: config.upstream, connections: config.connections, tls: tls,
+            contexts: environment.tlsContexts, clock: environment.clock, metrics: waits)
         self.pool = pool
         devicePath = try UpstreamOrigin(config.baseURL).path(of: config.baseURL + "/3/device/")
-        admission = AsyncLimiter(limit: config.connections * config.maxConcurrentStreams)
         self.upstream = UpstreamCall(
-            transport: pool, policy: config.retry,
+            transport: pool.admitted, policy: config.retry,
             metrics: UpstreamMetrics(type: .apns, pushkin: name, factory: environment.metrics, clock: environment.clock),
             clock: environment.clock,
             // APNs's development environment adds `apns-unique-id`, which Apple's Push
@@ -63,12 +75,13 @@ package final class APNsPushkin: APNsSending {
         return try APNsPushkin(name: name, config: config, environment: environment)
     }
 
-    /// The devices beyond the connections' streams wait for admission before their payloads are
-    /// built (docs/architecture.md, "Admission").
+    /// Each device holds a slot of the pool's queue for its whole dispatch: the devices beyond the
+    /// connections' streams wait before their payloads are built (docs/architecture.md, "Admission").
     package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
-        await dispatchEach(notification, devices: devices, context: context, admission: admission)
+        await dispatchEach(notification, devices: devices, context: context, admission: pool.admission)
     }
 
+    /// One device, for `dispatchEach`, which holds a slot of the pool's queue for it.
     package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
         switch request(notification, device: device) {
         case .answered(let outcome): return outcome
@@ -126,8 +139,8 @@ package final class APNsPushkin: APNsSending {
     /// Room for a whole alert's payload (about 400 bytes), reserved once.
     static let payloadCapacity = 1024
 
-    /// Sends a message built elsewhere (the Status adapter's): no priority header unless the message
-    /// has one, as gorush sends none for status-go.
+    /// Sends a message built elsewhere (the Status adapter's), holding a slot of the pool's queue:
+    /// no priority header unless the message has one, as gorush sends none for status-go.
     package func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome {
         guard !message.deviceToken.isEmpty, message.deviceToken.allSatisfy({ $0.isHexDigit }) else {
             return .rejected(reason: .invalidPushkey("device token is not hex"))
@@ -137,9 +150,11 @@ package final class APNsPushkin: APNsSending {
         }
         var message = message
         message.deviceToken = message.deviceToken.lowercased()
-        switch request(for: message) {
-        case .answered(let outcome): return outcome
-        case .send(let request): return await send(request, pushkey: message.deviceToken, context: context)
+        return await admitted(pool.admission, notStarted: Self.notAdmitted) { [message] in
+            switch request(for: message) {
+            case .answered(let outcome): return outcome
+            case .send(let request): return await send(request, pushkey: message.deviceToken, context: context)
+            }
         }
     }
 

@@ -20,7 +20,8 @@ struct HTTPProvider: Sendable {
         environment: PushkinEnvironment, providerId: String
     ) throws {
         client = try UpstreamHTTPClient(settings: settings)
-        transport = try NegotiatedUpstream(origin: baseURL, settings: settings, contexts: environment.tlsContexts)
+        transport = try NegotiatedUpstream(
+            origin: baseURL, settings: settings, contexts: environment.tlsContexts, clock: environment.clock)
         let originClass = type == .gcm ? "fcm" : type.rawValue
         upstream = UpstreamCall(
             transport: transport, policy: retry,

@@ -56,8 +56,9 @@ extension Pushkin {
         }
     }
 
-    /// A device whose task was cancelled while it waited for admission.
-    static var notAdmitted: DeviceOutcome { .failed(reason: .localError("cancelled before dispatch")) }
+    /// A device whose task was cancelled while it waited for admission, or that waited longer than
+    /// the admission allows.
+    static var notAdmitted: DeviceOutcome { .failed(reason: .localError("not admitted in time")) }
 
     package func shutdown() async {}
 

@@ -29,8 +29,9 @@ final class PushServiceClient: Sendable {
         self.policy = policy
         let metrics = UpstreamMetrics(type: type, pushkin: name, factory: environment.metrics, clock: environment.clock)
         let checked = OriginPools(
-            settings: upstream, addressGuard: environment.hostResolver, contexts: environment.tlsContexts)
-        let unchecked = OriginPools(settings: upstream, addressGuard: nil, contexts: environment.tlsContexts)
+            settings: upstream, addressGuard: environment.hostResolver, contexts: environment.tlsContexts, clock: environment.clock)
+        let unchecked = OriginPools(
+            settings: upstream, addressGuard: nil, contexts: environment.tlsContexts, clock: environment.clock)
         // A push service's pushback holds its origin for every subscription there; the message's
         // URL (RFC 8030 §5: `Location`) is its id in the delivery trace.
         let pushback = environment.holds.map {
