@@ -90,20 +90,35 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
+        // The delivery record: the repeat guard, the memory and PostgreSQL records side by side,
+        // the delivery trace, and their setup from `notify:`.
+        .target(
+            name: "DeliveryRecord",
+            dependencies: [
+                "HeraldCore",
+                "HeraldUpstream",
+                "HeraldPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The providers, one folder each, and the registry that builds them from `apps:`.
         .target(
             name: "Pushkins",
             dependencies: [
                 "HeraldCore",
                 "HeraldUpstream",
+                "DeliveryRecord",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
-                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -149,6 +164,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldUpstream",
+                "DeliveryRecord",
                 "Pushkins",
                 "HeraldPostgres",
                 "HeraldSQLite",
@@ -175,6 +191,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldUpstream",
+                "DeliveryRecord",
                 "Pushkins",
                 "HeraldPostgres",
                 "HeraldSQLite",
@@ -196,11 +213,10 @@ let package = Package(
                 "HeraldCore",
                 "HeraldUpstream",
                 "HeraldHTTPServer",
+                "DeliveryRecord",
                 "Pushkins",
                 "StatusAdapter",
                 "AdamantAdapter",
-                "HeraldPostgres",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -295,7 +311,8 @@ let package = Package(
         .testTarget(
             name: "StatusAdapterTests",
             dependencies: [
-                "StatusAdapter", "HeraldCore", "HeraldUpstream", "Pushkins", "HeraldTestSupport", "HeraldPostgres", "HeraldSQLite",
+                "StatusAdapter", "HeraldCore", "HeraldUpstream", "DeliveryRecord", "Pushkins", "HeraldTestSupport", "HeraldPostgres",
+                "HeraldSQLite",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -313,7 +330,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "HeraldCore", "HeraldUpstream", "HeraldHTTPServer", "Pushkins", "HeraldTestSupport",
+                "Gateway", "HeraldCore", "HeraldUpstream", "HeraldHTTPServer", "DeliveryRecord", "Pushkins", "HeraldTestSupport",
                 "AdamantAdapter",
                 "StatusAdapter",
                 "HeraldPostgres",

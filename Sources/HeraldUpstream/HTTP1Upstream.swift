@@ -29,7 +29,7 @@ package final class HTTP1Upstream: UpstreamTransport {
     /// (`UpstreamConnector`). The TLS context is one of `contexts`.
     package convenience init(
         origin: String, settings: UpstreamSettings, tls: TLSConfiguration? = nil, addressGuard: HostResolver? = nil,
-        contexts: TLSContexts = TLSContexts(), clock: any HeraldClock = SystemClock()
+        contexts: TLSContexts = TLSContexts(), clock: (any HeraldClock)?
     ) throws {
         let parsed = try UpstreamOrigin(origin)
         let context = parsed.secure ? try Self.tlsContext(tls, settings: settings, shared: contexts) : nil
@@ -38,7 +38,7 @@ package final class HTTP1Upstream: UpstreamTransport {
 
     /// With a TLS context made once for many origins (`OriginPools`); `clock` dates a request's
     /// wait for a connection.
-    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?, clock: any HeraldClock) {
+    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?, clock: (any HeraldClock)?) {
         self.settings = settings
         self.origin = origin
         connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard)

@@ -7,7 +7,7 @@ import Synchronization
 /// One origin's HTTP/2 connections and the one place its requests wait
 /// (docs/architecture.md, "Admission"): at most `max_concurrent_streams` requests in flight on
 /// each connection, the others in the pool's queue, by source in turn (`AsyncLimiter` over an
-/// `AdmissionQueue`), for at most `request_timeout`. An admitted request is placed on a
+/// `AdmissionQueue`), for at most `request_timeout` when the pool has a clock. An admitted request is placed on a
 /// connection with a free stream (`StreamPlacement`), one on its own event loop first, and does
 /// not wait again except for a connection being opened. The connections (`HTTP2Upstream`) spread
 /// over the event loops; each is replaced on the next request once lost, sent GOAWAY or out of
@@ -26,7 +26,7 @@ package final class HTTP2Pool: UpstreamTransport {
     /// when there are several; TLS as `tls` offers, the context one of `contexts`.
     package convenience init(
         origin: String, settings: UpstreamSettings, connections: Int, tls: TLSConfiguration, contexts: TLSContexts = TLSContexts(),
-        clock: any HeraldClock = SystemClock(), metrics: AdmissionMetrics? = nil
+        clock: (any HeraldClock)?, metrics: AdmissionMetrics? = nil
     ) throws {
         let parsed = try UpstreamOrigin(origin)
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }
@@ -40,8 +40,7 @@ package final class HTTP2Pool: UpstreamTransport {
     }
 
     /// A pool of `connections`, already made.
-    init(connections: [HTTP2Upstream], settings: UpstreamSettings, clock: any HeraldClock = SystemClock(), metrics: AdmissionMetrics? = nil)
-    {
+    init(connections: [HTTP2Upstream], settings: UpstreamSettings, clock: (any HeraldClock)?, metrics: AdmissionMetrics? = nil) {
         self.connections = connections
         admission = AsyncLimiter(
             limit: connections.count * settings.maxConcurrentStreams, maxWait: settings.requestTimeout, clock: clock, metrics: metrics)

@@ -28,7 +28,7 @@ package final class NegotiatedUpstream: UpstreamTransport {
     private let http1 = Mutex<HTTP1Upstream?>(nil)
     private let shutDown = Atomic<Bool>(false)
     private let choice: Mutex<ProtocolChoice>
-    private let clock: any HeraldClock
+    private let clock: (any HeraldClock)?
 
     package typealias Spoken = ProtocolChoice.Spoken
 
@@ -36,7 +36,7 @@ package final class NegotiatedUpstream: UpstreamTransport {
     /// proxy go to checked addresses only. TLS contexts are those of `contexts`.
     package convenience init(
         origin: String, settings: UpstreamSettings, addressGuard: HostResolver? = nil, contexts: TLSContexts = TLSContexts(),
-        clock: any HeraldClock = SystemClock()
+        clock: (any HeraldClock)?
     ) throws {
         try self.init(
             origin: try UpstreamOrigin(origin), settings: settings, addressGuard: addressGuard, contexts: contexts, clock: clock)
@@ -45,7 +45,7 @@ package final class NegotiatedUpstream: UpstreamTransport {
     /// `clock` dates how long a request waits for a stream.
     init(
         origin: UpstreamOrigin, settings: UpstreamSettings, addressGuard: HostResolver?, contexts: TLSContexts,
-        clock: any HeraldClock
+        clock: (any HeraldClock)?
     ) throws {
         self.settings = settings
         self.origin = origin

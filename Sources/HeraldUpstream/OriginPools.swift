@@ -14,7 +14,7 @@ package final class OriginPools: UpstreamTransport {
     private let contexts: TLSContexts
     private let state = Mutex(State())
     /// What the pools date a request's wait for a stream on.
-    private let clock: any HeraldClock
+    private let clock: (any HeraldClock)?
 
     private struct State {
         var pools: [String: (pool: NegotiatedUpstream, lastUse: Int)] = [:]
@@ -24,7 +24,7 @@ package final class OriginPools: UpstreamTransport {
 
     package init(
         settings: UpstreamSettings, addressGuard: HostResolver?, maxOrigins: Int = 1024, contexts: TLSContexts = TLSContexts(),
-        clock: any HeraldClock = SystemClock()
+        clock: (any HeraldClock)?
     ) {
         self.clock = clock
         self.settings = settings

@@ -137,7 +137,7 @@ package final class UpstreamHTTPClient: UpstreamTransport {
         var settings = settings
         settings.http2 = false
         self.settings = settings
-        pools = OriginPools(settings: settings, addressGuard: nil, maxOrigins: 64, contexts: contexts)
+        pools = OriginPools(settings: settings, addressGuard: nil, maxOrigins: 64, contexts: contexts, clock: nil)
     }
 
     /// Sends one request and reads at most `maxResponseBytes` of the answer. Throws on network

@@ -42,7 +42,7 @@ enum FakeCeiling {
         case "fcm":
             let fcm = fakes["fcm"]
             let base = fcm?["base_url"]?.stringValue ?? ""
-            transport = try HTTP1Upstream(origin: base, settings: UpstreamSettings(maxConnections: concurrency))
+            transport = try HTTP1Upstream(origin: base, settings: UpstreamSettings(maxConnections: concurrency), clock: nil)
             let key = fcm?["legacy_api_key"]?.stringValue ?? ""
             request = {
                 var headers = HTTPHeaders()
@@ -57,7 +57,7 @@ enum FakeCeiling {
             let subscription = fakes["webpush"]?["subscriptions"]?.arrayValue?.first
             let endpoint = subscription?["endpoint"]?.stringValue ?? ""
             let base = fakes["webpush"]?["base_url"]?.stringValue ?? ""
-            transport = try HTTP1Upstream(origin: base, settings: UpstreamSettings(maxConnections: concurrency))
+            transport = try HTTP1Upstream(origin: base, settings: UpstreamSettings(maxConnections: concurrency), clock: nil)
             let body = [UInt8](repeating: 0x5A, count: 300)
             request = {
                 var headers = HTTPHeaders()

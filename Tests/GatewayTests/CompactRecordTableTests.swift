@@ -1,5 +1,6 @@
 import Testing
 
+@testable import DeliveryRecord
 @testable import Pushkins
 
 /// The memory record's table (`CompactRecordTable`): a fixed-size entry per delivery, found by its

@@ -59,7 +59,7 @@ import Testing
         await recipe.stop()
         #expect(recipe.yaml.hasPrefix("# Instance 1 of the fleet"))  // the recipe's own file
         #expect(diagnostics.errors.isEmpty, "\(diagnostics.errors)")
-        #expect(gateway.config.notify.repeatStore == url)
+        #expect(gateway.config.notify.record.repeatStore == url)
         #expect(!gateway.configNotes.contains { $0.hasPrefix("notify.repeat_store") })
     }
 

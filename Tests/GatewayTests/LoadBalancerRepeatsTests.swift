@@ -6,6 +6,8 @@ import NIOCore
 import Pushkins
 import Testing
 
+@testable import DeliveryRecord
+
 #if canImport(Glibc)
     import Glibc
 #endif

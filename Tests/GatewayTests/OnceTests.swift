@@ -8,6 +8,7 @@ import NIOCore
 import Pushkins
 import Testing
 
+@testable import DeliveryRecord
 @testable import Gateway
 
 /// A notify that the homeserver sends again, or that reaches two instances, is delivered once
@@ -522,7 +523,7 @@ struct OnceTests {
 
     /// A PostgreSQL record in a database of its own: a 60 s window, a 10 s takeover, a patient timeout.
     static func postgresRecords(clock: any HeraldClock) async throws -> PostgresDeliveryRecords {
-        var notify = GatewayConfig.Notify()
+        var notify = RecordSettings()
         notify.repeatWindow = .seconds(60)
         notify.repeatTakeover = .seconds(10)
         notify.repeatStoreTimeout = .seconds(30)
@@ -536,7 +537,7 @@ struct OnceTests {
     /// a record a claim is answered from; written again, it is replaced.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func anUnclaimedDeliverysTraceIsTheFleetsAndNeverARecord() async throws {
-        var notify = GatewayConfig.Notify()
+        var notify = RecordSettings()
         notify.repeatStoreTimeout = .seconds(30)
         let url = try await TestPostgres.createDatabase(prefix: "herald_once")
         let writer = try PostgresDeliveryRecords(url: url, notify: notify, metrics: GatewayMetrics().factory, clock: SystemClock())

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Testing
 
+@testable import DeliveryRecord
 @testable import HeraldCore
 @testable import Pushkins
 

@@ -59,7 +59,7 @@ import Testing
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let echo = Echo(holdUntil: 5)
         let front = try await TLSFront.start(pki: pki, handler: echo)
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), clock: nil)
         // Five requests held until all five are in progress: they can only be on one connection at once.
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<5 { group.addTask { try await post(transport, front.baseURL + "/m/\(i)", "b\(i)") } }
@@ -80,7 +80,7 @@ import Testing
     @Test func anOriginOfferingOnlyHTTP1IsSpokenToOverKeepAliveHTTP1() async throws {
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let front = try await TLSFront.start(pki: pki, handler: Echo(), offer: .http1Only)
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), clock: nil)
         for i in 0..<3 { #expect(try await post(transport, front.baseURL + "/h1/\(i)", "x") == "200 /h1/\(i) x") }
         #expect(transport.protocolSpoken == .http1)
         // Each request answered once: the connection that learnt the server's answer carried none.
@@ -95,7 +95,7 @@ import Testing
     @Test func withHTTP2OffAnHTTP2OriginIsSpokenToOverHTTP1() async throws {
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let front = try await TLSFront.start(pki: pki, handler: Echo())
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki) { $0.http2 = false })
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki) { $0.http2 = false }, clock: nil)
         #expect(try await post(transport, front.baseURL + "/a", "x") == "200 /a x")
         #expect(front.http2Connections == 0)
         #expect(front.http1Connections == 1)
@@ -107,7 +107,7 @@ import Testing
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         // Held until two are in progress: had the limit not been kept, more would be.
         let front = try await TLSFront.start(pki: pki, handler: Echo(holdUntil: 2), maxConcurrentStreams: 2)
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), clock: nil)
         let answered = try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<8 { group.addTask { try await post(transport, front.baseURL + "/s/\(i)") } }
             return try await group.reduce(into: 0) { count, answer in count += answer.hasPrefix("200 ") ? 1 : 0 }
@@ -122,7 +122,8 @@ import Testing
     @Test func ourOwnStreamLimitHoldsBelowTheServers() async throws {
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let front = try await TLSFront.start(pki: pki, handler: Echo(holdUntil: 3), maxConcurrentStreams: 100)
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki) { $0.maxConcurrentStreams = 3 })
+        let transport = try NegotiatedUpstream(
+            origin: front.baseURL, settings: Self.settings(pki) { $0.maxConcurrentStreams = 3 }, clock: nil)
         try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<9 { group.addTask { try await post(transport, front.baseURL + "/o/\(i)") } }
             for try await answer in group { #expect(answer.hasPrefix("200 ")) }
@@ -135,7 +136,7 @@ import Testing
     @Test func aResetStreamFailsThatRequestAloneAndTheConnectionStays() async throws {
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let front = try await TLSFront.start(pki: pki, handler: Echo())
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), clock: nil)
         #expect(try await post(transport, front.baseURL + "/1") == "200 /1 ")
         front.resetNextStreams(1)
         await #expect(throws: UpstreamConnectionError.reset(.cancel)) { try await post(transport, front.baseURL + "/2") }
@@ -151,10 +152,11 @@ import Testing
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let echo = Echo()
         let front = try await TLSFront.start(pki: pki, handler: echo)
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), clock: nil)
         #expect(try await post(transport, front.baseURL + "/1") == "200 /1 ")  // the connection is open
         // Long enough for a loaded machine to answer `/2` within it.
-        let short = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki) { $0.requestTimeout = .seconds(10) })
+        let short = try NegotiatedUpstream(
+            origin: front.baseURL, settings: Self.settings(pki) { $0.requestTimeout = .seconds(10) }, clock: nil)
         await #expect(throws: Deadline.Exceeded.self) { try await post(short, front.baseURL + "/hang") }
         echo.release.raise()
         #expect(try await post(short, front.baseURL + "/2") == "200 /2 ")
@@ -169,7 +171,8 @@ import Testing
         let front = try await TLSFront.start(pki: pki, handler: Echo())
         let proxy = try await FakeConnectProxy.start()
         let transport = try NegotiatedUpstream(
-            origin: front.baseURL, settings: Self.settings(pki) { $0.proxy = ProxySettings(host: "127.0.0.1", port: proxy.port) })
+            origin: front.baseURL, settings: Self.settings(pki) { $0.proxy = ProxySettings(host: "127.0.0.1", port: proxy.port) },
+            clock: nil)
         #expect(try await post(transport, front.baseURL + "/p", "x") == "200 /p x")
         #expect(proxy.connects == [FakeConnectProxy.Connect(target: "localhost:\(front.port)", authorized: true)])
         #expect(front.http2Connections == 1)
@@ -182,7 +185,7 @@ import Testing
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let front = try await TLSFront.start(pki: pki, handler: Echo())
         let loopback = HostResolver { _, _ in .success(["127.0.0.1"]) }
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), addressGuard: loopback)
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), addressGuard: loopback, clock: nil)
         await #expect(throws: PeerAddressRefused.self) { try await post(transport, front.baseURL + "/x") }
         #expect(front.http2Connections + front.http1Connections == 0)
         #expect(front.answered == 0)
@@ -196,7 +199,7 @@ import Testing
     func aHeaderValueThatWouldSplitTheRequestIsNeverSent(_ offer: TLSFront.Offer) async throws {
         let pki = try TestPKI(directory: ScratchDirectory.make("herald-negotiated"))
         let front = try await TLSFront.start(pki: pki, handler: Echo(), offer: offer)
-        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki))
+        let transport = try NegotiatedUpstream(origin: front.baseURL, settings: Self.settings(pki), clock: nil)
         #expect(try await post(transport, front.baseURL + "/ok") == "200 /ok ")
         for (name, value) in [("Topic", "a\r\nX-Injected: 1"), ("Topic", " padded"), ("Bad Name", "v"), ("Nul", "a\u{0}b")] {
             var headers = HTTPHeaders()

@@ -36,7 +36,7 @@ import Testing
         // Thirty requests share three connections, each waiting its turn within its request timeout:
         // a generous one, so that a loaded machine's pace does not matter here.
         let transport = try HTTP1Upstream(
-            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 3, requestTimeout: .seconds(60)))
+            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 3, requestTimeout: .seconds(60)), clock: nil)
         let answers = try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<30 { group.addTask { try await String(buffer: self.post(transport, server.baseURL, "/m/\(i)", "b\(i)").body) } }
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
@@ -57,7 +57,7 @@ import Testing
         let (a, b, c) = (try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start(), try await EchoHTTP1Server.start())
         let pools = OriginPools(
             settings: UpstreamSettings(maxConnections: 1, connectTimeout: .seconds(60), requestTimeout: .seconds(60)), addressGuard: nil,
-            maxOrigins: 2)
+            maxOrigins: 2, clock: nil)
         func post(_ server: EchoHTTP1Server, _ path: String) async throws -> String {
             try await String(buffer: self.post(pools, server.baseURL, path, "x").body)
         }
@@ -82,7 +82,7 @@ import Testing
         server.set(options)
         let transport = try HTTP1Upstream(
             origin: server.baseURL,
-            settings: UpstreamSettings(maxConnections: 1, connectTimeout: .seconds(60), requestTimeout: .seconds(60)))
+            settings: UpstreamSettings(maxConnections: 1, connectTimeout: .seconds(60), requestTimeout: .seconds(60)), clock: nil)
         for i in 0..<4 {
             let response = try await post(transport, server.baseURL, "/c", "\(i)")
             #expect(response.status == 200)
@@ -100,7 +100,7 @@ import Testing
         server.set(slow)
         // 15 s: the next request shares the timeout, and beside two busy loops it once took over 4 s.
         let transport = try HTTP1Upstream(
-            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(15)))
+            origin: server.baseURL, settings: UpstreamSettings(maxConnections: 1, requestTimeout: .seconds(15)), clock: nil)
         // Without the timeout the server's answer after 300 s would come back, and nothing would throw.
         await #expect(throws: Deadline.Exceeded.self) { _ = try await post(transport, server.baseURL, "/slow", "") }
         server.set(EchoHTTP1Server.Options())
@@ -115,7 +115,7 @@ import Testing
         let server = try await EchoHTTP1Server.start()
         let transport = try HTTP1Upstream(
             origin: server.baseURL,
-            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), maxResponseBytes: 8))
+            settings: UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), maxResponseBytes: 8), clock: nil)
         let response = try await post(transport, server.baseURL, "/long/path", "and a body")
         #expect(response.status == 200)
         #expect(String(buffer: response.body) == "/long/pa")
@@ -130,7 +130,7 @@ import Testing
             origin: server.baseURL,
             settings: UpstreamSettings(
                 connectTimeout: .seconds(60), requestTimeout: .seconds(60),
-                proxy: ProxySettings(host: "127.0.0.1", port: proxy.port, username: "u", password: "p")))
+                proxy: ProxySettings(host: "127.0.0.1", port: proxy.port, username: "u", password: "p")), clock: nil)
         let response = try await post(transport, server.baseURL, "/via", "proxy")
         #expect(String(buffer: response.body) == "/via proxy")
         #expect(proxy.connects == [.init(target: "127.0.0.1:\(server.port)", authorized: true)])
@@ -150,7 +150,7 @@ import Testing
         server.set(options)
         let transport = try HTTP1Upstream(
             origin: server.baseURL,
-            settings: UpstreamSettings(maxConnections: 2, connectTimeout: .seconds(60), requestTimeout: .seconds(60)))
+            settings: UpstreamSettings(maxConnections: 2, connectTimeout: .seconds(60), requestTimeout: .seconds(60)), clock: nil)
         func post(on loop: any EventLoop, _ path: String) async throws -> String {
             try await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
                 try await String(buffer: self.post(transport, server.baseURL, path, "").body)
@@ -265,12 +265,12 @@ import Testing
         let server = try await EchoHTTP1Server.start(tls: pki)
         // Patient timeouts: loading the CA and the handshake may wait for a loaded machine's cores.
         let patient = UpstreamSettings(connectTimeout: .seconds(60), requestTimeout: .seconds(60), trustedCAFiles: [pki.caFile])
-        let trusting = try HTTP1Upstream(origin: server.baseURL, settings: patient)
+        let trusting = try HTTP1Upstream(origin: server.baseURL, settings: patient, clock: nil)
         let response = try await post(trusting, server.baseURL, "/tls", "ok")
         #expect(String(buffer: response.body) == "/tls ok")
         // Without the test CA the certificate is refused (the handshake fails, or the server sees the
         // connection close first): a network error, and nothing reaches the server.
-        let strict = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings())
+        let strict = try HTTP1Upstream(origin: server.baseURL, settings: UpstreamSettings(), clock: nil)
         await #expect(throws: (any Error).self) { _ = try await post(strict, server.baseURL, "/tls", "no") }
         #expect(server.requests == 1)
         await trusting.shutdown()

@@ -7,6 +7,7 @@ import Pushkins
 import Synchronization
 import Testing
 
+@testable import DeliveryRecord
 @testable import StatusAdapter
 
 /// gorush's workers at a shutdown whose grace period ended before their turn (docs/operations.md,

@@ -1,3 +1,4 @@
+import DeliveryRecord
 import HeraldCore
 import Logging
 import Pushkins

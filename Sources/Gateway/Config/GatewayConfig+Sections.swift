@@ -41,23 +41,23 @@ extension GatewayConfig.HTTP {
 extension GatewayConfig.Notify {
     static func read(_ notify: ConfigSection) -> Self {
         var config = Self()
-        config.repeatWindow = notify.seconds("repeat_window", default: 7200, range: 0...604_800)
+        config.record.repeatWindow = notify.seconds("repeat_window", default: 7200, range: 0...604_800)
         if let store = notify.string("repeat_store"), store != "memory" {
             if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") {
-                config.repeatStore = store
+                config.record.repeatStore = store
             } else {
                 notify.diagnostics.error(notify.keyPath("repeat_store"), "must be memory or a postgres:// URL")
             }
         }
-        config.repeatMaxEntries = notify.int("repeat_max_entries", default: 200_000, range: 1...100_000_000)
-        config.repeatMaxBytes = notify.int("repeat_max_bytes", default: 32 << 20, range: 4096...(16 << 30))
-        config.repeatTakeover = notify.seconds("repeat_takeover", default: 60, range: 1...3600)
-        config.repeatStoreTimeout = notify.seconds("repeat_store_timeout", default: 1, range: 0.05...60)
-        config.repeatStoreMaxConnections = notify.int("repeat_store_max_connections", default: 8, range: 1...1000)
-        config.answerWithin = notify.seconds("answer_within", default: 20, range: 0...300)
-        config.heardWithin = notify.seconds("heard_within", default: 2, range: 0...60)
+        config.record.repeatMaxEntries = notify.int("repeat_max_entries", default: 200_000, range: 1...100_000_000)
+        config.record.repeatMaxBytes = notify.int("repeat_max_bytes", default: 32 << 20, range: 4096...(16 << 30))
+        config.record.repeatTakeover = notify.seconds("repeat_takeover", default: 60, range: 1...3600)
+        config.record.repeatStoreTimeout = notify.seconds("repeat_store_timeout", default: 1, range: 0.05...60)
+        config.record.repeatStoreMaxConnections = notify.int("repeat_store_max_connections", default: 8, range: 1...1000)
+        config.record.answerWithin = notify.seconds("answer_within", default: 20, range: 0...300)
+        config.record.heardWithin = notify.seconds("heard_within", default: 2, range: 0...60)
         if let sources = notify.map("sources") { config.sources = SourceRates.read(sources) }
-        config.traceMaxBytes = notify.int("trace_max_bytes", default: 8 << 20, range: 0...(16 << 30))
+        config.record.traceMaxBytes = notify.int("trace_max_bytes", default: 8 << 20, range: 0...(16 << 30))
         notify.warnUnknownKeys()
         return config
     }

@@ -1,3 +1,4 @@
+package import DeliveryRecord
 package import HeraldCore
 package import HeraldHTTPServer
 package import Logging

@@ -1,3 +1,4 @@
+package import DeliveryRecord
 package import HeraldCore
 package import HeraldHTTPServer
 import HeraldUpstream
@@ -76,10 +77,11 @@ package final class Gateway: Sendable {
             diagnostics: diagnostics)
         let onceSetup: OnceSetup
         do {
-            onceSetup = try OnceSetup(config.notify, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock)
+            onceSetup = try OnceSetup(
+                config.notify.record, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock)
         } catch {
             diagnostics.error("notify.repeat_store", "\(error)")
-            var memory = config.notify
+            var memory = config.notify.record
             memory.repeatStore = nil
             onceSetup =
                 (try? OnceSetup(memory, counters: metrics.counters, metrics: metrics.factory, logger: logger, clock: clock))
@@ -94,7 +96,7 @@ package final class Gateway: Sendable {
         for section in config.extraSections.keys where !claimed.contains(section) {
             diagnostics.warning(section, "unknown section, ignored")
         }
-        OnceSetup.fleetNotes(config, diagnostics: diagnostics)
+        GatewayConfig.fleetNotes(config, diagnostics: diagnostics)
         configNotes = diagnostics.notes
         live = Mutex(Live(pushkins: pushkins, dispatcher: context.dispatcher, frontEnds: frontEnds))
         handler = SwappableRoutes(Self.routes(config, frontEnds, health: onceSetup.health, holds: holds, logger: logger))

@@ -1,3 +1,4 @@
+import DeliveryRecord
 import Foundation
 import HeraldCore
 import HeraldUpstream

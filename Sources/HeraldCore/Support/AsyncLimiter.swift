@@ -12,7 +12,8 @@ package final class AsyncLimiter: Sendable {
     package let limit: Int
     /// How long a waiter waits at most (nil: until it is served or cancelled).
     package let maxWait: Duration?
-    private let clock: any HeraldClock
+    /// What waits are measured on; without one, nothing is (no `maxWait`, no queue time).
+    private let clock: (any HeraldClock)?
     private let metrics: AdmissionMetrics?
 
     private struct State {
@@ -23,11 +24,16 @@ package final class AsyncLimiter: Sendable {
     }
     private let state = Mutex(State())
 
-    package init(limit: Int, maxWait: Duration? = nil, clock: any HeraldClock = SystemClock(), metrics: AdmissionMetrics? = nil) {
+    /// A limiter whose waiters wait until served or cancelled.
+    package convenience init(limit: Int) { self.init(limit: limit, maxWait: nil, clock: nil, metrics: nil) }
+
+    /// With a `clock`, a waiter waits at most `maxWait` (nil: no bound) and `metrics` get each
+    /// request's wait.
+    package init(limit: Int, maxWait: Duration?, clock: (any HeraldClock)?, metrics: AdmissionMetrics? = nil) {
         self.limit = max(1, limit)
-        self.maxWait = maxWait
+        self.maxWait = clock == nil ? nil : maxWait
         self.clock = clock
-        self.metrics = metrics
+        self.metrics = clock == nil ? nil : metrics
     }
 
     package var inUse: Int { state.withLock { $0.held } }
@@ -49,12 +55,12 @@ package final class AsyncLimiter: Sendable {
             metrics?.queueTime.recordNanoseconds(0)
             return
         }
-        let start = clock.now
-        let deadline = maxWait.map { start.advanced(by: $0) }
+        let start = clock?.now
+        let deadline = start.flatMap { start in maxWait.map { start.advanced(by: $0) } }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (granted, expired, waiting) = state.withLock { s -> (Bool?, [CheckedContinuation<Void, any Error>], Int) in
-                    let expired = s.queue.expire(now: start)
+                    let expired = start.map { s.queue.expire(now: $0) } ?? []
                     if s.cancelled.remove(id) != nil { return (nil, expired, s.queue.count) }
                     if s.held < limit && s.queue.isEmpty {
                         s.held += 1
@@ -82,11 +88,11 @@ package final class AsyncLimiter: Sendable {
         }
         // Granted after cancellation was marked but before it was read: nothing stays marked.
         state.withLock { _ = $0.cancelled.remove(id) }
-        metrics?.queueTime.recordNanoseconds((clock.now - start).nanoseconds)
+        if let metrics, let clock, let start { metrics.queueTime.recordNanoseconds((clock.now - start).nanoseconds) }
     }
 
     package func release() {
-        let now: HeraldInstant? = maxWait == nil ? nil : clock.now
+        let now: HeraldInstant? = maxWait == nil ? nil : clock?.now
         let (next, expired, waiting) = state.withLock {
             s -> (CheckedContinuation<Void, any Error>?, [CheckedContinuation<Void, any Error>], Int) in
             let expired = now.map { s.queue.expire(now: $0) } ?? []

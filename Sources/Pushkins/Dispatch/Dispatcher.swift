@@ -1,3 +1,4 @@
+package import DeliveryRecord
 package import HeraldCore
 import HeraldUpstream
 package import Logging

@@ -1,3 +1,4 @@
+import DeliveryRecord
 import Foundation
 package import HeraldCore
 import HeraldUpstream

@@ -4,7 +4,6 @@ import HeraldPostgres
 import Logging
 import Metrics
 import PostgresNIO
-import Pushkins
 import ServiceLifecycle
 import Synchronization
 
@@ -69,7 +68,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         var at: Double
     }
 
-    init(url: String, notify: GatewayConfig.Notify, metrics: any MetricsFactory, clock: any HeraldClock) throws {
+    init(url: String, notify: RecordSettings, metrics: any MetricsFactory, clock: any HeraldClock) throws {
         client = PostgresClient(
             configuration: try PostgresURL.configuration(url, maxConnections: notify.repeatStoreMaxConnections),
             backgroundLogger: Self.logger)

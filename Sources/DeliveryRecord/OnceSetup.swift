@@ -1,20 +1,19 @@
-import HeraldCore
-import Logging
-import Metrics
-import Pushkins
-import ServiceLifecycle
+package import HeraldCore
+package import Logging
+package import Metrics
+package import ServiceLifecycle
 
 /// The gateway's delivery record and answer deadline, made once from `notify:` and kept across
 /// reloads (docs/operations.md, "Once"): the `Once` every dispatcher uses, the services it needs
-/// (the PostgreSQL pool) and its health.
-struct OnceSetup: Sendable {
-    let once: Once
-    let services: [any Service]
-    let health: [ComponentHealth]
+/// (the PostgreSQL pool and its sweeper) and its health.
+package struct OnceSetup: Sendable {
+    package let once: Once
+    package let services: [any Service]
+    package let health: [ComponentHealth]
 
-    init(_ notify: GatewayConfig.Notify, counters: CounterCache, metrics: any MetricsFactory, logger: Logger, clock: any HeraldClock)
-        throws
-    {
+    package init(
+        _ notify: RecordSettings, counters: CounterCache, metrics: any MetricsFactory, logger: Logger, clock: any HeraldClock
+    ) throws {
         var services: [any Service] = []
         var health: [ComponentHealth] = []
         var guardian: RepeatGuard?
@@ -38,26 +37,8 @@ struct OnceSetup: Sendable {
 }
 
 extension OnceSetup {
-    /// `check-config`'s note for a fleet whose record is each instance's memory: instances that
-    /// share a PostgreSQL database for the Status store or ADAMANT are a fleet, and each of them
-    /// sends a notify that reached it, so a homeserver's retry through the load balancer reaches
-    /// the upstream again (docs/deployment.md, "A fleet").
-    static func fleetNotes(_ config: GatewayConfig, diagnostics: ConfigDiagnostics) {
-        guard config.notify.repeatWindow > .zero, config.notify.repeatStore == nil else { return }
-        for section in ["status", "adamant"] {
-            guard case .map(let values)? = config.extraSections[section], case .string(let store)? = values["store"],
-                store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
-            else { continue }
-            diagnostics.note(
-                "notify.repeat_store",
-                "memory, while \(section).store is a PostgreSQL database: instances sharing this database each send a repeated notify; "
-                    + "name the same database here so that a fleet delivers once (docs/deployment.md, \"A fleet\")")
-            return
-        }
-    }
-
     /// No record, no services: every device sent in its request's task.
-    static var none: OnceSetup {
+    package static var none: OnceSetup {
         OnceSetup(once: Once(guardian: nil, answerWithin: .seconds(20)), services: [], health: [])
     }
 

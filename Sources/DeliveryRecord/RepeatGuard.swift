@@ -29,7 +29,7 @@ package final class RepeatGuard: Sendable {
     /// claimed at once (`claim(_:app:)`), and its finishes are written after the answer
     /// (`settleAfterAnswer`, `finish`). The memory record takes each key as it comes.
     package var batches: Bool { !inMemory }
-    let clock: any HeraldClock
+    package let clock: any HeraldClock
     let counters: CounterCache
     let logger: Logger
     /// The deliveries under way on this instance, by key; the gate of the repeats that joined one

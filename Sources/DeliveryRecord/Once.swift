@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 
 /// What the dispatcher needs to deliver once (docs/operations.md, "Once"): the gateway's
 /// `RepeatGuard` (nil: `notify.repeat_window: 0`), `notify.answer_within`, the deadline the
@@ -28,7 +28,7 @@ package struct Once: Sendable {
 
     /// A joined delivery's outcome. The delivery it joined is bounded by its upstream's deadlines;
     /// the sender's own patience is the route's answer deadline, which the server keeps.
-    func outcome(of flight: ReadinessGate<DeviceOutcome>) async -> DeviceOutcome {
+    package func outcome(of flight: ReadinessGate<DeviceOutcome>) async -> DeviceOutcome {
         (try? await flight.wait()) ?? .failed(reason: .answerDeadline)
     }
 }

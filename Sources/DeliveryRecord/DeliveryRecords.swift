@@ -11,7 +11,7 @@ package enum RecordedOutcome: String, Sendable, Equatable {
     /// Refused for good for this message (too large, refused by policy).
     case dropped
 
-    init?(_ outcome: DeviceOutcome) {
+    package init?(_ outcome: DeviceOutcome) {
         switch outcome {
         case .delivered: self = .delivered
         case .rejected: self = .rejected

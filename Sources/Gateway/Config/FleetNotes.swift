@@ -1,0 +1,21 @@
+import HeraldCore
+
+extension GatewayConfig {
+    /// `check-config`'s note for a fleet whose record is each instance's memory: instances that
+    /// share a PostgreSQL database for the Status store or ADAMANT are a fleet, and each of them
+    /// sends a notify that reached it, so a homeserver's retry through the load balancer reaches
+    /// the upstream again (docs/deployment.md, "A fleet").
+    static func fleetNotes(_ config: GatewayConfig, diagnostics: ConfigDiagnostics) {
+        guard config.notify.record.repeatWindow > .zero, config.notify.record.repeatStore == nil else { return }
+        for section in ["status", "adamant"] {
+            guard case .map(let values)? = config.extraSections[section], case .string(let store)? = values["store"],
+                store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+            else { continue }
+            diagnostics.note(
+                "notify.repeat_store",
+                "memory, while \(section).store is a PostgreSQL database: instances sharing this database each send a repeated notify; "
+                    + "name the same database here so that a fleet delivers once (docs/deployment.md, \"A fleet\")")
+            return
+        }
+    }
+}
