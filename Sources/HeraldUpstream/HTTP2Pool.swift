@@ -1,5 +1,5 @@
 package import HeraldCore
-package import NIOCore
+import NIOCore
 import NIOPosix
 package import NIOSSL
 import Synchronization

@@ -82,6 +82,26 @@ import Testing
         #expect(response.json == ["rejected": ["reject"]])
     }
 
+    /// Each outcome lands at its device's position however the devices split: one pushkin's
+    /// devices first (one group covering them all), then a device routed nowhere, a second
+    /// pushkin's, and the first pushkin's again.
+    @Test(arguments: [0, 1, 2, 3, 4])
+    func outcomesKeepTheirDevicesPositionsAcrossGroups(first: Int) async throws {
+        let probe = Probe()
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: Self.probeApps), registry: .withProbe(probe))
+        var devices = [
+            device("reject-a1"), device("accept-a2"), device("reject-x", app: "org.nowhere"),
+            device("reject-b1", app: "com.example.other"), device("accept-b2", app: "com.example.other"), device("reject-a3"),
+        ]
+        devices = Array(devices[first...] + devices[..<first])
+        let expected = devices.compactMap { $0["pushkey"]?.stringValue }.filter { $0.hasPrefix("reject") }
+        let response = try await herald.notify(notifyBody(devices: devices))
+        await herald.stop()
+        #expect(response.status == 200)
+        #expect(response.json == ["rejected": .array(expected.map { .string($0) })])
+        #expect(Set(probe.seen) == ["reject-a1", "accept-a2", "reject-b1", "accept-b2", "reject-a3"])
+    }
+
     @Test func appIdRoutingExactThenSingleGlobElseRejectedWithoutDispatch() async throws {
         let probe = Probe()
         let apps = """

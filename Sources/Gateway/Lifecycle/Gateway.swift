@@ -1,4 +1,4 @@
-package import DeliveryRecord
+import DeliveryRecord
 package import HeraldCore
 package import HeraldHTTPServer
 import HeraldUpstream

@@ -83,45 +83,50 @@ package struct Dispatcher: Sendable {
         }
     }
 
-    /// `dispatch`, with the count of repeats (docs/operations.md, "Once").
+    /// `dispatch`, with the count of repeats (docs/operations.md, "Once"). A notify whose devices
+    /// all go to one pushkin (one device, as a homeserver sends most) makes no array of its own
+    /// beyond the group's outcomes: the group covers every device in order, and its outcomes are
+    /// the notify's (docs/architecture.md, "Values on the notify path").
     package func dispatchReporting(_ notification: PushNotification, logger: Logger) async -> Dispatched {
-        if notification.devices.count == 1 { return await dispatchOne(notification, logger: logger) }
         // Whose share of each app's limit the devices draw on (docs/operations.md, "Sources").
-        let source = RequestContext.source
-        var outcomes = [DeviceOutcome?](repeating: nil, count: notification.devices.count)
-        var groups: [Group] = []
+        var routing = Routing(devices: notification.devices.count, source: RequestContext.source)
         for (index, device) in notification.devices.enumerated() {
             switch route(device, logger: logger) {
-            case .rejected(let outcome): outcomes[index] = outcome
-            case .pushkin(let pushkin):
-                if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
-                    groups[g].indices?.append(index)
-                } else {
-                    // Room for every device left, which may all join it: no growth step by step.
-                    var indices: [Int] = []
-                    indices.reserveCapacity(notification.devices.count - index)
-                    indices.append(index)
-                    groups.append(Group(pushkin: pushkin, indices: indices, source: source))
-                }
+            case .rejected(let outcome): routing.set(index, outcome)
+            case .pushkin(let pushkin): routing.add(index, to: pushkin)
             }
         }
-        groups = groups.compactMap { group in
+        let groups = routing.groups.compactMap { group in
             guard let limit = limits[group.pushkin.name] else { return group }
-            let indices = group.indices ?? []
-            let (granted, refusal) = limit.acquire(upTo: indices.count, source: source)
+            let (granted, refusal) = limit.acquire(upTo: group.indices?.count ?? notification.devices.count, source: group.source)
             guard granted > 0 else {
-                for index in indices { outcomes[index] = refused(refusal, pushkin: group.pushkin.name) }
+                let outcome = refused(refusal, pushkin: group.pushkin.name)
+                for index in group.indices ?? Array(notification.devices.indices) { routing.set(index, outcome) }
                 return nil
             }
             var admitted = group
             admitted.slots = granted
             return admitted
         }
-
         let context = DispatchContext(logger: logger)
-        let results = await fanOut(groups, notStarted: GroupResult(outcomes: [], repeats: 0)) { group in
-            await self.run(group, notification, context)
+        let results: [GroupResult]
+        if groups.count == 1 {
+            results = [await run(groups[0], notification, context)]
+        } else {
+            results = await fanOut(groups, notStarted: GroupResult(outcomes: [], repeats: 0)) { group in
+                await self.run(group, notification, context)
+            }
         }
+        // One group of every device, none refused: its outcomes are the notify's.
+        if routing.outcomes == nil, groups.count == 1, groups[0].indices == nil, let result = results.first {
+            for (device, outcome) in zip(notification.devices, result.outcomes) {
+                log(outcome, app: device.appId, token: device.pushkey, logger: logger)
+            }
+            return Dispatched(
+                outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, finishes: result.finishes,
+                guardian: once?.guardian)
+        }
+        var outcomes = routing.outcomes ?? [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var repeats = 0
         var recorded: [RepeatKey] = []
         var finishes: [RecordFinish] = []
@@ -129,7 +134,9 @@ package struct Dispatcher: Sendable {
             repeats += result.repeats
             if recorded.isEmpty { recorded = result.recorded } else { recorded += result.recorded }
             if finishes.isEmpty { finishes = result.finishes } else { finishes += result.finishes }
-            for (index, outcome) in zip(group.indices ?? [], result.outcomes) { outcomes[index] = outcome }
+            for (index, outcome) in zip(group.indices ?? Array(notification.devices.indices), result.outcomes) {
+                outcomes[index] = outcome
+            }
         }
         let final = outcomes.enumerated().map { index, outcome in
             let device = notification.devices[index]
@@ -138,6 +145,59 @@ package struct Dispatcher: Sendable {
             return result
         }
         return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, finishes: finishes, guardian: once?.guardian)
+    }
+
+    /// A notify's devices sorted by pushkin, as a value: the groups in order of their first device,
+    /// and the outcomes known without a send (a device whose app id routes nowhere, or whose group
+    /// the app's limit refused). While every device so far went to one pushkin, that group covers
+    /// them all without a list of positions, and no outcome array is made.
+    private struct Routing {
+        let devices: Int
+        let source: RequestSource?
+        private(set) var groups: [Group] = []
+        /// The devices seen so far.
+        private var seen = 0
+        /// Made at the first outcome known without a send.
+        private(set) var outcomes: [DeviceOutcome?]?
+
+        init(devices: Int, source: RequestSource?) {
+            self.devices = devices
+            self.source = source
+        }
+
+        mutating func set(_ index: Int, _ outcome: DeviceOutcome) {
+            if outcomes == nil { outcomes = [DeviceOutcome?](repeating: nil, count: devices) }
+            outcomes?[index] = outcome
+            split(at: index)
+            seen = max(seen, index + 1)
+        }
+
+        mutating func add(_ index: Int, to pushkin: any Pushkin) {
+            defer { seen = max(seen, index + 1) }
+            if groups.isEmpty && outcomes == nil && index == 0 {
+                groups.append(Group(pushkin: pushkin, indices: nil, source: source))
+                return
+            }
+            if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
+                if groups[g].indices != nil { groups[g].indices?.append(index) }
+                return
+            }
+            split(at: index)
+            // Room for every device left, which may all join it: no growth step by step.
+            var indices: [Int] = []
+            indices.reserveCapacity(devices - index)
+            indices.append(index)
+            groups.append(Group(pushkin: pushkin, indices: indices, source: source))
+        }
+
+        /// The device at `index` is not the first group's: that group lists the devices it has.
+        private mutating func split(at index: Int) {
+            guard let first = groups.first, first.indices == nil else { return }
+            var indices: [Int] = []
+            indices.reserveCapacity(devices)
+            indices.append(contentsOf: 0..<seen)
+            groups[0].indices = indices
+        }
     }
 
     private enum Routed {
@@ -159,34 +219,6 @@ package struct Dispatcher: Sendable {
             counters.increment(MetricName.perPushkinType, ("pushkin", pushkin.name))
             return .pushkin(pushkin)
         }
-    }
-
-    /// `dispatchReporting` for a notify of one device, as a homeserver sends most: the same
-    /// routing, limit, once, count and log line, without the arrays that sort many devices into
-    /// groups and back (docs/architecture.md, "Values on the notify path").
-    private func dispatchOne(_ notification: PushNotification, logger: Logger) async -> Dispatched {
-        let device = notification.devices[0]
-        var result: GroupResult
-        switch route(device, logger: logger) {
-        case .rejected(let outcome): result = GroupResult(outcomes: [outcome], repeats: 0)
-        case .pushkin(let pushkin):
-            var group = Group(pushkin: pushkin, indices: nil, source: RequestContext.source)
-            if let limit = limits[pushkin.name] {
-                let (granted, refusal) = limit.acquire(upTo: 1, source: group.source)
-                guard granted > 0 else {
-                    let outcome = refused(refusal, pushkin: pushkin.name)
-                    log(outcome, app: device.appId, token: device.pushkey, logger: logger)
-                    return Dispatched(outcomes: [outcome], repeats: 0, guardian: once?.guardian)
-                }
-                group.slots = 1
-            }
-            result = await run(group, notification, DispatchContext(logger: logger))
-        }
-        let outcome = result.outcomes.first ?? .failed(reason: .localError("not dispatched"))
-        log(outcome, app: device.appId, token: device.pushkey, logger: logger)
-        return Dispatched(
-            outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, finishes: result.finishes,
-            guardian: once?.guardian)
     }
 
     /// A group's outcomes, in its order, its repeats, the keys its repeats were answered for,
