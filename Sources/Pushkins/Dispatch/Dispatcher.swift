@@ -96,36 +96,55 @@ package struct Dispatcher: Sendable {
             case .pushkin(let pushkin): routing.add(index, to: pushkin)
             }
         }
-        let groups = routing.groups.compactMap { group in
-            guard let limit = limits[group.pushkin.name] else { return group }
-            let (granted, refusal) = limit.acquire(upTo: group.indices?.count ?? notification.devices.count, source: group.source)
-            guard granted > 0 else {
-                let outcome = refused(refusal, pushkin: group.pushkin.name)
-                for index in group.indices ?? Array(notification.devices.indices) { routing.set(index, outcome) }
-                return nil
-            }
-            var admitted = group
-            admitted.slots = granted
-            return admitted
-        }
+        // The app's limit: a group it refuses is answered now, its devices failed for the time.
+        let first = routing.first.flatMap { admit($0, devices: notification.devices.count, into: &routing) }
+        let others = routing.others
+        let more = others.compactMap { admit($0, devices: notification.devices.count, into: &routing) }
         let context = DispatchContext(logger: logger)
+        let groups: [Group]
         let results: [GroupResult]
-        if groups.count == 1 {
-            results = [await run(groups[0], notification, context)]
+        if more.isEmpty {
+            guard let first else { return answered(notification, routing: routing, groups: [], results: [], logger: logger) }
+            let result = await run(first, notification, context)
+            // One group of every device, none refused: its outcomes are the notify's.
+            if routing.outcomes == nil, first.indices == nil {
+                for (device, outcome) in zip(notification.devices, result.outcomes) {
+                    log(outcome, app: device.appId, token: device.pushkey, logger: logger)
+                }
+                return Dispatched(
+                    outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, finishes: result.finishes,
+                    guardian: once?.guardian)
+            }
+            (groups, results) = ([first], [result])
         } else {
+            groups = (first.map { [$0] } ?? []) + more
             results = await fanOut(groups, notStarted: GroupResult(outcomes: [], repeats: 0)) { group in
                 await self.run(group, notification, context)
             }
         }
-        // One group of every device, none refused: its outcomes are the notify's.
-        if routing.outcomes == nil, groups.count == 1, groups[0].indices == nil, let result = results.first {
-            for (device, outcome) in zip(notification.devices, result.outcomes) {
-                log(outcome, app: device.appId, token: device.pushkey, logger: logger)
-            }
-            return Dispatched(
-                outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, finishes: result.finishes,
-                guardian: once?.guardian)
+        return answered(notification, routing: routing, groups: groups, results: results, logger: logger)
+    }
+
+    /// The group with the slots the app's limit grants it, or nil when the limit refuses it (its
+    /// devices' outcomes are then set in `routing`).
+    private func admit(_ group: Group, devices: Int, into routing: inout Routing) -> Group? {
+        guard let limit = limits[group.pushkin.name] else { return group }
+        let (granted, refusal) = limit.acquire(upTo: group.indices?.count ?? devices, source: group.source)
+        guard granted > 0 else {
+            let outcome = refused(refusal, pushkin: group.pushkin.name)
+            for index in group.indices ?? Array(0..<devices) { routing.set(index, outcome) }
+            return nil
         }
+        var admitted = group
+        admitted.slots = granted
+        return admitted
+    }
+
+    /// The notify's outcomes in device order, from those known without a send and the groups'
+    /// results, each logged.
+    private func answered(
+        _ notification: PushNotification, routing: Routing, groups: [Group], results: [GroupResult], logger: Logger
+    ) -> Dispatched {
         var outcomes = routing.outcomes ?? [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var repeats = 0
         var recorded: [RepeatKey] = []
@@ -154,7 +173,10 @@ package struct Dispatcher: Sendable {
     private struct Routing {
         let devices: Int
         let source: RequestSource?
-        private(set) var groups: [Group] = []
+        /// The group of the first device routed; while it covers every device so far, without positions.
+        private(set) var first: Group?
+        /// The other pushkins' groups.
+        private(set) var others: [Group] = []
         /// The devices seen so far.
         private var seen = 0
         /// Made at the first outcome known without a send.
@@ -174,12 +196,16 @@ package struct Dispatcher: Sendable {
 
         mutating func add(_ index: Int, to pushkin: any Pushkin) {
             defer { seen = max(seen, index + 1) }
-            if groups.isEmpty && outcomes == nil && index == 0 {
-                groups.append(Group(pushkin: pushkin, indices: nil, source: source))
+            if first == nil && outcomes == nil && index == 0 {
+                first = Group(pushkin: pushkin, indices: nil, source: source)
                 return
             }
-            if let g = groups.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
-                if groups[g].indices != nil { groups[g].indices?.append(index) }
+            if first?.pushkin.name == pushkin.name {
+                if first?.indices != nil { first?.indices?.append(index) }
+                return
+            }
+            if let g = others.firstIndex(where: { $0.pushkin.name == pushkin.name }) {
+                others[g].indices?.append(index)
                 return
             }
             split(at: index)
@@ -187,16 +213,17 @@ package struct Dispatcher: Sendable {
             var indices: [Int] = []
             indices.reserveCapacity(devices - index)
             indices.append(index)
-            groups.append(Group(pushkin: pushkin, indices: indices, source: source))
+            let group = Group(pushkin: pushkin, indices: indices, source: source)
+            if first == nil { first = group } else { others.append(group) }
         }
 
         /// The device at `index` is not the first group's: that group lists the devices it has.
         private mutating func split(at index: Int) {
-            guard let first = groups.first, first.indices == nil else { return }
+            guard let group = first, group.indices == nil else { return }
             var indices: [Int] = []
             indices.reserveCapacity(devices)
             indices.append(contentsOf: 0..<seen)
-            groups[0].indices = indices
+            first?.indices = indices
         }
     }
 
