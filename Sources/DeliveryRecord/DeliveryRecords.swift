@@ -85,10 +85,6 @@ package protocol DeliveryRecords: Sendable {
     /// sender already `heard` the answer, not at all: its trace stays), or, with nil, releases it
     /// (the delivery failed: the retry really retries). Each trace ends with its `trace`.
     func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws
-    /// The senders heard these deliveries answered (200 on an open connection): a notify sent
-    /// again is meant to be sent again, so a repeat of them is no longer answered from the record.
-    /// Their traces stay.
-    func heard(_ keys: [RepeatKey], now: Date) async throws
     /// The trace of a delivery that is not claimed (Status's and ADAMANT's, whose stores keep their
     /// repeats apart): begun at `startedAt` in the name of `instance`, ended by `end` at `now`.
     func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws

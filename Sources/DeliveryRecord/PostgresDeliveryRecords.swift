@@ -29,12 +29,11 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     private let ready = ReadinessGate<Void>()
     private let migrating = Atomic(false)
     static let logger = Logger(label: "herald.notify.repeats")
-    /// The claims, finishes and heard keys of concurrent notifies, each kind joined into one
-    /// statement at a time per two of the pool's connections.
+    /// The claims and finishes of concurrent notifies, each kind joined into one statement at a
+    /// time per two of the pool's connections.
     private let claims: Batcher<ClaimRow, RecordClaim>
     private let finishes: Batcher<FinishRow, Void>
-    private let heards: Batcher<String, Void>
-    /// The statements its claims, finishes and heard keys made (a notify's cost, for tests and
+    /// The statements its claims and finishes made (a notify's cost, for tests and
     /// docs/operations.md's "Once").
     let statements = AtomicCounter()
     /// How often expired rows are deleted.
@@ -89,11 +88,6 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             statements.add(1)
             try await Self.finish(rows, client: client, window: window)
             return rows.map { _ in () }
-        }
-        heards = Batcher(concurrency: concurrency) { keys in
-            statements.add(1)
-            try await Self.heard(keys, client: client, at: clock.date.timeIntervalSince1970)
-            return keys.map { _ in () }
         }
     }
 
@@ -208,20 +202,6 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                 kept_until = GREATEST(d.kept_until, EXCLUDED.kept_until), reason = EXCLUDED.reason, detail = EXCLUDED.detail,
                 finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts, provider_id = EXCLUDED.provider_id,
                 target = EXCLUDED.target
-            """, logger: logger)
-        {}
-    }
-
-    func heard(_ keys: [RepeatKey], now: Date) async throws {
-        let digests = keys.map(\.digest)
-        try await bounded { _ = try await self.heards.run(digests) }
-    }
-
-    static func heard(_ keys: [String], client: PostgresClient, at: Double) async throws {
-        for try await _ in try await client.query(
-            """
-            UPDATE herald_deliveries SET expires_at = \(at)
-            WHERE key = ANY(\(keys)) AND state <> 'claimed' AND expires_at > \(at)
             """, logger: logger)
         {}
     }

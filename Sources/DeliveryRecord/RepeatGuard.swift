@@ -193,17 +193,12 @@ package final class RepeatGuard: Sendable {
         for finish in finishes { land(finish.key, finish.trace?.outcome ?? .failed(reason: .heldElsewhere)) }
     }
 
-    /// The senders heard these deliveries answered: a notify that repeats one is sent again
-    /// (docs/operations.md, "Once").
-    package func heard(_ keys: [RepeatKey]) async {
+    /// The senders heard the answers of these deliveries, which the memory record settled as
+    /// they were sent (`settle`): a notify that repeats one is sent again (docs/operations.md,
+    /// "Once"). A batching store is told with their finishes (`finish`).
+    package func heard(_ keys: [RepeatKey]) {
         guard !keys.isEmpty else { return }
         fallback.heard(keys, now: clock.date)
-        guard !inMemory else { return }
-        do {
-            try await store.heard(keys, now: clock.date)
-        } catch {
-            storeFailed(error)
-        }
     }
 
     /// Traces a delivery that was not claimed (`DeliveryRecords.trace`): begun at `startedAt`,

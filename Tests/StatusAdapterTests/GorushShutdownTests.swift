@@ -69,7 +69,6 @@ import Testing
             claims.map { _ in .heldElsewhere }
         }
         func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws {}
-        func heard(_ keys: [RepeatKey], now: Date) async throws {}
         func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {}
         func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }
         var health: ComponentHealth? { nil }

@@ -61,17 +61,19 @@ package struct Dispatcher: Sendable {
     package struct Dispatched: Sendable {
         package var outcomes: [DeviceOutcome]
         package var repeats: Int
-        /// The keys of the deliveries answered for good from the record or from a delivery under
-        /// way (the repeats): once the sender has heard the answer, `answered(heard:)` says so,
-        /// and a notify that repeats them is sent again (docs/operations.md, "Once").
-        package var recorded: [RepeatKey] = []
+        /// The keys of the deliveries this notify sent that the memory record settled as they
+        /// were answered: once the sender has heard the answer, `answered(heard:)` says so, and a
+        /// notify that repeats them is sent again (docs/operations.md, "Once"). A repeat's answer
+        /// (from the record, or joined to the delivery under way) never counts as heard: its
+        /// sender already missed one answer, and may miss this one.
+        package var settled: [RepeatKey] = []
         /// The finishes of the deliveries sent, for a store that writes them after the answer
         /// (PostgreSQL: one statement for the notify, with whether its sender heard it).
         package var finishes: [RecordFinish] = []
         let guardian: RepeatGuard?
 
         /// Whether anything is left to do once the answer is written.
-        package var hasAfterAnswer: Bool { !recorded.isEmpty || !finishes.isEmpty }
+        package var hasAfterAnswer: Bool { !settled.isEmpty || !finishes.isEmpty }
 
         /// The answer to this notify was written (`heard`: a 200 on an open connection, within
         /// `notify.heard_within`), or will never be heard: the finishes are written, and heard
@@ -79,7 +81,7 @@ package struct Dispatcher: Sendable {
         package func answered(heard: Bool) async {
             guard let guardian else { return }
             await guardian.finish(finishes, heard: heard)
-            if heard { await guardian.heard(recorded) }
+            if heard { guardian.heard(settled) }
         }
     }
 
@@ -112,7 +114,7 @@ package struct Dispatcher: Sendable {
                     log(outcome, app: device.appId, token: device.pushkey, logger: logger)
                 }
                 return Dispatched(
-                    outcomes: result.outcomes, repeats: result.repeats, recorded: result.recorded, finishes: result.finishes,
+                    outcomes: result.outcomes, repeats: result.repeats, settled: result.settled, finishes: result.finishes,
                     guardian: once?.guardian)
             }
             (groups, results) = ([first], [result])
@@ -147,11 +149,11 @@ package struct Dispatcher: Sendable {
     ) -> Dispatched {
         var outcomes = routing.outcomes ?? [DeviceOutcome?](repeating: nil, count: notification.devices.count)
         var repeats = 0
-        var recorded: [RepeatKey] = []
+        var settled: [RepeatKey] = []
         var finishes: [RecordFinish] = []
         for (group, result) in zip(groups, results) {
             repeats += result.repeats
-            if recorded.isEmpty { recorded = result.recorded } else { recorded += result.recorded }
+            if settled.isEmpty { settled = result.settled } else { settled += result.settled }
             if finishes.isEmpty { finishes = result.finishes } else { finishes += result.finishes }
             for (index, outcome) in zip(group.indices ?? Array(notification.devices.indices), result.outcomes) {
                 outcomes[index] = outcome
@@ -163,7 +165,7 @@ package struct Dispatcher: Sendable {
             log(result, app: device.appId, token: device.pushkey, logger: logger)
             return result
         }
-        return Dispatched(outcomes: final, repeats: repeats, recorded: recorded, finishes: finishes, guardian: once?.guardian)
+        return Dispatched(outcomes: final, repeats: repeats, settled: settled, finishes: finishes, guardian: once?.guardian)
     }
 
     /// A notify's devices sorted by pushkin, as a value: the groups in order of their first device,
@@ -248,12 +250,12 @@ package struct Dispatcher: Sendable {
         }
     }
 
-    /// A group's outcomes, in its order, its repeats, the keys its repeats were answered for,
-    /// and the finishes of the keys it sent (for a store that writes them after the answer).
+    /// A group's outcomes, in its order, its repeats, and the keys it sent: settled by the memory
+    /// record, or their finishes (for a store that writes them after the answer).
     private struct GroupResult: Sendable {
         var outcomes: [DeviceOutcome]
         var repeats: Int
-        var recorded: [RepeatKey] = []
+        var settled: [RepeatKey] = []
         var finishes: [RecordFinish] = []
     }
 
@@ -296,8 +298,8 @@ package struct Dispatcher: Sendable {
         var keys: [RepeatKey?] = []
         keys.reserveCapacity(devices.count)
         var positions: [Int]?
-        var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>, key: RepeatKey)] = []
-        var recorded: [RepeatKey] = []
+        var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>)] = []
+        var settled: [RepeatKey] = []
         var finishes: [RecordFinish] = []
         var repeats = 0
         // A test push is never a repeat: each is sent (docs/operations.md, "Once").
@@ -335,13 +337,10 @@ package struct Dispatcher: Sendable {
                 if positions == nil { positions = Array(0..<keys.count) }
                 if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
                 outcomes[position] = outcome
-                if outcome.reason != .heldElsewhere {
-                    repeats += 1
-                    recorded.append(key)
-                }
+                if outcome.reason != .heldElsewhere { repeats += 1 }
             case .join(let flight):
                 if positions == nil { positions = Array(0..<keys.count) }
-                joined.append((position, flight, key))
+                joined.append((position, flight))
             }
         }
         repeats += joined.count
@@ -356,13 +355,13 @@ package struct Dispatcher: Sendable {
             finishes = written
             // The memory record's sent keys are heard by key; a batching store's, with their finishes.
             if finishes.isEmpty {
-                recorded.reserveCapacity(recorded.count + keys.count + joined.count)
+                settled.reserveCapacity(keys.count)
                 for (key, outcome) in zip(keys, sent) {
-                    if let key, RecordedOutcome(outcome) != nil { recorded.append(key) }
+                    if let key, RecordedOutcome(outcome) != nil { settled.append(key) }
                 }
             }
             // Every device sent: the pushkin's outcomes are the group's, in its order.
-            guard let positions else { return GroupResult(outcomes: sent, repeats: repeats, recorded: recorded, finishes: finishes) }
+            guard let positions else { return GroupResult(outcomes: sent, repeats: repeats, settled: settled, finishes: finishes) }
             if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
             for (position, outcome) in zip(positions, sent) { outcomes[position] = outcome }
         }
@@ -370,10 +369,9 @@ package struct Dispatcher: Sendable {
         for entry in joined {
             let outcome = await once.outcome(of: entry.flight)
             outcomes[entry.position] = outcome
-            if RecordedOutcome(outcome) != nil { recorded.append(entry.key) }
         }
         return GroupResult(
-            outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats, recorded: recorded,
+            outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats, settled: settled,
             finishes: finishes)
     }
 
