@@ -366,6 +366,32 @@ struct OnceTests {
         #expect(setup.apns.received.map(\.token).filter { $0 != "0a0b0c" }.sorted() == ["0d0e0f", "0d0e0f", "101112", "101112"])
     }
 
+    /// gorush's notifications take the keyed path a Matrix notify's devices take: on PostgreSQL a
+    /// notification of ten tokens with a `notif_id` is claimed in one statement and finished in
+    /// one more (it was twenty, a claim and a finish per token), and the same batch sent again
+    /// costs its claim alone and reaches no token twice.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aGorushNotificationOfTenTokensCostsTwoStatements() async throws {
+        let url = try await TestPostgres.createDatabase(prefix: "herald_once")
+        let setup = try await StatusEndToEndTests().start(
+            statusExtra: "  gorush:\n    sync: true\nnotify:\n  answer_within: 300\n  repeat_store: \(url)\n  repeat_store_timeout: 30")
+        let records = try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
+        let tokens = (0..<10).map { _ in APNsEndToEndTests.hex(APNsEndToEndTests.pushkey()) }
+        let batch = """
+            {"notifications":[{"tokens":[\(tokens.map { "\"\($0)\"" }.joined(separator: ","))],"platform":1,"message":"hi","notif_id":"n-\(UUID().uuidString)"}]}
+            """
+        let before = records.statements.current
+        let first = try await setup.post("/api/push", Array(batch.utf8))
+        let forTen = records.statements.current - before
+        let again = try await setup.post("/api/push", Array(batch.utf8))
+        let forTheRepeat = records.statements.current - before - forTen
+        await setup.stop()
+        #expect(first.status == 200 && again.status == 200)
+        #expect(forTen == 2, "statements for a gorush notification of ten tokens: \(forTen)")
+        #expect(forTheRepeat == 1, "statements for the same notification again: \(forTheRepeat)")
+        #expect(tokens.allSatisfy { token in setup.apns.received.filter { $0.token == token }.count == 1 })
+    }
+
     // MARK: a fleet on PostgreSQL
 
     /// Two gateways on one PostgreSQL record and one fake APNs.

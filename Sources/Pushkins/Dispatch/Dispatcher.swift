@@ -286,93 +286,36 @@ package struct Dispatcher: Sendable {
     /// retry.
     private func run(_ group: Group, _ notification: PushNotification, _ context: DispatchContext) async -> GroupResult {
         let devices = group.indices.map { $0.map { notification.devices[$0] } } ?? notification.devices
-        guard let once else {
-            return GroupResult(outcomes: await send(devices, group, notification, context, keys: nil).outcomes, repeats: 0)
-        }
-        // Made only when a device is answered without being sent: when every device is sent, the
-        // pushkin's outcomes are the group's as they are.
-        var outcomes: [DeviceOutcome?] = []
-        // The keys of the devices to send, in order, and their positions once a device is not sent
-        // (nil while every device so far is: they are then 0..<keys.count), so that a group whose
-        // every device is sent makes one list, not two.
-        var keys: [RepeatKey?] = []
-        keys.reserveCapacity(devices.count)
-        var positions: [Int]?
-        var joined: [(position: Int, flight: ReadinessGate<DeviceOutcome>)] = []
-        var settled: [RepeatKey] = []
-        var finishes: [RecordFinish] = []
-        var repeats = 0
         // A test push is never a repeat: each is sent (docs/operations.md, "Once").
         let event = notification.eventId == Once.testPushEventId ? "" : notification.eventId ?? ""
-        // A store that batches is asked for the whole group at once; the memory record key by key.
-        var claimed: (keys: [RepeatKey], decisions: [RepeatGuard.Decision])?
-        if let guardian = once.guardian, guardian.batches, !event.isEmpty {
-            let requests = devices.map { device in
-                RecordClaimRequest(
-                    Self.key(event: event, device), trace: TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey))
-            }
-            claimed = (requests.map(\.key), await guardian.claim(requests, app: group.pushkin.name))
+        guard let once, let guardian = once.guardian, !event.isEmpty else {
+            return GroupResult(outcomes: await send(devices, group, notification, context), repeats: 0)
         }
-        for (position, device) in devices.enumerated() {
-            guard let guardian = once.guardian, !event.isEmpty else {
-                keys.append(nil)
-                positions?.append(position)
-                continue
-            }
-            let decision: RepeatGuard.Decision
-            let key: RepeatKey
-            if let claimed {
-                key = claimed.keys[position]
-                decision = claimed.decisions[position]
-            } else {
-                key = Self.key(event: event, device)
-                let trace = TraceStart(eventId: event, appId: device.appId, pushkey: device.pushkey)
-                decision = await guardian.claim(key, app: group.pushkin.name, trace: trace)
-            }
-            switch decision {
-            case .send(let key):
-                keys.append(key)
-                positions?.append(position)
-            case .answered(let outcome):
-                if positions == nil { positions = Array(0..<keys.count) }
-                if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
-                outcomes[position] = outcome
-                if outcome.reason != .heldElsewhere { repeats += 1 }
-            case .join(let flight):
-                if positions == nil { positions = Array(0..<keys.count) }
-                joined.append((position, flight))
-            }
+        let keys = devices.map { RepeatKey?.some(Self.key(event: event, $0)) }
+        let claims = await GroupClaims.claim(keys, app: group.pushkin.name, guardian: guardian) { position in
+            TraceStart(eventId: event, appId: devices[position].appId, pushkey: devices[position].pushkey)
         }
-        repeats += joined.count
-        if repeats > 0 {
+        if claims.repeats > 0 {
             context.logger.info(
                 "Repeat of a delivery already answered or under way: not sent again",
-                metadata: ["pushkin": "\(group.pushkin.name)", "repeats": "\(repeats)"])
+                metadata: ["pushkin": "\(group.pushkin.name)", "repeats": "\(claims.repeats)"])
         }
-        if keys.isEmpty, let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
-        if !keys.isEmpty {
-            let (sent, written) = await send(positions.map { $0.map { devices[$0] } } ?? devices, group, notification, context, keys: keys)
-            finishes = written
-            // The memory record's sent keys are heard by key; a batching store's, with their finishes.
-            if finishes.isEmpty {
-                settled.reserveCapacity(keys.count)
-                for (key, outcome) in zip(keys, sent) {
-                    if let key, RecordedOutcome(outcome) != nil { settled.append(key) }
-                }
-            }
-            // Every device sent: the pushkin's outcomes are the group's, in its order.
-            guard let positions else { return GroupResult(outcomes: sent, repeats: repeats, settled: settled, finishes: finishes) }
-            if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
-            for (position, outcome) in zip(positions, sent) { outcomes[position] = outcome }
-        }
-        if outcomes.isEmpty { outcomes = [DeviceOutcome?](repeating: nil, count: devices.count) }
-        for entry in joined {
-            let outcome = await once.outcome(of: entry.flight)
-            outcomes[entry.position] = outcome
+        var sent: [DeviceOutcome] = []
+        var settled: (settled: [RepeatKey], finishes: [RecordFinish]) = ([], [])
+        if claims.keys.isEmpty {
+            if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
+        } else {
+            // The devices' upstream calls leave their attempts and message ids here, for the trace.
+            let sending = claims.sending(devices)
+            let notes = DeliveryNotes(devices: sending.count)
+            var context = context
+            context.notes = notes
+            sent = await send(sending, group, notification, context)
+            settled = await claims.settle(sent, guardian: guardian) { notes.note(for: sending[$0].pushkey) }
         }
         return GroupResult(
-            outcomes: outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }, repeats: repeats, settled: settled,
-            finishes: finishes)
+            outcomes: await claims.outcomes(sent: sent, once: once), repeats: claims.repeats, settled: settled.settled,
+            finishes: settled.finishes)
     }
 
     /// A Matrix delivery's key: the event, the app, the pushkey, and the pusher's `data` (a
@@ -383,19 +326,13 @@ package struct Dispatcher: Sendable {
         return RepeatKey([event, device.appId, device.pushkey], last: JSONWriter.serialize(.object(data)))
     }
 
-    /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots, counts
-    /// the outcomes and settles their keys (with `once`): the memory record's now, a batching
-    /// store's returned, to be written after the answer.
+    /// Sends `devices` through the group's pushkin in waves of its slots, frees the slots and
+    /// counts the outcomes.
     private func send(
-        _ devices: [Device], _ group: Group, _ notification: PushNotification, _ context: DispatchContext, keys: [RepeatKey?]?
-    ) async -> (outcomes: [DeviceOutcome], finishes: [RecordFinish]) {
+        _ devices: [Device], _ group: Group, _ notification: PushNotification, _ context: DispatchContext
+    ) async -> [DeviceOutcome] {
         let wave = max(1, group.slots ?? devices.count)
         var outcomes: [DeviceOutcome] = []
-        // The traced devices' upstream calls leave their attempts and message ids here (none
-        // without a keyed device: a badge update is not traced).
-        let guardian = keys?.contains { $0 != nil } == true ? once?.guardian : nil
-        var context = context
-        if guardian != nil { context.notes = DeliveryNotes(devices: devices.count) }
         // The devices past their budget are not sent (nil: every device is within it).
         var budgeted: [DeviceOutcome?]?
         if let budget = budgets[group.pushkin.name], let first = Self.firstSpent(budget, devices) {
@@ -418,15 +355,7 @@ package struct Dispatcher: Sendable {
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
-        var finishes: [RecordFinish] = []
-        if let keys, let guardian, let notes = context.notes {
-            for (index, (key, outcome)) in zip(keys, outcomes).enumerated() {
-                guard let key else { continue }
-                let note = notes.note(for: devices[index].pushkey)
-                if let finish = await guardian.settleAfterAnswer(key, outcome, note: note) { finishes.append(finish) }
-            }
-        }
-        return (outcomes, finishes)
+        return outcomes
     }
 
     /// Takes each device's push from its budget, up to the first device whose budget is spent:
@@ -484,11 +413,14 @@ package struct Dispatcher: Sendable {
     package func deliver<Job: Sendable>(
         _ jobs: [Job], limit: Int? = nil, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { delivery in
-            if let pushkin = delivery.pushkin { count(delivery.outcome, pushkin: pushkin) }
-            log(delivery.outcome, app: delivery.pushkin ?? "", token: delivery.token, logger: logger)
-            return delivery.outcome
-        }
+        await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { reported($0, logger: logger) }
+    }
+
+    /// A job's outcome, counted under its pushkin and logged.
+    private func reported(_ delivery: Delivery, logger: Logger) -> DeviceOutcome {
+        if let pushkin = delivery.pushkin { count(delivery.outcome, pushkin: pushkin) }
+        log(delivery.outcome, app: delivery.pushkin ?? "", token: delivery.token, logger: logger)
+        return delivery.outcome
     }
 
     /// `send`, in the delivery trace under `start`'s event and device, with its upstream call's
@@ -514,33 +446,38 @@ package struct Dispatcher: Sendable {
     }
 
     /// `deliver` for jobs a front end can key (the relay's messages, gorush's notifications), sent
-    /// once within the window (docs/operations.md, "Once"): a job whose key is recorded is
-    /// answered as then, one under way on this instance joins it, and a failure leaves no record.
-    /// Repeats are counted under `app`, not as new outcomes. A keyed job with a `traces` entry is
-    /// in the delivery trace under that entry's event and device (gorush's `notif_id` and token),
-    /// with its upstream call's attempts and message id.
+    /// once within the window (docs/operations.md, "Once"), through the keyed path a Matrix notify's
+    /// devices take (`GroupClaims`): the jobs' keys are claimed together (one statement on
+    /// PostgreSQL), a job whose key is recorded is answered as then, one under way on this instance
+    /// joins it, and a failure leaves no record; the sent jobs' finishes are written together
+    /// before this returns. Repeats are counted under `app`, not as new outcomes. A keyed job with
+    /// a `traces` entry is in the delivery trace under that entry's event and device (gorush's
+    /// `notif_id` and token), with its upstream call's attempts and message id.
     package func deliverOnce<Job: Sendable>(
         _ jobs: [Job], app: String, keys: [RepeatKey?], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
         _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        guard let once, let guardian = once.guardian else { return await deliver(jobs, limit: limit, logger: logger, send) }
-        let keyed = jobs.indices.map { (jobs[$0], $0 < keys.count ? keys[$0] : nil, $0 < traces.count ? traces[$0] : nil) }
-        return await deliver(keyed, limit: limit, logger: logger) { job, key, trace in
-            guard let key else { return await send(job) }
-            switch await guardian.claim(key, app: app, trace: trace) {
-            case .send(let key):
-                guard let trace else {
-                    let delivery = await send(job)
-                    await guardian.settle(key, delivery.outcome)
-                    return delivery
-                }
-                let (delivery, note) = await Self.noted(pushkey: trace.pushkey) { await send(job) }
-                await guardian.settle(key, delivery.outcome, note: note)
-                return delivery
-            case .answered(let outcome): return Delivery(outcome, pushkin: nil, token: "")
-            case .join(let flight): return Delivery(await once.outcome(of: flight), pushkin: nil, token: "")
-            }
+        guard let once, let guardian = once.guardian, keys.contains(where: { $0 != nil }) else {
+            return await deliver(jobs, limit: limit, logger: logger, send)
         }
+        let keys = jobs.indices.map { $0 < keys.count ? keys[$0] : nil }
+        let trace = { (position: Int) in position < traces.count ? traces[position] : nil }
+        let claims = await GroupClaims.claim(keys, app: app, guardian: guardian, trace: trace)
+        if claims.repeats > 0 {
+            logger.info(
+                "Repeat of a delivery already answered or under way: not sent again",
+                metadata: ["app": "\(app)", "repeats": "\(claims.repeats)"])
+        }
+        // Each job to send with the device its trace names (nil: not traced).
+        let sending = claims.sending(jobs.indices.map { (job: jobs[$0], pushkey: trace($0)?.pushkey) })
+        let delivered = await fanOut(sending, limit: limit, notStarted: (Self.notStarted, DeliveryNote())) { job, pushkey in
+            guard let pushkey else { return (await send(job), DeliveryNote()) }
+            return await Self.noted(pushkey: pushkey) { await send(job) }
+        }
+        let sent = delivered.map { reported($0.0, logger: logger) }
+        let settled = await claims.settle(sent, guardian: guardian) { delivered[$0].1 }
+        await guardian.finish(settled.finishes, heard: false)
+        return await claims.outcomes(sent: sent, once: once)
     }
 
     // MARK: metrics and log
