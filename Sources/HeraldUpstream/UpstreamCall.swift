@@ -89,12 +89,13 @@ package struct UpstreamCall: Sendable {
     }
 
     /// Runs attempts until one is done or the policy gives up; the failure carries the last
-    /// temporary (or the permanent) reason.
+    /// temporary (or the permanent) reason. With the result comes what the delivery trace keeps
+    /// of the call: its attempts and the provider's id for the message.
     package func run<Value: Sendable>(
         logger: Logger,
         prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
-    ) async -> Result<Value, UpstreamCallFailure> {
+    ) async -> (Result<Value, UpstreamCallFailure>, DeliveryNote) {
         await run(logger: logger, credential: nil) { attempt, _ throws(UpstreamPreparationError) in
             try await prepare(attempt)
         } classify: {
@@ -110,7 +111,7 @@ package struct UpstreamCall: Sendable {
         credential: (any UpstreamCredential)?,
         prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<Value>
-    ) async -> Result<Value, UpstreamCallFailure> {
+    ) async -> (Result<Value, UpstreamCallFailure>, DeliveryNote) {
         var state = CallState()
         let result = await Retrying.run(policy: policy, clock: clock) { attempt -> Retrying.Step<Value?, OutcomeReason> in
             if state.unanswered {
@@ -132,19 +133,25 @@ package struct UpstreamCall: Sendable {
         return Self.ended(result, state: state)
     }
 
-    /// The call's result from its attempts', noted for the delivery trace (synchronous and out of
-    /// line, as the attempt's cold paths).
+    /// The call's result from its attempts', with its note for the delivery trace (synchronous
+    /// and out of line, as the attempt's cold paths).
     @inline(never)
     private static func ended<Value: Sendable>(_ result: Result<Value?, RetryExhausted<OutcomeReason>>, state: CallState)
-        -> Result<Value, UpstreamCallFailure>
+        -> (Result<Value, UpstreamCallFailure>, DeliveryNote)
     {
-        DeliveryNote.sink?.add(attempts: state.attempts, providerId: state.providerId)
+        let note = DeliveryNote(attempts: state.attempts, providerId: state.providerId)
         switch result {
-        case .success(let value?): return .success(value)
+        case .success(let value?): return (.success(value), note)
         case .success(nil):
-            return .failure(UpstreamCallFailure(reason: state.permanent ?? .localError("no request"), attempts: 1, budgetSpent: false))
+            return (
+                .failure(UpstreamCallFailure(reason: state.permanent ?? .localError("no request"), attempts: 1, budgetSpent: false)),
+                note
+            )
         case .failure(let exhausted):
-            return .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent))
+            return (
+                .failure(UpstreamCallFailure(reason: exhausted.reason, attempts: exhausted.attempts, budgetSpent: exhausted.budgetSpent)),
+                note
+            )
         }
     }
 
@@ -361,7 +368,7 @@ package struct UpstreamCall: Sendable {
         logger: Logger,
         prepare: (_ attempt: Int) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<DeviceOutcome>
-    ) async -> DeviceOutcome {
+    ) async -> DeviceResult {
         await deliver(logger: logger, credential: nil) { attempt, _ throws(UpstreamPreparationError) in
             try await prepare(attempt)
         } classify: {
@@ -375,12 +382,13 @@ package struct UpstreamCall: Sendable {
         credential: (any UpstreamCredential)?,
         prepare: (_ attempt: Int, _ credential: String?) async throws(UpstreamPreparationError) -> UpstreamRequest,
         classify: (UpstreamResponse) async -> UpstreamVerdict<DeviceOutcome>
-    ) async -> DeviceOutcome {
-        switch await run(logger: logger, credential: credential, prepare: prepare, classify: classify) {
-        case .success(let outcome): return outcome
+    ) async -> DeviceResult {
+        let (result, note) = await run(logger: logger, credential: credential, prepare: prepare, classify: classify)
+        switch result {
+        case .success(let outcome): return DeviceResult(outcome, note: note)
         case .failure(let failure):
-            if case .endpointRefused = failure.reason { return .skipped(reason: failure.reason) }
-            return .failed(reason: failure.reason)
+            if case .endpointRefused = failure.reason { return DeviceResult(.skipped(reason: failure.reason), note: note) }
+            return DeviceResult(.failed(reason: failure.reason), note: note)
         }
     }
 }

@@ -27,7 +27,7 @@ import Testing
         let peak = AtomicCounter()
         let started = AtomicCounter()
 
-        func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+        func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
             started.add(1)
             let now = running.add(1)
             while true {
@@ -37,7 +37,7 @@ import Testing
             _ = await eventually(within: .seconds(10)) { self.peak.current >= self.overlap }
             if let hold { try? await hold.wait() }
             running.add(-1)
-            return device.pushkey.hasPrefix("r") ? .rejected(reason: .unknownAppId) : .delivered
+            return DeviceResult(device.pushkey.hasPrefix("r") ? .rejected(reason: .unknownAppId) : .delivered)
         }
     }
 
@@ -60,7 +60,7 @@ import Testing
         #expect(pushkin.peak.current > 1)
         #expect(admission.inUse == 0)
         for requestOutcomes in outcomes {
-            #expect(requestOutcomes.map(\.label) == devices.map { $0.pushkey.hasPrefix("r") ? "rejected" : "delivered" })
+            #expect(requestOutcomes.map(\.outcome.label) == devices.map { $0.pushkey.hasPrefix("r") ? "rejected" : "delivered" })
         }
     }
 
@@ -89,10 +89,10 @@ import Testing
         let outcomes = await task.value
         admission.release()
         #expect(pushkin.started.current == 1)
-        #expect(outcomes[0].label == "rejected")
+        #expect(outcomes[0].outcome.label == "rejected")
         for outcome in outcomes.dropFirst() {
-            #expect(outcome.label == "failed")
-            #expect(outcome.reason == .localError("not admitted in time"))
+            #expect(outcome.outcome.label == "failed")
+            #expect(outcome.outcome.reason == .localError("not admitted in time"))
         }
         #expect(admission.inUse == 0)
     }
@@ -108,7 +108,7 @@ import Testing
         await eventually { admission.waiting > 0 }
         #expect(pushkin.started.current == 0)
         admission.release()
-        #expect(await task.value.map(\.label) == ["delivered"])
+        #expect(await task.value.map(\.outcome.label) == ["delivered"])
         #expect(admission.inUse == 0)
     }
 }

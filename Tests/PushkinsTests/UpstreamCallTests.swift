@@ -66,8 +66,9 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .delivered)
+        #expect(outcome.outcome == .delivered)
         #expect(transport.requests.count == 3)
+        #expect(outcome.note.attempts == 3)
     }
 
     @Test func exhaustedAttemptsFailWithTheLastReason() async {
@@ -77,13 +78,15 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .failed(reason: .pushService(status: 500)))
+        #expect(outcome.outcome == .failed(reason: .pushService(status: 500)))
         #expect(transport.requests.count == 2)
     }
 
     @Test func networkErrorsAreTemporaryAndNamedNetwork() async {
         let transport = ScriptedTransport([])
-        let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, maxAttempts: 2).run(logger: Logger(label: "t")) {
+        let (result, note): (Result<DeviceOutcome, UpstreamCallFailure>, DeliveryNote) = await call(transport, maxAttempts: 2).run(
+            logger: Logger(label: "t")
+        ) {
             _ in
             request
         } classify: {
@@ -94,6 +97,7 @@ import Testing
             return
         }
         #expect(failure.attempts == 2)
+        #expect(note.attempts == 2)
         #expect(!failure.budgetSpent)
     }
 
@@ -115,13 +119,13 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .failed(reason: .localError("\(InvalidHeaderField(name: "topic"))")))
+        #expect(outcome.outcome == .failed(reason: .localError("\(InvalidHeaderField(name: "topic"))")))
         #expect(transport.attempts.withLock { $0 } == 1)
     }
 
     @Test func aRetryAfterBeyondTheBudgetStopsAtOnce() async {
         let transport = ScriptedTransport([Self.answer(429, retryAfter: "60"), Self.answer(200)])
-        let result: Result<DeviceOutcome, UpstreamCallFailure> = await call(transport, budget: .seconds(5)).run(
+        let (result, _): (Result<DeviceOutcome, UpstreamCallFailure>, DeliveryNote) = await call(transport, budget: .seconds(5)).run(
             logger: Logger(label: "t")
         ) { _ in
             request
@@ -148,7 +152,7 @@ import Testing
         #expect(clock.sleepers == 1)
         #expect(transport.requests.count == 1)
         clock.advance(by: .seconds(1))
-        #expect(await outcome == .delivered)
+        #expect(await outcome.outcome == .delivered)
         #expect(transport.requests.count == 2)
     }
 
@@ -167,7 +171,7 @@ import Testing
         clock.advance(by: .seconds(19))
         #expect(transport.requests.count == 1)
         clock.advance(by: .seconds(1))
-        #expect(await outcome == .delivered)
+        #expect(await outcome.outcome == .delivered)
         #expect(transport.requests.count == 2)
     }
 
@@ -178,7 +182,7 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .failed(reason: .localError("cannot sign")))
+        #expect(outcome.outcome == .failed(reason: .localError("cannot sign")))
         #expect(transport.requests.isEmpty)
     }
 
@@ -207,7 +211,7 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .delivered)
+        #expect(outcome.outcome == .delivered)
         #expect(prepared == ["token-1", "token-2"])
     }
 
@@ -219,7 +223,7 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .failed(reason: .pushService(status: 401)))
+        #expect(outcome.outcome == .failed(reason: .pushService(status: 401)))
         #expect(transport.requests.count == 2)
     }
 
@@ -243,8 +247,8 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(first == .failed(reason: .pushService(status: 401)))
-        #expect(second == .delivered)
+        #expect(first.outcome == .failed(reason: .pushService(status: 401)))
+        #expect(second.outcome == .delivered)
         #expect(prepared == ["token-1", "token-2"])
     }
 
@@ -292,7 +296,7 @@ import Testing
         } classify: {
             classify($0)
         }
-        #expect(outcome == .failed(reason: .pushService(status: 401)))
+        #expect(outcome.outcome == .failed(reason: .pushService(status: 401)))
         #expect(transport.requests.count == 1)
     }
 

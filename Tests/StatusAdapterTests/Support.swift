@@ -26,11 +26,11 @@ final class RecordingSender: StatusSender {
     var sent: [Sent] { state.withLock { $0.sent } }
 
     func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
-        -> DeviceOutcome
+        -> DeviceResult
     {
         state.withLock {
             $0.sent.append(Sent(platform: platform, token: token, notification: notification))
-            return $0.outcomes[token] ?? .delivered
+            return DeviceResult($0.outcomes[token] ?? .delivered)
         }
     }
 

@@ -82,9 +82,9 @@ extension AdamantService {
             // Traced under the transaction's id (`herald trace --event-id`), each device under its token.
             let start = TraceStart(eventId: job.transaction.id, frontEnd: "adamant", appId: "", pushkey: job.device.token)
             return await self.dispatcher.traced(start) {
-                let outcome = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
-                if case .failed = outcome {} else { await self.mark(job.key) }
-                return Dispatcher.Delivery(outcome, pushkin: self.pusher.sender(job.device.provider).name, token: job.device.token)
+                let result = await self.pusher.push(job.transaction, kind: kind, to: job.device, logger: self.logger)
+                if case .failed = result.outcome {} else { await self.mark(job.key) }
+                return Dispatcher.Delivery(result, pushkin: self.pusher.sender(job.device.provider).name, token: job.device.token)
             }
         }
         for (job, outcome) in zip(jobs, outcomes) {

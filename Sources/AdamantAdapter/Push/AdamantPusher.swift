@@ -1,4 +1,5 @@
 package import HeraldCore
+package import HeraldUpstream
 package import Logging
 package import Pushkins
 
@@ -37,8 +38,8 @@ package struct AdamantPusher: Sendable {
 
     func sender(_ provider: AdamantProvider) -> any APNsSending { provider == .apns ? production : sandbox }
 
-    package func push(_ transaction: AdamantTransaction, kind: Kind, to device: RegisteredDevice, logger: Logger) async -> DeviceOutcome {
-        guard let config = payloads[kind] else { return .skipped(reason: .nothingToSend) }
+    package func push(_ transaction: AdamantTransaction, kind: Kind, to device: RegisteredDevice, logger: Logger) async -> DeviceResult {
+        guard let config = payloads[kind] else { return DeviceResult(.skipped(reason: .nothingToSend)) }
         let message = APNsMessage(
             payload: Self.payload(transaction, recipient: device.address, config: config), deviceToken: device.token, topic: topic,
             priority: 10, pushType: "alert", expiration: 0)

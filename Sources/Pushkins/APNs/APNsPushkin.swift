@@ -1,7 +1,7 @@
 import Crypto
 import FoundationEssentials
 package import HeraldCore
-import HeraldUpstream
+package import HeraldUpstream
 import Metrics
 import NIOCore
 import NIOHTTP1
@@ -77,14 +77,14 @@ package final class APNsPushkin: APNsSending {
 
     /// Each device holds a slot of the pool's queue for its whole dispatch: the devices beyond the
     /// connections' streams wait before their payloads are built (docs/architecture.md, "Admission").
-    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceResult] {
         await dispatchEach(notification, devices: devices, context: context, admission: pool.admission)
     }
 
     /// One device, for `dispatchEach`, which holds a slot of the pool's queue for it.
-    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
         switch request(notification, device: device) {
-        case .answered(let outcome): return outcome
+        case .answered(let outcome): return DeviceResult(outcome)
         case .send(let request): return await send(request, pushkey: device.pushkey, context: context)
         }
     }
@@ -141,18 +141,18 @@ package final class APNsPushkin: APNsSending {
 
     /// Sends a message built elsewhere (the Status adapter's), holding a slot of the pool's queue:
     /// no priority header unless the message has one, as gorush sends none for status-go.
-    package func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome {
+    package func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceResult {
         guard !message.deviceToken.isEmpty, message.deviceToken.allSatisfy({ $0.isHexDigit }) else {
-            return .rejected(reason: .invalidPushkey("device token is not hex"))
+            return DeviceResult(.rejected(reason: .invalidPushkey("device token is not hex")))
         }
         guard message.deviceToken.utf8.count <= APNsDeviceToken.maxHexLength else {
-            return .rejected(reason: .invalidPushkey("device token is longer than any APNs token"))
+            return DeviceResult(.rejected(reason: .invalidPushkey("device token is longer than any APNs token")))
         }
         var message = message
         message.deviceToken = message.deviceToken.lowercased()
         return await admitted(pool.admission, notStarted: Self.notAdmitted) { [message] in
             switch request(for: message) {
-            case .answered(let outcome): return outcome
+            case .answered(let outcome): return DeviceResult(outcome)
             case .send(let request): return await send(request, pushkey: message.deviceToken, context: context)
             }
         }
@@ -160,7 +160,7 @@ package final class APNsPushkin: APNsSending {
 
     /// One request to one device through the one upstream-call path, Apple's answer classified;
     /// `UpstreamCall` renews the provider token once when Apple says it expired.
-    private func send(_ request: APNsRequestParts, pushkey: String, context: DispatchContext) async -> DeviceOutcome {
+    private func send(_ request: APNsRequestParts, pushkey: String, context: DispatchContext) async -> DeviceResult {
         let url = config.baseURL
         return await upstream.deliver(logger: context.logger, credential: providerToken) {
             _, token throws(UpstreamPreparationError) in

@@ -1,4 +1,5 @@
 package import HeraldCore
+package import HeraldUpstream
 package import NIOCore
 
 /// A message for APNs built outside the notify path (the Status adapter, and the Web Push relay to
@@ -56,7 +57,7 @@ package struct APNsMessage: Sendable {
 
 /// A pushkin that sends ready-made APNs messages through its connections and credentials.
 package protocol APNsSending: Pushkin {
-    func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceOutcome
+    func send(_ message: APNsMessage, context: DispatchContext) async -> DeviceResult
 
     /// The APNs host it sends to.
     var baseURL: String { get }

@@ -1,6 +1,6 @@
 package import DeliveryRecord
 package import HeraldCore
-import HeraldUpstream
+package import HeraldUpstream
 package import Logging
 
 /// The one path from devices to outcomes, for every front end (docs/architecture.md, "Dispatch"):
@@ -289,7 +289,7 @@ package struct Dispatcher: Sendable {
         // A test push is never a repeat: each is sent (docs/operations.md, "Once").
         let event = notification.eventId == Once.testPushEventId ? "" : notification.eventId ?? ""
         guard let once, let guardian = once.guardian, !event.isEmpty else {
-            return GroupResult(outcomes: await send(devices, group, notification, context), repeats: 0)
+            return GroupResult(outcomes: await send(devices, group, notification, context).map(\.outcome), repeats: 0)
         }
         let keys = devices.map { RepeatKey?.some(Self.key(event: event, $0)) }
         let claims = await GroupClaims.claim(keys, app: group.pushkin.name, guardian: guardian) { position in
@@ -300,18 +300,14 @@ package struct Dispatcher: Sendable {
                 "Repeat of a delivery already answered or under way: not sent again",
                 metadata: ["pushkin": "\(group.pushkin.name)", "repeats": "\(claims.repeats)"])
         }
-        var sent: [DeviceOutcome] = []
+        var sent: [DeviceResult] = []
         var settled: (settled: [RepeatKey], finishes: [RecordFinish]) = ([], [])
         if claims.keys.isEmpty {
             if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
         } else {
-            // The devices' upstream calls leave their attempts and message ids here, for the trace.
-            let sending = claims.sending(devices)
-            let notes = DeliveryNotes(devices: sending.count)
-            var context = context
-            context.notes = notes
-            sent = await send(sending, group, notification, context)
-            settled = await claims.settle(sent, guardian: guardian) { notes.note(for: sending[$0].pushkey) }
+            // Each result carries what its upstream call left for the trace (attempts, message id).
+            sent = await send(claims.sending(devices), group, notification, context)
+            settled = await claims.settle(sent, guardian: guardian)
         }
         return GroupResult(
             outcomes: await claims.outcomes(sent: sent, once: once), repeats: claims.repeats, settled: settled.settled,
@@ -330,9 +326,9 @@ package struct Dispatcher: Sendable {
     /// counts the outcomes.
     private func send(
         _ devices: [Device], _ group: Group, _ notification: PushNotification, _ context: DispatchContext
-    ) async -> [DeviceOutcome] {
+    ) async -> [DeviceResult] {
         let wave = max(1, group.slots ?? devices.count)
-        var outcomes: [DeviceOutcome] = []
+        var outcomes: [DeviceResult] = []
         // The devices past their budget are not sent (nil: every device is within it).
         var budgeted: [DeviceOutcome?]?
         if let budget = budgets[group.pushkin.name], let first = Self.firstSpent(budget, devices) {
@@ -351,10 +347,12 @@ package struct Dispatcher: Sendable {
         }
         if let budgeted {
             var sent = outcomes.makeIterator()
-            outcomes = budgeted.map { $0 ?? sent.next() ?? .failed(reason: .localError("not dispatched")) }
+            outcomes = budgeted.map {
+                $0.map { DeviceResult($0) } ?? sent.next() ?? DeviceResult(.failed(reason: .localError("not dispatched")))
+            }
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }
-        for outcome in outcomes { count(outcome, pushkin: group.pushkin.name) }
+        for result in outcomes { count(result.outcome, pushkin: group.pushkin.name) }
         return outcomes
     }
 
@@ -390,16 +388,24 @@ package struct Dispatcher: Sendable {
     // MARK: addressed by the front end
 
     /// What became of one job of `deliver`: the outcome, the pushkin it went through (nil when
-    /// none could take it) and the device token, for the metrics and the log line.
+    /// none could take it) and the device token, for the metrics and the log line, and what its
+    /// upstream call left for the trace.
     package struct Delivery: Sendable {
         package var outcome: DeviceOutcome
         package var pushkin: String?
         package var token: String
+        package var note: DeliveryNote
 
-        package init(_ outcome: DeviceOutcome, pushkin: String?, token: String) {
+        package init(_ outcome: DeviceOutcome, pushkin: String?, token: String, note: DeliveryNote = DeliveryNote()) {
             self.outcome = outcome
             self.pushkin = pushkin
             self.token = token
+            self.note = note
+        }
+
+        /// A pushkin's result for `token`.
+        package init(_ result: DeviceResult, pushkin: String?, token: String) {
+            self.init(result.outcome, pushkin: pushkin, token: token, note: result.note)
         }
     }
 
@@ -430,19 +436,11 @@ package struct Dispatcher: Sendable {
     package func traced(_ start: TraceStart, _ send: () async -> Delivery) async -> Delivery {
         guard let guardian = once?.guardian else { return await send() }
         let started = guardian.clock.date
-        let (delivery, note) = await Self.noted(pushkey: start.pushkey, send)
+        let delivery = await send()
         var start = start
         if start.appId.isEmpty { start.appId = delivery.pushkin ?? "" }
-        await guardian.trace(start, TraceEnd(outcome: delivery.outcome, note: note), startedAt: started)
+        await guardian.trace(start, TraceEnd(outcome: delivery.outcome, note: delivery.note), startedAt: started)
         return delivery
-    }
-
-    /// `send`, and what its upstream call left for the trace of `pushkey`'s delivery (its attempts
-    /// and the provider's message id).
-    private static func noted(pushkey: String, _ send: () async -> Delivery) async -> (Delivery, DeliveryNote) {
-        let notes = DeliveryNotes()
-        let delivery = await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: pushkey)) { await send() }
-        return (delivery, notes.note(for: pushkey))
     }
 
     /// `deliver` for jobs a front end can key (the relay's messages, gorush's notifications), sent
@@ -468,14 +466,9 @@ package struct Dispatcher: Sendable {
                 "Repeat of a delivery already answered or under way: not sent again",
                 metadata: ["app": "\(app)", "repeats": "\(claims.repeats)"])
         }
-        // Each job to send with the device its trace names (nil: not traced).
-        let sending = claims.sending(jobs.indices.map { (job: jobs[$0], pushkey: trace($0)?.pushkey) })
-        let delivered = await fanOut(sending, limit: limit, notStarted: (Self.notStarted, DeliveryNote())) { job, pushkey in
-            guard let pushkey else { return (await send(job), DeliveryNote()) }
-            return await Self.noted(pushkey: pushkey) { await send(job) }
-        }
-        let sent = delivered.map { reported($0.0, logger: logger) }
-        let settled = await claims.settle(sent, guardian: guardian) { delivered[$0].1 }
+        let delivered = await fanOut(claims.sending(jobs), limit: limit, notStarted: Self.notStarted, send)
+        let sent = delivered.map { DeviceResult(reported($0, logger: logger), note: $0.note) }
+        let settled = await claims.settle(sent, guardian: guardian)
         await guardian.finish(settled.finishes, heard: false)
         return await claims.outcomes(sent: sent, once: once)
     }

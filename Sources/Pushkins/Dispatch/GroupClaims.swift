@@ -92,21 +92,21 @@ struct GroupClaims {
         positions.map { $0.map { members[$0] } } ?? members
     }
 
-    /// Ends the deliveries of the members sent (`sent`, their outcomes, in `sending`'s order;
-    /// `note`, what the upstream call of the one at an index left for the trace): the memory
+    /// Ends the deliveries of the members sent (`sent`, their results, in `sending`'s order, each
+    /// with what its upstream call left for the trace): the memory
     /// record settles each now and returns the key of each answered for good (heard, once the
     /// answer is, by `RepeatGuard.heard`); a batching store's finishes are returned, to be written
     /// in one call (`RepeatGuard.finish`).
     func settle(
-        _ sent: [DeviceOutcome], guardian: RepeatGuard, note: (Int) -> DeliveryNote
+        _ sent: [DeviceResult], guardian: RepeatGuard
     ) async -> (settled: [RepeatKey], finishes: [RecordFinish]) {
         var settled: [RepeatKey] = []
         var finishes: [RecordFinish] = []
-        for (index, (key, outcome)) in zip(keys, sent).enumerated() {
+        for (key, result) in zip(keys, sent) {
             guard let key else { continue }
-            if let finish = await guardian.settleAfterAnswer(key, outcome, note: note(index)) {
+            if let finish = await guardian.settleAfterAnswer(key, result.outcome, note: result.note) {
                 finishes.append(finish)
-            } else if RecordedOutcome(outcome) != nil {
+            } else if RecordedOutcome(result.outcome) != nil {
                 settled.append(key)
             }
         }
@@ -116,10 +116,10 @@ struct GroupClaims {
     /// Every member's outcome, in order: the sent members' (`sent`, in `sending`'s order), those
     /// known without a send, and those that joined a delivery under way, once it has one. When
     /// every member was sent, `sent` as it is.
-    func outcomes(sent: [DeviceOutcome], once: Once) async -> [DeviceOutcome] {
-        guard let positions else { return sent }
+    func outcomes(sent: [DeviceResult], once: Once) async -> [DeviceOutcome] {
+        guard let positions else { return sent.map(\.outcome) }
         var outcomes = answered.isEmpty ? [DeviceOutcome?](repeating: nil, count: all.count) : answered
-        for (position, outcome) in zip(positions, sent) { outcomes[position] = outcome }
+        for (position, result) in zip(positions, sent) { outcomes[position] = result.outcome }
         for entry in joined { outcomes[entry.position] = await once.outcome(of: entry.flight) }
         return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
     }

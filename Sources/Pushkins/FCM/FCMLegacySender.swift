@@ -12,22 +12,22 @@ struct FCMLegacySender: Sendable {
     let upstream: UpstreamCall
 
     func dispatch(_ notification: PushNotification, devices: [Device], config: FCMConfig, context: DispatchContext) async
-        -> [DeviceOutcome]
+        -> [DeviceResult]
     {
-        var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
+        var outcomes = [DeviceResult?](repeating: nil, count: devices.count)
         // Devices whose default_payload differ get different data: batch those that agree.
         var ready: [(index: Int, message: JSONObject)] = []
         for (index, device) in devices.enumerated() {
             switch FCMData.build(notification, device: device, version: .legacy, sendBadgeCounts: config.sendBadgeCounts) {
-            case .invalidDefaultPayload: outcomes[index] = .rejected(reason: .invalidDefaultPayload)
-            case .nothingToSend: outcomes[index] = .skipped(reason: .nothingToSend)
+            case .invalidDefaultPayload: outcomes[index] = DeviceResult(.rejected(reason: .invalidDefaultPayload))
+            case .nothingToSend: outcomes[index] = DeviceResult(.skipped(reason: .nothingToSend))
             case .send(let data): ready.append((index, data))
             }
         }
         let options = config.fcmOptions
         let badgePriority = config.badgePriority
         let chunks = requestBatches(ready, limit: Self.batchSize)
-        let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (message: JSONObject, indices: [Int])) in
+        let results = await fanOut(chunks, notStarted: [(Int, DeviceResult)]()) { (chunk: (message: JSONObject, indices: [Int])) in
             let (data, indices) = chunk
             let keys = indices.map { devices[$0].pushkey }
             let chunkOutcomes = await self.send(pushkeys: keys, context: context) { pending in
@@ -36,18 +36,19 @@ struct FCMLegacySender: Sendable {
             return Array(zip(indices, chunkOutcomes))
         }
         for (index, outcome) in results.joined() { outcomes[index] = outcome }
-        return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
+        return outcomes.map { $0 ?? DeviceResult(.failed(reason: .localError("not dispatched"))) }
     }
 
-    /// One legacy request for `pushkeys` (at most 1000), retrying the ones FCM could not take yet.
-    func send(pushkeys: [String], context: DispatchContext, body makeBody: @Sendable ([String]) -> JSONValue) async -> [DeviceOutcome] {
+    /// One legacy request for `pushkeys` (at most 1000), retrying the ones FCM could not take yet;
+    /// each device's trace note is the call's.
+    func send(pushkeys: [String], context: DispatchContext, body makeBody: @Sendable ([String]) -> JSONValue) async -> [DeviceResult] {
         var outcomes = [DeviceOutcome?](repeating: nil, count: pushkeys.count)
         var pending = Array(pushkeys.indices)
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "key=\(apiKey)")
         headers.add(name: "Content-Type", value: "application/json")
 
-        let result: Result<Void, UpstreamCallFailure> = await upstream.run(logger: context.logger) { _ in
+        let (result, note): (Result<Void, UpstreamCallFailure>, DeliveryNote) = await upstream.run(logger: context.logger) { _ in
             let body = makeBody(pending.map { pushkeys[$0] })
             return UpstreamRequest(url: url, headers: headers, body: JSONWriter.buffer(body))
         } classify: { response in
@@ -96,6 +97,6 @@ struct FCMLegacySender: Sendable {
         if case .failure(let failure) = result {
             for i in pending { outcomes[i] = .failed(reason: failure.reason) }
         }
-        return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
+        return outcomes.map { DeviceResult($0 ?? .failed(reason: .localError("not dispatched")), note: note) }
     }
 }

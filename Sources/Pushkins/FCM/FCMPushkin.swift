@@ -1,6 +1,6 @@
 import FoundationEssentials
 package import HeraldCore
-import HeraldUpstream
+package import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 
@@ -50,14 +50,14 @@ package final class FCMPushkin: FCMSending {
 
     package func shutdown() async { await provider.shutdown() }
 
-    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
         guard case .v1 = config.credentials, let tokens else {
             return await dispatch(notification, devices: [device], context: context)[0]
         }
         let data: JSONObject
         switch FCMData.build(notification, device: device, version: .v1, sendBadgeCounts: config.sendBadgeCounts) {
-        case .invalidDefaultPayload: return .rejected(reason: .invalidDefaultPayload)
-        case .nothingToSend: return .skipped(reason: .nothingToSend)
+        case .invalidDefaultPayload: return DeviceResult(.rejected(reason: .invalidDefaultPayload))
+        case .nothingToSend: return DeviceResult(.skipped(reason: .nothingToSend))
         case .send(let built): data = built
         }
         let target = FCMTarget(device.pushkey, rule: config.target)
@@ -68,7 +68,7 @@ package final class FCMPushkin: FCMSending {
     }
 
     /// Legacy: devices batched by identical data, at most 1000 a request. v1: one request each.
-    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceResult] {
         guard let legacy else { return await dispatchEach(notification, devices: devices, context: context) }
         return await legacy.dispatch(notification, devices: devices, config: config, context: context)
     }
@@ -76,11 +76,11 @@ package final class FCMPushkin: FCMSending {
     /// Sends a message built elsewhere (the Status adapter's, as gorush builds it): the app's
     /// `fcm_options`, then the message's fields over them. The legacy API takes its
     /// `notification` and `data`.
-    package func send(_ raw: FCMRawMessage, context: DispatchContext) async -> DeviceOutcome {
-        guard !raw.token.isEmpty else { return .rejected(reason: .invalidPushkey("empty registration token")) }
+    package func send(_ raw: FCMRawMessage, context: DispatchContext) async -> DeviceResult {
+        guard !raw.token.isEmpty else { return DeviceResult(.rejected(reason: .invalidPushkey("empty registration token"))) }
         switch config.credentials {
         case .v1:
-            guard let tokens else { return .failed(reason: .authorization("no OAuth tokens")) }
+            guard let tokens else { return DeviceResult(.failed(reason: .authorization("no OAuth tokens"))) }
             let target = FCMTarget(raw.token, rule: config.target)
             var message = config.fcmOptions
             for (key, value) in raw.message { message[key] = value }
@@ -89,29 +89,28 @@ package final class FCMPushkin: FCMSending {
             return await sendV1(
                 body: JSONWriter.buffer(["message": .object(message)]), tokens: tokens, target: target, context: context)
         case .legacy:
-            guard let legacy else { return .failed(reason: .authorization("no API key")) }
+            guard let legacy else { return DeviceResult(.failed(reason: .authorization("no API key"))) }
             var body = config.fcmOptions
             if let notification = raw.message["notification"] { body["notification"] = notification }
             body["data"] = raw.message["data"] ?? .object([:])
             body["to"] = .string(raw.token)
             let message = JSONValue.object(body)
             return await legacy.send(pushkeys: [raw.token], context: context) { _ in message }.first
-                ?? .failed(reason: .localError("not dispatched"))
+                ?? DeviceResult(.failed(reason: .localError("not dispatched")))
         }
     }
 
     /// One v1 message through the one upstream-call path: `UpstreamCall` asks for the OAuth token
     /// (fetched or reused) per attempt and replaces it once when FCM answers 401; the error body
-    /// decides the outcome.
+    /// decides the outcome. Its trace note names the form the device was addressed by.
     private func sendV1(body buffer: ByteBuffer, tokens: OAuthAccessTokens, target: FCMTarget, context: DispatchContext) async
-        -> DeviceOutcome
+        -> DeviceResult
     {
         let pushkey = target.value
-        DeliveryNote.sink?.addressed(as: target.member)
         context.logger.debug(
             "FCM v1 message", metadata: ["target": "\(target.member)", "pushkey": "\(Redaction.pushkey(pushkey))"])
         let (url, path, bearer) = (config.baseURL, v1Path, bearer)
-        return await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
+        var result = await upstream.deliver(logger: context.logger, credential: tokens) { _, accessToken throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
             headers.reserveCapacity(2)
             if let accessToken { headers.add(name: "Authorization", value: bearer.value(for: accessToken)) }
@@ -128,6 +127,8 @@ package final class FCMPushkin: FCMSending {
                     ])
             }
         }
+        result.note.target = target.member
+        return result
     }
 }
 

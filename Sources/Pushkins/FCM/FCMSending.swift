@@ -1,4 +1,5 @@
 package import HeraldCore
+package import HeraldUpstream
 
 /// A message for FCM built outside the notify path (the Status adapter's, as gorush builds it for
 /// status-go): FCM v1's `message` (its `notification`, `android`, `apns`, `webpush`,
@@ -15,5 +16,5 @@ package struct FCMRawMessage: Sendable {
 
 /// A pushkin that sends ready-made FCM messages through its credentials.
 package protocol FCMSending: Pushkin {
-    func send(_ message: FCMRawMessage, context: DispatchContext) async -> DeviceOutcome
+    func send(_ message: FCMRawMessage, context: DispatchContext) async -> DeviceResult
 }

@@ -1,6 +1,6 @@
 import FoundationEssentials
 package import HeraldCore
-import HeraldUpstream
+package import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 
@@ -29,7 +29,7 @@ package struct HMSRawMessage: Sendable {
 
 /// A pushkin that sends ready-made Push Kit messages (what Status and gorush use).
 package protocol HMSSending: Pushkin {
-    func send(_ message: HMSRawMessage, context: DispatchContext) async -> DeviceOutcome
+    func send(_ message: HMSRawMessage, context: DispatchContext) async -> DeviceResult
 }
 
 /// `type: hms`: Huawei Push Kit, for Android phones with HMS Core (`api: android`) and for
@@ -75,32 +75,32 @@ package final class HMSPushkin: HMSSending {
 
     package var startupDetails: [String: String] { ["api": config.api] }
 
-    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
         await dispatch(notification, devices: [device], context: context)[0]
     }
 
     /// One request per distinct message, with every device that gets it (at most 1 000).
-    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
-        var outcomes = [DeviceOutcome?](repeating: nil, count: devices.count)
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceResult] {
+        var outcomes = [DeviceResult?](repeating: nil, count: devices.count)
         var ready: [(index: Int, message: Built)] = []
         for (index, device) in devices.enumerated() {
             switch build(notification, device: device) {
-            case .failure(let outcome): outcomes[index] = outcome
+            case .failure(let outcome): outcomes[index] = DeviceResult(outcome)
             case .success(let built): ready.append((index, built))
             }
         }
         let chunks = requestBatches(ready, limit: HMSMessage.maxTokens)
-        let results = await fanOut(chunks, notStarted: [(Int, DeviceOutcome)]()) { (chunk: (message: Built, indices: [Int])) in
+        let results = await fanOut(chunks, notStarted: [(Int, DeviceResult)]()) { (chunk: (message: Built, indices: [Int])) in
             let tokens = chunk.indices.map { devices[$0].pushkey }
             return Array(zip(chunk.indices, await self.send(chunk.message, tokens: tokens, context: context)))
         }
         for (index, outcome) in results.joined() { outcomes[index] = outcome }
-        return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
+        return outcomes.map { $0 ?? DeviceResult(.failed(reason: .localError("not dispatched"))) }
     }
 
     /// Sends a message built elsewhere (Status, gorush): a visible notification with the data.
-    package func send(_ raw: HMSRawMessage, context: DispatchContext) async -> DeviceOutcome {
-        guard !raw.token.isEmpty else { return .rejected(reason: .invalidPushkey("empty push token")) }
+    package func send(_ raw: HMSRawMessage, context: DispatchContext) async -> DeviceResult {
+        guard !raw.token.isEmpty else { return DeviceResult(.rejected(reason: .invalidPushkey("empty push token"))) }
         let data = FCMData.stringify(raw.data).data
         let built: Built
         switch config.credentials {
@@ -178,13 +178,16 @@ package final class HMSPushkin: HMSSending {
 
     // MARK: sending
 
-    /// One request for `tokens` through the one upstream-call path; Huawei's answer decides each.
-    private func send(_ built: Built, tokens: [String], context: DispatchContext) async -> [DeviceOutcome] {
+    /// One request for `tokens` through the one upstream-call path; Huawei's answer decides each,
+    /// and each device's trace note is the call's.
+    private func send(_ built: Built, tokens: [String], context: DispatchContext) async -> [DeviceResult] {
         let body = JSONWriter.buffer(HMSMessage.withTokens(built.body, tokens))
         let url = self.url
         let name = self.name
         let bearerField = self.bearerField
-        let result: Result<[DeviceOutcome], UpstreamCallFailure> = await upstream.run(logger: context.logger, credential: credential) {
+        let (result, note): (Result<[DeviceOutcome], UpstreamCallFailure>, DeliveryNote) = await upstream.run(
+            logger: context.logger, credential: credential
+        ) {
             _, bearer throws(UpstreamPreparationError) in
             var headers = HTTPHeaders()
             if let bearer { headers.add(name: "Authorization", value: bearerField.value(for: bearer)) }
@@ -217,8 +220,8 @@ package final class HMSPushkin: HMSSending {
             }
         }
         switch result {
-        case .success(let outcomes): return outcomes
-        case .failure(let failure): return tokens.map { _ in .failed(reason: failure.reason) }
+        case .success(let outcomes): return outcomes.map { DeviceResult($0, note: note) }
+        case .failure(let failure): return tokens.map { _ in DeviceResult(.failed(reason: failure.reason), note: note) }
         }
     }
 

@@ -18,18 +18,19 @@ package protocol Pushkin: Sendable {
     /// logged once and printed by `herald vapid-key`. Never secrets.
     var startupDetails: [String: String] { get }
 
-    func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome
+    /// One device's outcome, with what its upstream call left for the delivery trace.
+    func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult
 
     /// Dispatches every device of one notification that routes to this pushkin. The default fans
     /// out concurrently; a provider with a batch API (legacy FCM) overrides it.
-    func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome]
+    func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceResult]
 
     /// Releases connections; called once at shutdown.
     func shutdown() async
 }
 
 extension Pushkin {
-    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceOutcome] {
+    package func dispatch(_ notification: PushNotification, devices: [Device], context: DispatchContext) async -> [DeviceResult] {
         await dispatchEach(notification, devices: devices, context: context)
     }
 
@@ -43,37 +44,29 @@ extension Pushkin {
     /// cancelled while it waits fails as not dispatched.
     package func dispatchEach(
         _ notification: PushNotification, devices: [Device], context: DispatchContext, admission: AsyncLimiter? = nil
-    ) async -> [DeviceOutcome] {
+    ) async -> [DeviceResult] {
         if devices.count == 1 {
             return [
                 await admitted(admission, notStarted: Self.notAdmitted) {
-                    await tracedDispatch(notification, device: devices[0], context: context)
+                    await spannedDispatch(notification, device: devices[0], context: context)
                 }
             ]
         }
         return await fanOut(devices, admission: admission, notStarted: Self.notAdmitted) { device in
-            await self.tracedDispatch(notification, device: device, context: context)
+            await self.spannedDispatch(notification, device: device, context: context)
         }
     }
 
     /// A device whose task was cancelled while it waited for admission, or that waited longer than
     /// the admission allows.
-    static var notAdmitted: DeviceOutcome { .failed(reason: .localError("not admitted in time")) }
+    static var notAdmitted: DeviceResult { DeviceResult(.failed(reason: .localError("not admitted in time"))) }
 
     package func shutdown() async {}
 
     package var startupDetails: [String: String] { [:] }
 
-    /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason;
-    /// with the context's `notes`, its upstream calls write the device's note there.
-    func tracedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
-        guard let notes = context.notes else { return await spannedDispatch(notification, device: device, context: context) }
-        return await DeliveryNote.$sink.withValue(DeliveryNotes.Sink(notes, pushkey: device.pushkey)) {
-            await spannedDispatch(notification, device: device, context: context)
-        }
-    }
-
-    private func spannedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    /// `dispatch(_:device:context:)` in a span named after the app, with its outcome and reason.
+    func spannedDispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
         guard Spans.enabled else { return await dispatch(notification, device: device, context: context) }
         return await dispatchInSpan(notification, device: device, context: context)
     }
@@ -82,15 +75,15 @@ extension Pushkin {
     /// task's allocator only when tracing is on, not by every device's dispatch (docs/architecture.md,
     /// "Values on the notify path").
     @inline(never)
-    private func dispatchInSpan(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    private func dispatchInSpan(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
         await withSpan("dispatch \(name)", ofKind: .internal) { span in
             guard span.isRecording else { return await dispatch(notification, device: device, context: context) }
             span.attributes["herald.pushkin"] = name
             span.attributes["herald.pushkin.type"] = type.rawValue
-            let outcome = await dispatch(notification, device: device, context: context)
-            span.attributes["herald.outcome"] = outcome.label
-            if let reason = outcome.reason { span.attributes["herald.reason"] = reason.label }
-            return outcome
+            let result = await dispatch(notification, device: device, context: context)
+            span.attributes["herald.outcome"] = result.outcome.label
+            if let reason = result.outcome.reason { span.attributes["herald.reason"] = reason.label }
+            return result
         }
     }
 }
@@ -99,12 +92,8 @@ extension Pushkin {
 package struct DispatchContext: Sendable {
     /// Carries the request's id in its metadata (`request_id`), where one request has an id.
     package var logger: Logger
-    /// Where the devices' upstream calls leave their attempts and the provider's message id, for
-    /// the delivery trace (nil: not traced).
-    package var notes: DeliveryNotes?
 
-    package init(logger: Logger, notes: DeliveryNotes? = nil) {
+    package init(logger: Logger) {
         self.logger = logger
-        self.notes = notes
     }
 }

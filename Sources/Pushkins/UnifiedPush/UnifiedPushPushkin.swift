@@ -1,5 +1,5 @@
 package import HeraldCore
-import HeraldUpstream
+package import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 
@@ -36,21 +36,22 @@ package final class UnifiedPushPushkin: Pushkin {
 
     package func shutdown() async { await pushService.shutdown() }
 
-    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
         let keys: EncryptedPush.Keys?
         switch Self.subscriptionKeys(device.data) {
         case .none: keys = nil
         case .keys(let given): keys = given
-        case .invalid: return .rejected(reason: .invalidPushkey("data.p256dh is not a P-256 public key or data.auth is not 16 bytes"))
+        case .invalid:
+            return DeviceResult(.rejected(reason: .invalidPushkey("data.p256dh is not a P-256 public key or data.auth is not 16 bytes")))
         }
         let endpoint: EndpointPolicy.Endpoint
         switch await pushService.admit(device.pushkey, pushkey: device.pushkey, context: context) {
         case .success(let admitted): endpoint = admitted
-        case .failure(let failure): return failure.outcome
+        case .failure(let failure): return DeviceResult(failure.outcome)
         }
         let limit = keys == nil ? config.maxMessageBytes : config.maxMessageBytes - WebPushEncryption.overhead
         guard let body = UnifiedPushPayload.encode(notification, limit: limit) else {
-            return .dropped(reason: .payloadTooLarge)
+            return DeviceResult(.dropped(reason: .payloadTooLarge))
         }
         let urgency = Self.urgency(notification)
         let request: UpstreamRequest
@@ -60,7 +61,7 @@ package final class UnifiedPushPushkin: Pushkin {
                     body, for: keys, vapid: vapid, origin: endpoint.origin, now: clock.date, ttl: config.ttl, urgency: urgency)
                 request = UpstreamRequest(url: endpoint.url, headers: message.headers, body: message.body)
             } catch {
-                return .rejected(reason: .invalidPushkey("cannot encrypt for this subscription"))
+                return DeviceResult(.rejected(reason: .invalidPushkey("cannot encrypt for this subscription")))
             }
         } else {
             var headers = HTTPHeaders()

@@ -69,16 +69,16 @@ final class PushServiceClient: Sendable {
 
     /// Sends `request` to an admitted endpoint, with the app's retries.
     func deliver(_ request: UpstreamRequest, to endpoint: EndpointPolicy.Endpoint, pushkey: String, context: DispatchContext) async
-        -> DeviceOutcome
+        -> DeviceResult
     {
         let upstream = endpoint.addressChecked ? checked : unchecked
-        let outcome = await upstream.deliver(logger: context.logger) { _ in
+        let result = await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
             PushServiceAnswer.classify(response, pushkey: pushkey, origin: endpoint.origin, context: context, warnings: self.warnings)
         }
-        if case .skipped(.endpointRefused(let reason)) = outcome { refused(reason, pushkey: pushkey, context: context) }
-        return outcome
+        if case .skipped(.endpointRefused(let reason)) = result.outcome { refused(reason, pushkey: pushkey, context: context) }
+        return result
     }
 
     /// An endpoint the policy, or the check of a connection's peer, refused: counted and logged.

@@ -1,7 +1,7 @@
 import Crypto
 import FoundationEssentials
 package import HeraldCore
-import HeraldUpstream
+package import HeraldUpstream
 import NIOCore
 import NIOHTTP1
 
@@ -31,21 +31,21 @@ package final class WebPushPushkin: Pushkin {
 
     package func shutdown() async { await pushService.shutdown() }
 
-    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
-        guard let data = device.data else { return .rejected(reason: .invalidPushkey("device has no data")) }
+    package func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
+        guard let data = device.data else { return DeviceResult(.rejected(reason: .invalidPushkey("device has no data"))) }
         if data["events_only"] == .bool(true), notification.eventId?.isEmpty ?? true {
-            return .skipped(reason: .eventsOnly)
+            return DeviceResult(.skipped(reason: .eventsOnly))
         }
         guard !device.pushkey.isEmpty, let endpointURL = data["endpoint"]?.stringValue, let auth = data["auth"]?.stringValue else {
-            return .rejected(reason: .invalidPushkey("subscription needs a pushkey, data.endpoint and data.auth"))
+            return DeviceResult(.rejected(reason: .invalidPushkey("subscription needs a pushkey, data.endpoint and data.auth")))
         }
         guard let keys = EncryptedPush.Keys(p256dh: device.pushkey, auth: auth) else {
-            return .rejected(reason: .invalidPushkey("pushkey is not a P-256 public key or auth is not 16 bytes"))
+            return DeviceResult(.rejected(reason: .invalidPushkey("pushkey is not a P-256 public key or auth is not 16 bytes")))
         }
         let endpoint: EndpointPolicy.Endpoint
         switch await pushService.admit(endpointURL, pushkey: device.pushkey, context: context) {
         case .success(let admitted): endpoint = admitted
-        case .failure(let failure): return failure.outcome
+        case .failure(let failure): return DeviceResult(failure.outcome)
         }
 
         let defaultPayload = data["default_payload"]?.objectValue
@@ -55,7 +55,7 @@ package final class WebPushPushkin: Pushkin {
             // notification: WebKit would show it (docs/compatibility/webpush.md, "Declarative Web Push").
             if notification.eventId?.isEmpty ?? true, notification.roomId?.isEmpty ?? true {
                 guard config.declarativeBadgeUpdates, let start = config.declarativeStartURL else {
-                    return .skipped(reason: .nothingToSend)
+                    return DeviceResult(.skipped(reason: .nothingToSend))
                 }
                 payload = WebPushPayload.declarativeBadge(payload, notification, title: config.declarativeTitle, startURL: start)
             } else {
@@ -63,7 +63,7 @@ package final class WebPushPushkin: Pushkin {
             }
         }
         guard let plaintext = WebPushPayload.encode(payload) else {
-            return .dropped(reason: .payloadTooLarge)
+            return DeviceResult(.dropped(reason: .payloadTooLarge))
         }
         var topic: String?
         if data["only_last_per_room"]?.isTruthy == true, let roomId = notification.roomId, !roomId.isEmpty {
@@ -75,7 +75,7 @@ package final class WebPushPushkin: Pushkin {
                 plaintext, for: keys, vapid: vapid, origin: endpoint.origin, now: clock.date, ttl: config.ttl,
                 urgency: notification.isLowPriority ? .low : .normal, topic: topic)
         } catch {
-            return .rejected(reason: .invalidPushkey("cannot encrypt for this subscription"))
+            return DeviceResult(.rejected(reason: .invalidPushkey("cannot encrypt for this subscription")))
         }
         let request = UpstreamRequest(url: endpoint.url, headers: message.headers, body: message.body)
         return await pushService.deliver(request, to: endpoint, pushkey: device.pushkey, context: context)

@@ -172,8 +172,8 @@ package final class GorushAPI: Service {
         }
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
         let outcomes = await dispatcher.deliverOnce(tokens, app: app, keys: keys, traces: traces, limit: 1, logger: logger) { token in
-            let outcome = await delivery.send(notification, platform: platform, token: token, context: context)
-            return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: token)
+            let result = await delivery.send(notification, platform: platform, token: token, context: context)
+            return Dispatcher.Delivery(result, pushkin: delivery.pushkinName(platform), token: token)
         }
         var sent = Sent()
         for (token, outcome) in zip(tokens, outcomes) {

@@ -1,4 +1,5 @@
 package import HeraldCore
+import HeraldUpstream
 import Pushkins
 
 /// One of gorush's platforms, as one row: its number and name, the `status:` key naming the app
@@ -17,7 +18,7 @@ package struct StatusPlatform: Sendable, Hashable, CustomStringConvertible {
     /// The provider, as said when no app is configured for it.
     let provider: String
     /// Sends through `pushkin`: nil when it is not of this platform's kind.
-    let send: @Sendable (any Pushkin, GorushNotification, String, DispatchContext) async -> DeviceOutcome?
+    let send: @Sendable (any Pushkin, GorushNotification, String, DispatchContext) async -> DeviceResult?
 
     package var description: String { name }
     package static func == (a: Self, b: Self) -> Bool { a.number == b.number }
@@ -31,7 +32,7 @@ package struct StatusPlatform: Sendable, Hashable, CustomStringConvertible {
 
     private init(
         number: Int, name: String, configKey: String, pushkinType: PushkinType, provider: String,
-        send: @escaping @Sendable (any Pushkin, GorushNotification, String, DispatchContext) async -> DeviceOutcome?
+        send: @escaping @Sendable (any Pushkin, GorushNotification, String, DispatchContext) async -> DeviceResult?
     ) {
         self.number = number
         self.name = name

@@ -1,12 +1,14 @@
-package import HeraldCore
+import HeraldCore
+package import HeraldUpstream
 package import Pushkins
 
-/// Where Status notifications go: one notification, in gorush's terms, to one device token. The
+/// Where Status notifications go: one notification, in gorush's terms, to one device token (its
+/// outcome, with what its upstream call left for the delivery trace). The
 /// Status server (which builds what status-go's push server would post to gorush) and the gorush
 /// API depend on this, not on pushkins, so tests can record what would be sent.
 package protocol StatusSender: Sendable {
     func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
-        -> DeviceOutcome
+        -> DeviceResult
 
     /// The pushkin whose rejected-token metrics count this platform's rejections.
     func pushkinName(_ platform: StatusPlatform) -> String?
@@ -24,12 +26,12 @@ package struct PushkinStatusSender: StatusSender {
     }
 
     package func send(_ notification: GorushNotification, platform: StatusPlatform, token: String, context: DispatchContext) async
-        -> DeviceOutcome
+        -> DeviceResult
     {
-        guard let pushkin = pushkins[platform], let outcome = await platform.send(pushkin, notification, token, context) else {
-            return .failed(reason: .noPushkin(platform.noApp))
+        guard let pushkin = pushkins[platform], let result = await platform.send(pushkin, notification, token, context) else {
+            return DeviceResult(.failed(reason: .noPushkin(platform.noApp)))
         }
-        return outcome
+        return result
     }
 
     /// The pushkin a platform's rejections are counted under.

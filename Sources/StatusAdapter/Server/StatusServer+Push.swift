@@ -158,7 +158,7 @@ extension StatusServer {
         var context = DispatchContext(logger: logger)
         context.logger[metadataKey: "installation"] = "\(registration.installationID)"
         let notification = Self.notification(for: item, platform: platform, topic: registration.apnTopic)
-        let outcome = await delivery.send(notification, platform: platform, token: registration.deviceToken, context: context)
-        return Dispatcher.Delivery(outcome, pushkin: delivery.pushkinName(platform), token: registration.deviceToken)
+        let result = await delivery.send(notification, platform: platform, token: registration.deviceToken, context: context)
+        return Dispatcher.Delivery(result, pushkin: delivery.pushkinName(platform), token: registration.deviceToken)
     }
 }

@@ -240,7 +240,11 @@ final class ProbePushkin: Pushkin {
         self.probe = probe
     }
 
-    func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceOutcome {
+    func dispatch(_ notification: PushNotification, device: Device, context: DispatchContext) async -> DeviceResult {
+        DeviceResult(await outcome(notification, device: device))
+    }
+
+    private func outcome(_ notification: PushNotification, device: Device) async -> DeviceOutcome {
         probe.begin(device.pushkey, unread: notification.counts.unread.map { Int($0) })
         defer { probe.end() }
         switch device.pushkey {

@@ -73,8 +73,8 @@ struct RelayFrontEnd: FrontEnd {
                 [apnsMessage], app: sender.name, keys: [key], traces: [trace], logger: requestLogger
             ) {
                 [requestLogger] message in
-                let outcome = await sender.send(message, context: DispatchContext(logger: requestLogger))
-                return Dispatcher.Delivery(outcome, pushkin: sender.name, token: message.deviceToken)
+                let result = await sender.send(message, context: DispatchContext(logger: requestLogger))
+                return Dispatcher.Delivery(result, pushkin: sender.name, token: message.deviceToken)
             }[0]
         if let error = Self.error(for: outcome, retryAfter: config.retryAfter) { throw error }
         var response = ServerResponse(status: .created)
