@@ -18,19 +18,19 @@ final class HTTP1Exchange: ChannelDuplexHandler, LoopTimerOwner {
     struct Request: Sendable {
         let head: HTTPRequestHead
         let body: ByteBuffer?
-        let answer: AnswerSlot<Answer>
+        let answer: ResponseSlot<Received>
         /// When it fails unanswered, and the `request_timeout` that says so.
         let deadline: NIODeadline
         let timeout: Duration
     }
 
-    struct Answer: Sendable {
+    struct Received: Sendable {
         let response: UpstreamResponse
         /// The server keeps the connection open for another request.
         let reusable: Bool
     }
 
-    private var machine: HTTP1ExchangeStateMachine<AnswerSlot<Answer>>
+    private var machine: HTTP1ExchangeStateMachine<ResponseSlot<Received>>
     var timer = LoopTimer()
 
     init(maxBodyBytes: Int) { machine = HTTP1ExchangeStateMachine(maxBodyBytes: maxBodyBytes) }
@@ -57,7 +57,7 @@ final class HTTP1Exchange: ChannelDuplexHandler, LoopTimerOwner {
         case .body(let chunk): machine.body(chunk)
         case .end:
             guard case .answer(let waiter, let response, let reusable) = machine.end() else { return }
-            waiter.succeed(Answer(response: response, reusable: reusable))
+            waiter.succeed(Received(response: response, reusable: reusable))
             if !reusable { context.close(promise: nil) }
         }
     }

@@ -61,11 +61,11 @@ package final class HTTP1Upstream: UpstreamTransport {
         try await permits.acquire(turn: RequestContext.source)
         defer { permits.release() }
         let channel = try await connection()
-        let slot = AnswerSlot<HTTP1Exchange.Answer>()
+        let slot = ResponseSlot<HTTP1Exchange.Received>()
         let exchange = HTTP1Exchange.Request(
             head: head, body: request.body, answer: slot, deadline: deadline, timeout: settings.requestTimeout)
         channel.writeAndFlush(exchange).whenFailure { slot.fail($0) }
-        let answer: HTTP1Exchange.Answer
+        let answer: HTTP1Exchange.Received
         do {
             answer = try await withTaskCancellationHandler {
                 try await slot.value()

@@ -12,7 +12,7 @@ import NIOHTTP2
 final class HTTP2Exchange: @unchecked Sendable {
     let requestHeaders: HPACKHeaders
     let requestBody: ByteBuffer?
-    let answer = AnswerSlot<UpstreamResponse>()
+    let answer = ResponseSlot<UpstreamResponse>()
     /// When it fails unanswered, and the `request_timeout` that says so.
     let deadline: NIODeadline
     let timeout: Duration

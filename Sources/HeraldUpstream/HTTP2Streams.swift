@@ -22,7 +22,7 @@ final class HTTP2Streams: ChannelDuplexHandler, LoopTimerOwner {
     struct StreamIDsExhausted: Sendable {}
 
     private var context: ChannelHandlerContext?
-    private var machine: HTTP2StreamsStateMachine<AnswerSlot<UpstreamResponse>>
+    private var machine: HTTP2StreamsStateMachine<ResponseSlot<UpstreamResponse>>
     var timer = LoopTimer()
 
     init(firstStreamID: HTTP2StreamID = 1, maxBodyBytes: Int) {

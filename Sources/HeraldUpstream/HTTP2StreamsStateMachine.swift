@@ -16,7 +16,7 @@ struct HTTP2StreamsStateMachine<Waiter> {
         let waiter: Waiter
         let deadline: NIODeadline
         let timeout: Duration
-        var reader: HTTP2AnswerReader
+        var reader: HTTP2ResponseReader
         /// DATA bytes received on the stream since its last WINDOW_UPDATE.
         var unacknowledged = 0
     }
@@ -49,7 +49,7 @@ struct HTTP2StreamsStateMachine<Waiter> {
         guard nextStreamID <= Int(HTTP2StreamID.maxID) else { return .exhausted(waiter) }
         let id = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
-        streams[id] = Stream(waiter: waiter, deadline: deadline, timeout: timeout, reader: HTTP2AnswerReader(maxBodyBytes: maxBodyBytes))
+        streams[id] = Stream(waiter: waiter, deadline: deadline, timeout: timeout, reader: HTTP2ResponseReader(maxBodyBytes: maxBodyBytes))
         return .open(id, armBy: deadline)
     }
 

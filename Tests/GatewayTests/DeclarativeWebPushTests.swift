@@ -151,7 +151,7 @@ import Testing
         let warnings = PushServiceWarnings()
         let answer = UpstreamResponse(status: 403, headers: [:], body: ByteBuffer(string: #"{"reason":"BadJwtToken"}"#))
         for _ in 0..<3 {
-            let verdict = PushServiceAnswer.classify(
+            let verdict = PushServiceVerdict.classify(
                 answer, pushkey: "k", origin: "https://web.push.apple.com", context: DispatchContext(logger: logger), warnings: warnings)
             guard case .done(.dropped) = verdict else { return #expect(Bool(false), "\(verdict)") }
         }

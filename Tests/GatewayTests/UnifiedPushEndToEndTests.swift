@@ -255,7 +255,7 @@ import Testing
         let refusal = UpstreamResponse(
             status: 400, headers: [:], body: ByteBuffer(string: #"{"code":400,"errno":110,"message":"Unknown Content-Encoding"}"#))
         for origin in ["https://a.example", "https://a.example", "https://a.example", "https://b.example"] {
-            let verdict = PushServiceAnswer.classify(
+            let verdict = PushServiceVerdict.classify(
                 refusal, pushkey: "k", origin: origin, context: DispatchContext(logger: logger), warnings: warnings)
             guard case .done(.dropped(let reason)) = verdict else { return #expect(Bool(false), "\(verdict)") }
             #expect(reason.label == "needs_encryption")

@@ -11,7 +11,7 @@ import _CryptoExtras
 @Suite struct HMSTests {
     @Test func androidPartialSuccessListsIllegalTokensInAStringMsg() {
         let body = #"{"code":"80100000","msg":"{\"success\":1,\"failure\":1,\"illegal_tokens\":[\"t2\"]}","requestId":"r1"}"#
-        let answer = HMSAnswer.parse(Array(body.utf8))
+        let answer = HMSResponseBody.parse(Array(body.utf8))
         #expect(answer.code == .partialSuccess)
         #expect(answer.requestId == "r1")
         #expect(answer.refused == ["t2": .illegalToken])
@@ -20,7 +20,7 @@ import _CryptoExtras
     @Test func harmonyOSGroupsRefusedTokensByReason() {
         let body =
             #"{"code":"80300007","msg":"{\"illegalTokens\":{\"noRight\":[\"a\"],\"tokenFormatError\":[\"b\",\"c\"],\"someNewReason\":[\"d\"]},\"failure\":4}","requestId":"r"}"#
-        let answer = HMSAnswer.parse(Array(body.utf8))
+        let answer = HMSResponseBody.parse(Array(body.utf8))
         #expect(answer.code == .allTokensInvalid)
         // An unknown reason is never taken for a dead token.
         #expect(answer.refused == ["a": .noRight, "b": .tokenFormatError, "c": .tokenFormatError, "d": .noPushTypeRight])
@@ -28,11 +28,11 @@ import _CryptoExtras
 
     @Test func bodiesThatAreNotPushKitsParseToNoCode() {
         for body in ["", "not json", "[]", #"{"msg":"plain text"}"#, #"{"code":"99999999","msg":"{"}"#] {
-            let answer = HMSAnswer.parse(Array(body.utf8))
+            let answer = HMSResponseBody.parse(Array(body.utf8))
             #expect(answer.code == nil)
             #expect(answer.refused.isEmpty)
         }
-        #expect(HMSAnswer.parse(Array(#"{"code":80000000}"#.utf8)).code == .success)
+        #expect(HMSResponseBody.parse(Array(#"{"code":80000000}"#.utf8)).code == .success)
     }
 
     /// Every documented code is placed; only the credential codes renew, and no code is a
@@ -53,7 +53,7 @@ import _CryptoExtras
     }
 
     @Test func tokenOutcomesRejectOnlyDeadTokens() {
-        let answer = HMSAnswer(
+        let answer = HMSResponseBody(
             code: .partialSuccess,
             refused: ["bad": .tokenFormatError, "other": .noRight, "perm": .noPushTypeRight, "cc": .countryNotSupport])
         #expect(HMSPushkin.outcome("ok", answer: answer, status: 200, othersDelivered: true) == .delivered)

@@ -38,7 +38,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     static func hms(_ bytes: [UInt8]) -> Bool {
-        let answer = HMSAnswer.parse(bytes)
+        let answer = HMSResponseBody.parse(bytes)
         for status in [200, 400, 401, 503] {
             switch HMSDisposition.of(status: status, code: answer.code) {
             case .partial, .allTokensRefused:

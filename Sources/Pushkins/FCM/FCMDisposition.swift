@@ -39,11 +39,11 @@ extension OutcomeReason {
 /// A refused access token (401) is renewed and the message sent once more; 429 and 5xx are
 /// retried within the budget.
 enum FCMDisposition {
-    static func of(status: Int, error: FCMErrorBody) -> AnswerDisposition {
+    static func of(status: Int, error: FCMErrorBody) -> ResponseDisposition {
         if (200..<300).contains(status) { return .delivered }
         if status == 401 { return .renewCredential }
         if status == 404 { return .deadToken }  // the token is not (or no longer) registered
-        let byStatus: AnswerDisposition = status == 429 || status >= 500 ? .temporary : .permanent
+        let byStatus: ResponseDisposition = status == 429 || status >= 500 ? .temporary : .permanent
         guard let code = error.code else { return byStatus }
         switch code {
         case .unregistered:

@@ -195,7 +195,7 @@ package final class HMSPushkin: HMSSending {
             if let pushType = built.pushType { headers.add(name: "push-type", value: pushType.header) }
             return UpstreamRequest(url: url, headers: headers, body: body)
         } classify: { response in
-            let answer = HMSAnswer.parse(Array(response.body.readableBytesView))
+            let answer = HMSResponseBody.parse(Array(response.body.readableBytesView))
             let status = response.status
             let reason = OutcomeReason.hms(status: status, answer.code, nil)
             switch HMSDisposition.of(status: status, code: answer.code) {
@@ -229,7 +229,7 @@ package final class HMSPushkin: HMSSending {
     /// token of another project (`noRight`) only when the same request delivered to others (the
     /// credentials are right, so the token is wrong), else it fails as the configuration's
     /// problem; a scenario or permission problem fails, never rejects.
-    package static func outcome(_ token: String, answer: HMSAnswer, status: Int, othersDelivered: Bool) -> DeviceOutcome {
+    package static func outcome(_ token: String, answer: HMSResponseBody, status: Int, othersDelivered: Bool) -> DeviceOutcome {
         guard let why = answer.refused[token] else {
             // 80300007 without a list: every token of the request is invalid.
             return othersDelivered ? .delivered : .rejected(reason: .hms(status: status, answer.code, nil))

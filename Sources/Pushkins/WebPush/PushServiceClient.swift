@@ -75,7 +75,7 @@ final class PushServiceClient: Sendable {
         let result = await upstream.deliver(logger: context.logger) { _ in
             request
         } classify: { response in
-            PushServiceAnswer.classify(response, pushkey: pushkey, origin: endpoint.origin, context: context, warnings: self.warnings)
+            PushServiceVerdict.classify(response, pushkey: pushkey, origin: endpoint.origin, context: context, warnings: self.warnings)
         }
         if case .skipped(.endpointRefused(let reason)) = result.outcome { refused(reason, pushkey: pushkey, context: context) }
         return result

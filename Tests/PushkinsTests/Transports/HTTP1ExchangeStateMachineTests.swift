@@ -128,8 +128,8 @@ import Testing
 
     // MARK: The handler, on an embedded loop's time
 
-    func request(on loop: EmbeddedEventLoop, timeout: Duration) -> (HTTP1Exchange.Request, AnswerSlot<HTTP1Exchange.Answer>) {
-        let slot = AnswerSlot<HTTP1Exchange.Answer>()
+    func request(on loop: EmbeddedEventLoop, timeout: Duration) -> (HTTP1Exchange.Request, ResponseSlot<HTTP1Exchange.Received>) {
+        let slot = ResponseSlot<HTTP1Exchange.Received>()
         let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/push")
         let request = HTTP1Exchange.Request(
             head: head, body: ByteBuffer(string: "{}"), answer: slot, deadline: loop.now + TimeAmount(timeout), timeout: timeout)
@@ -188,9 +188,9 @@ import Testing
 
 /// What a request's answer slot came to, once it did (read on the embedded loop's thread).
 struct Outcome<Value: Sendable> {
-    let slot: AnswerSlot<Value>
+    let slot: ResponseSlot<Value>
 
-    init(_ slot: AnswerSlot<Value>) { self.slot = slot }
+    init(_ slot: ResponseSlot<Value>) { self.slot = slot }
 
     var value: Result<Value, any Error>? { slot.answer }
 }

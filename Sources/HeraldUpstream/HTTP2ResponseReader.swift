@@ -5,7 +5,7 @@ import NIOHTTP2
 /// The answer to one request on an HTTP/2 stream, as read so far: its `:status` (checked), its
 /// other header fields as text, and at most `maxBodyBytes` of its body. A value that
 /// `HTTP2StreamsStateMachine` keeps per stream and feeds that stream's frames.
-struct HTTP2AnswerReader {
+struct HTTP2ResponseReader {
     private let maxBodyBytes: Int
     private var status: Int?
     private var headers = HTTPHeaders()

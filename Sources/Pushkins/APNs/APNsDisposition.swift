@@ -84,7 +84,7 @@ extension OutcomeReason {
 /// the sender backs off, since an immediate retry would only prolong Apple's throttling.
 enum APNsDisposition {
     /// Classifies an answer. Every documented reason is named here, so a new one must be placed.
-    static func of(status: Int, reason: APNsErrorReason?) -> AnswerDisposition {
+    static func of(status: Int, reason: APNsErrorReason?) -> ResponseDisposition {
         if (200..<300).contains(status) { return .delivered }
         guard let reason else { return status == 429 ? .throttled : status >= 500 ? .temporary : .permanent }
         switch reason {

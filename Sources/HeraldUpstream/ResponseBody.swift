@@ -1,7 +1,7 @@
 import NIOCore
 
 extension ByteBuffer {
-    /// Appends `chunk` to an upstream answer's body (`HTTP2AnswerReader`,
+    /// Appends `chunk` to an upstream answer's body (`HTTP2ResponseReader`,
     /// `HTTP1ExchangeStateMachine`) while it holds fewer than `maxBytes`, the rest read and
     /// dropped. The first chunk of a body that fits is kept as it is, without a copy: an answer that
     /// comes in one read costs no buffer of its own.

@@ -1,12 +1,12 @@
 import HeraldCore
 
-/// What Push Kit answered (docs/compatibility/hms.md, "Answers"):
+/// The body of Push Kit's response (docs/compatibility/hms.md, "Answers"):
 /// `{"code": "80000000", "msg": "…", "requestId": "…"}`, where `code` is a string and `msg`, for a
 /// partial success or refused tokens, is itself a JSON document: the Android API's
 /// `{"success":1,"failure":1,"illegal_tokens":["…"]}`, HarmonyOS's
 /// `{"illegalTokens":{"<reason>":["…"]},"failure":1}`. Anything else (plain text, no body) parses
 /// to no code and no refused tokens: the HTTP status then decides.
-package struct HMSAnswer: Sendable, Equatable {
+package struct HMSResponseBody: Sendable, Equatable {
     package var code: HMSResultCode?
     /// The code as sent, for logs (an unknown one included).
     package var rawCode: String?
@@ -21,9 +21,9 @@ package struct HMSAnswer: Sendable, Equatable {
         self.refused = refused
     }
 
-    package static func parse(_ body: [UInt8]) -> HMSAnswer {
-        guard case .object(let json)? = try? JSONParser.parse(body) else { return HMSAnswer() }
-        var answer = HMSAnswer()
+    package static func parse(_ body: [UInt8]) -> HMSResponseBody {
+        guard case .object(let json)? = try? JSONParser.parse(body) else { return HMSResponseBody() }
+        var answer = HMSResponseBody()
         switch json["code"] {
         case .string(let code)?: answer.rawCode = code
         case .int(let code)?: answer.rawCode = String(code)
@@ -56,49 +56,5 @@ package struct HMSAnswer: Sendable, Equatable {
             for token in tokens { if let token = token.stringValue { refused[token] = .illegalToken } }
         }
         return refused
-    }
-}
-
-/// What an answer means for the request (docs/compatibility/hms.md, "Answers"). Every documented
-/// code is placed without a `default`: a code added to `HMSResultCode` must be placed here before
-/// the code compiles.
-package enum HMSDisposition: Sendable, Equatable {
-    case delivered
-    /// Some tokens were refused (listed); the others were delivered.
-    case partial
-    /// Every token was refused (listed with reasons, or all of them).
-    case allTokensRefused
-    /// The credential was refused or expired: renew it and send again, once.
-    case renewCredential
-    /// Worth another attempt with backoff (Huawei's side, flow control).
-    case temporary
-    /// The message can never be sent as it is (Herald's bug, or content Huawei refuses).
-    case permanent
-    /// The app's credentials or permissions are wrong: the operator must act. Never a rejection.
-    case configuration
-
-    package static func of(status: Int, code: HMSResultCode?) -> HMSDisposition {
-        guard let code else {
-            switch status {
-            case 200..<300: return .delivered
-            case 401: return .renewCredential
-            case 403, 404: return .configuration
-            case 429, 500...: return .temporary
-            default: return .permanent
-            }
-        }
-        switch code {
-        case .success: return status >= 500 ? .temporary : .delivered
-        case .partialSuccess: return .partial
-        case .allTokensInvalid: return .allTokensRefused
-        case .authenticationError, .accessTokenExpired, .jwtExpired: return .renewCredential
-        case .oauthServiceFailed, .internalError, .testMessagesTooOften: return .temporary
-        case .invalidParameters, .tooManyTokensForSysMessage, .invalidMessageStructure, .ttlInThePast, .invalidCollapseKey,
-            .sensitiveContent, .tooManyTopicMessages, .invalidMessageBody, .imageNotVerified, .bodyTooLarge, .wrongTokenCount,
-            .tooManyTestTokens:
-            return status == 503 || status >= 500 ? .temporary : .permanent
-        case .appForbidden, .noHighPriorityPermission, .jwtLifetimeTooLong, .sendingPenalised:
-            return .configuration
-        }
     }
 }

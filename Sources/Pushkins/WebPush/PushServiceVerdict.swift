@@ -38,7 +38,7 @@ package struct PushServiceReason: ProviderReason, Equatable {
         guard let requirement else { return "push service answered \(status)" }
         return "push service answered \(status): \(requirement.summary)" + (said.map { " (it said: \($0))" } ?? "")
     }
-    package var rejectionMeansDeadToken: Bool { PushServiceAnswer.disposition(status: status) == .deadToken }
+    package var rejectionMeansDeadToken: Bool { PushServiceVerdict.disposition(status: status) == .deadToken }
 }
 
 extension OutcomeReason {
@@ -48,9 +48,9 @@ extension OutcomeReason {
 
 /// What a push service's answer means, for Web Push and UnifiedPush alike (RFC 8030: 404/410 the
 /// subscription is gone; 429/5xx try again; any other 4xx this message is refused for good).
-enum PushServiceAnswer {
+enum PushServiceVerdict {
     /// The one table.
-    static func disposition(status: Int) -> AnswerDisposition {
+    static func disposition(status: Int) -> ResponseDisposition {
         switch status {
         case 200..<300: return .delivered
         case 404, 410: return .deadToken

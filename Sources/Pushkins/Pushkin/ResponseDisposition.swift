@@ -5,7 +5,7 @@ package import HeraldUpstream
 /// Each provider has one exhaustive table from its answer to one of these (`APNsDisposition`,
 /// `FCMDisposition`, `PushServiceDisposition`, …), and `verdict` is the one switch from it to what
 /// the upstream call does next.
-package enum AnswerDisposition: Sendable, Equatable {
+package enum ResponseDisposition: Sendable, Equatable {
     case delivered
     /// The device token is dead: the pushkey is rejected, and the front ends that keep tokens
     /// forget it.

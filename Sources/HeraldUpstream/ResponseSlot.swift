@@ -4,7 +4,7 @@ import Synchronization
 /// once, by the connection's event loop or by the caller's cancellation from any thread; the first
 /// completion wins and later ones are ignored, as a promise's are. The caller awaits it directly,
 /// without a promise and its future (what that saves is counted against bench/allocation-limits).
-final class AnswerSlot<Value: Sendable>: Sendable {
+final class ResponseSlot<Value: Sendable>: Sendable {
     private enum State {
         /// Not answered yet; the caller's continuation once it waits.
         case waiting(UnsafeContinuation<Value, any Error>?)

@@ -2,13 +2,13 @@ import Testing
 
 @testable import HeraldUpstream
 
-/// The slot an upstream call awaits its answer in (`AnswerSlot`): the first completion wins,
+/// The slot an upstream call awaits its answer in (`ResponseSlot`): the first completion wins,
 /// whether it comes before or after the caller waits, and cancellation fails a call at once.
-@Suite struct AnswerSlotTests {
+@Suite struct ResponseSlotTests {
     struct Refused: Error, Equatable {}
 
     @Test func anAnswerGivenBeforeTheCallerWaitsIsTheOneItGets() async throws {
-        let slot = AnswerSlot<Int>()
+        let slot = ResponseSlot<Int>()
         slot.succeed(1)
         slot.succeed(2)
         slot.fail(Refused())
@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func aCallerThatWaitsFirstIsResumedByTheFirstAnswer() async {
-        let slot = AnswerSlot<Int>()
+        let slot = ResponseSlot<Int>()
         #expect(slot.answer == nil)
         await withThrowingTaskGroup(of: Int.self) { group in
             group.addTask { try await slot.value() }
@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func aCancelledCallFailsWithoutAnAnswer() async throws {
-        let slot = AnswerSlot<Int>()
+        let slot = ResponseSlot<Int>()
         let call = Task {
             try await withTaskCancellationHandler {
                 try await slot.value()
