@@ -30,7 +30,9 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     private let migrating = Atomic(false)
     static let logger = Logger(label: "herald.notify.repeats")
     /// The claims and finishes of concurrent notifies, each kind joined into one statement at a
-    /// time per two of the pool's connections.
+    /// time per three of the pool's connections. Each statement runs within `repeat_store_timeout`
+    /// (one task and timer a statement, not one a notify); one that misses it fails the notifies
+    /// queued behind it as well, which then use their memory record at once.
     private let claims: Batcher<ClaimRow, RecordClaim>
     private let finishes: Batcher<FinishRow, Void>
     /// The statements its claims and finishes made (a notify's cost, for tests and
@@ -79,14 +81,16 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         self.clock = clock
         let concurrency = max(1, notify.repeatStoreMaxConnections / 3)
         let client = client
-        let (window, takeover, statements) = (window, takeover, statements)
-        claims = Batcher(concurrency: concurrency) { rows in
+        let (window, takeover, statements, timeout) = (window, takeover, statements, timeout)
+        claims = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            return try await Self.claim(rows, client: client, takeover: takeover, window: window)
+            return try await PostgresDeadline.bounded(timeout) {
+                try await Self.claim(rows, client: client, takeover: takeover, window: window)
+            }
         }
-        finishes = Batcher(concurrency: concurrency) { rows in
+        finishes = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            try await Self.finish(rows, client: client, window: window)
+            try await PostgresDeadline.bounded(timeout) { try await Self.finish(rows, client: client, window: window) }
             return rows.map { _ in () }
         }
     }
@@ -109,7 +113,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             }
             return row
         }
-        return try await bounded { try await self.claims.run(rows) }
+        return try await batched { try await self.claims.run(rows) }
     }
 
     /// One statement for every claim of `rows` (their keys are unique: an instance claims a key
@@ -170,7 +174,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                 attempts: item.trace?.note.attempts ?? 0, providerId: item.trace?.note.providerId ?? "",
                 target: item.trace?.note.target ?? "", heard: heard, at: at)
         }
-        try await bounded { _ = try await self.finishes.run(rows) }
+        try await batched { _ = try await self.finishes.run(rows) }
     }
 
     /// One statement for every finish of `rows`: a recorded outcome is answered from until the
@@ -286,6 +290,13 @@ final class PostgresDeliveryRecords: DeliveryRecords {
 
     /// What the table keeps of a pushkey to find its deliveries by: a digest, never the key.
     static func device(_ pushkey: String) -> String { RepeatKey(["device", pushkey]).digest }
+
+    /// A claim's or a finish's `work`, whose statement the batcher bounds, once the table exists
+    /// (made within the bound on first use); its outcome is the store's health.
+    private func batched<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard ready.value == nil else { return try await bound.tracked(work) }
+        return try await bound.run(prepare: { try await self.migrated() }, work)
+    }
 
     /// `work` within the timeout, once the table exists; its outcome is the store's health.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {

@@ -23,6 +23,12 @@ package struct PostgresStoreBound: Sendable {
         probe = PostgresDeadline.probe(client, within: timeout)
     }
 
+    /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),
+    /// its outcome the store's health, skipped as `run`'s work is: no task or timer per call.
+    package func tracked<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        try await tracker.track(work, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
+    }
+
     /// `work` within the timeout, after `prepare` within it too (a table made on first use).
     package func run<T: Sendable>(
         prepare: (@Sendable () async throws -> Void)? = nil, _ work: @escaping @Sendable () async throws -> T

@@ -109,6 +109,30 @@ import Testing
         #expect(body.runs.withLock { $0 } == [[1], [-1, 2], [3]])
     }
 
+    /// A run whose error `failsQueue` names (a store that did not answer in time) fails the callers
+    /// waiting for the next run as well, at once and without a run: they would otherwise wait a
+    /// second time for a store that just failed to answer. The runs after them go on.
+    @Test func aRunThatFailsTheQueueFailsItsWaitersWithoutARun() async throws {
+        let body = Body(holding: true)
+        let batcher = Batcher<Int, Int>(failsQueue: { $0 is Refused }, body.run)
+        let results = await withTaskGroup(of: (Int, Bool).self) { group -> [Int: Bool] in
+            group.addTask { (0, (try? await batcher.run([-1])) != nil) }
+            await body.started.wait()
+            body.stopHolding()
+            group.addTask { (1, (try? await batcher.run([2])) != nil) }
+            group.addTask { (2, (try? await batcher.run([3])) != nil) }
+            await eventually { batcher.load.waiting == 2 }
+            body.hold.raise()
+            var results: [Int: Bool] = [:]
+            for await (caller, ok) in group { results[caller] = ok }
+            return results
+        }
+        #expect(results == [0: false, 1: false, 2: false])
+        #expect(body.runs.withLock { $0 } == [[-1]])
+        #expect(batcher.load == (0, 0))
+        #expect(try await batcher.run([4]) == [40])
+    }
+
     /// A run that answers a different number of answers than it had items fails its callers
     /// (`Mismatch`), rather than giving one caller another's answers.
     @Test func aRunAnsweringTheWrongCountFailsItsCallers() async {

@@ -5,7 +5,9 @@ import Synchronization
 /// `concurrency` runs are under way. There is no timer: a caller alone runs at once; under load,
 /// the items of every caller that came while a run was under way make the next run, up to
 /// `maxItems` (a caller's items are never split). Each caller gets the answers to its own items, in
-/// their order; a run that throws fails each of its callers with that error.
+/// their order; a run that throws fails each of its callers with that error, and, when
+/// `failsQueue` says so of the error (a store that did not answer in time), the callers waiting
+/// for the next run too: they would wait for a run that can be expected to fail the same way.
 ///
 /// A run is led by one of its callers, in its own task: the first, or the one a finished run hands
 /// the next batch to, so that no caller runs others' work after its own has been answered and no
@@ -55,11 +57,16 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
     package let concurrency: Int
     package let maxItems: Int
     private let body: @Sendable ([Item]) async throws -> [Answer]
+    private let failsQueue: @Sendable (any Error) -> Bool
 
     /// `body` answers a batch's items in their order.
-    package init(concurrency: Int = 1, maxItems: Int = 1000, _ body: @escaping @Sendable ([Item]) async throws -> [Answer]) {
+    package init(
+        concurrency: Int = 1, maxItems: Int = 1000, failsQueue: @escaping @Sendable (any Error) -> Bool = { _ in false },
+        _ body: @escaping @Sendable ([Item]) async throws -> [Answer]
+    ) {
         self.concurrency = max(1, concurrency)
         self.maxItems = max(1, maxItems)
+        self.failsQueue = failsQueue
         self.body = body
     }
 
@@ -106,6 +113,17 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
             let answers = batch.count == 1 ? result : result.map { Array($0[offset..<offset + count]) }
             offset += count
             if waiter.id == me { mine = answers } else { waiter.continuation.resume(returning: .answered(answers)) }
+        }
+        if case .failure(let error) = result, failsQueue(error) {
+            let queued = state.withLock { state in
+                defer {
+                    state.waiting.removeAll()
+                    state.running -= 1
+                }
+                return state.waiting
+            }
+            for waiter in queued { waiter.continuation.resume(returning: .answered(.failure(error))) }
+            return mine
         }
         let next = state.withLock { state -> [Waiter]? in
             guard !state.waiting.isEmpty else {
