@@ -419,7 +419,13 @@ package struct Dispatcher: Sendable {
     package func deliver<Job: Sendable>(
         _ jobs: [Job], limit: Int? = nil, logger: Logger, _ send: @escaping @Sendable (Job) async -> Delivery
     ) async -> [DeviceOutcome] {
-        await fanOut(jobs, limit: limit, notStarted: Self.notStarted, send).map { reported($0, logger: logger) }
+        // Each job's outcome is counted and logged as it comes, so that the outcomes are the one
+        // array made; a job that never started is logged here.
+        let outcomes = await fanOut(jobs, limit: limit, notStarted: Self.notStarted.outcome) { job in
+            self.reported(await send(job), logger: logger)
+        }
+        for outcome in outcomes where outcome == Self.notStarted.outcome { log(outcome, app: "", token: "", logger: logger) }
+        return outcomes
     }
 
     /// A job's outcome, counted under its pushkin and logged.
