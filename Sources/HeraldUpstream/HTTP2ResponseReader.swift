@@ -2,7 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 
-/// The answer to one request on an HTTP/2 stream, as read so far: its `:status` (checked), its
+/// The response to one request on an HTTP/2 stream, as read so far: its `:status` (checked), its
 /// other header fields as text, and at most `maxBodyBytes` of its body. A value that
 /// `HTTP2StreamsStateMachine` keeps per stream and feeds that stream's frames.
 struct HTTP2ResponseReader {
@@ -16,11 +16,11 @@ struct HTTP2ResponseReader {
     enum Progress {
         case reading
         case done(UpstreamResponse)
-        /// The answer cannot be read: fail with this, and reset the stream unless the server did.
+        /// The response cannot be read: fail with this, and reset the stream unless the server did.
         case failed(UpstreamConnectionError)
     }
 
-    /// Takes one frame of the answer.
+    /// Takes one frame of the response.
     mutating func receive(_ payload: HTTP2Frame.FramePayload) -> Progress {
         switch payload {
         case .headers(let frame):
@@ -28,7 +28,7 @@ struct HTTP2ResponseReader {
                 guard let text = frame.headers.first(name: ":status"), let code = Int(text), (100..<600).contains(code) else {
                     return .failed(.malformedResponse)
                 }
-                if code < 200 { return .reading }  // informational: the real answer follows
+                if code < 200 { return .reading }  // informational: the real response follows
                 status = code
                 for (name, value, _) in frame.headers where !name.hasPrefix(":") { headers.add(name: name, value: value) }
             }

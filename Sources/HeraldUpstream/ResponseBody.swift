@@ -1,9 +1,9 @@
 import NIOCore
 
 extension ByteBuffer {
-    /// Appends `chunk` to an upstream answer's body (`HTTP2ResponseReader`,
+    /// Appends `chunk` to an upstream response's body (`HTTP2ResponseReader`,
     /// `HTTP1ExchangeStateMachine`) while it holds fewer than `maxBytes`, the rest read and
-    /// dropped. The first chunk of a body that fits is kept as it is, without a copy: an answer that
+    /// dropped. The first chunk of a body that fits is kept as it is, without a copy: a response that
     /// comes in one read costs no buffer of its own.
     mutating func keep(_ chunk: ByteBuffer, upTo maxBytes: Int) {
         let room = maxBytes - readableBytes

@@ -1,12 +1,12 @@
 import Synchronization
 
-/// The answer an upstream call waits for (docs/architecture.md, "The upstream-call path"): given
+/// The response an upstream call waits for (docs/architecture.md, "The upstream-call path"): given
 /// once, by the connection's event loop or by the caller's cancellation from any thread; the first
 /// completion wins and later ones are ignored, as a promise's are. The caller awaits it directly,
 /// without a promise and its future (what that saves is counted against bench/allocation-limits).
 final class ResponseSlot<Value: Sendable>: Sendable {
     private enum State {
-        /// Not answered yet; the caller's continuation once it waits.
+        /// No response yet; the caller's continuation once it waits.
         case waiting(UnsafeContinuation<Value, any Error>?)
         case answered(Result<Value, any Error>)
     }
@@ -28,7 +28,7 @@ final class ResponseSlot<Value: Sendable>: Sendable {
         waiter?.resume(with: result)
     }
 
-    /// The answer, once it is given; awaited by one caller, once.
+    /// The response, once it is given; awaited by one caller, once.
     func value() async throws -> Value {
         try await withUnsafeThrowingContinuation { continuation in
             let answered = state.withLock { state -> Result<Value, any Error>? in
@@ -44,7 +44,7 @@ final class ResponseSlot<Value: Sendable>: Sendable {
         }
     }
 
-    /// The answer if it has been given (for a test on an embedded loop).
+    /// The response if it has been given (for a test on an embedded loop).
     var answer: Result<Value, any Error>? {
         state.withLock { state in
             guard case .answered(let result) = state else { return nil }

@@ -1,8 +1,6 @@
-import HeraldCore
-
-/// What Push Kit's response means for the request (docs/compatibility/hms.md, "Answers"). Every documented
-/// code is placed without a `default`: a code added to `HMSResultCode` must be placed here before
-/// the code compiles.
+/// What Push Kit's response means for the request (docs/compatibility/hms.md, "Answers"). Every
+/// documented code is placed without a `default`: a code added to `HMSResultCode` must be placed
+/// here before the code compiles.
 package enum HMSDisposition: Sendable, Equatable {
     case delivered
     /// Some tokens were refused (listed); the others were delivered.
