@@ -55,14 +55,16 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler, L
     private var writabilityWaiter: CheckedContinuation<Void, Never>?
     /// The connection's one answer-deadline timer (`LoopTimer`): armed by a request, it finds a
     /// later request not yet due when it fires and is armed again for it.
-    var timer = LoopTimer()
+    var timer: LoopTimer
     /// Which of the deadline and the handler answers the request being handled.
     private var answerDeadline = AnswerDeadlineStateMachine<ServerResponse>()
     /// What the server answers at the deadline of the request being handled: the route's answer,
     /// the request's head and id (the answer is made only if it is written).
     private var deadlineAnswer: (deadline: AnswerDeadline, head: HTTPRequestHead, requestId: String)?
 
-    init(router: any HTTPHandler, limits: InboundLimits, deadline: RequestReadDeadline) {
+    /// `clock` runs the answer deadline (the loop's own, but in tests).
+    init(router: any HTTPHandler, limits: InboundLimits, deadline: RequestReadDeadline, clock: any LoopClock) {
+        self.timer = LoopTimer(clock: clock)
         self.router = router
         self.bodyBudget = limits.bodyBudget
         self.deadline = deadline
@@ -176,14 +178,14 @@ final class ConnectionHandler: ChannelInboundHandler, RemovableChannelHandler, L
     func answer(by deadline: AnswerDeadline, to head: HTTPRequestHead, requestId: String) {
         guard let context, !finished else { return }
         deadlineAnswer = (deadline, head, requestId)
-        armTimer(by: answerDeadline.start(due: context.eventLoop.now + TimeAmount(deadline.within)), context: context)
+        armTimer(by: answerDeadline.start(due: timer.now(context.eventLoop) + TimeAmount(deadline.within)), context: context)
     }
 
     /// Writes the deadline's answer of the request past its deadline, or says when it is due.
     func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
         // No request awaits its deadline (answered, or the connection is gone): nothing to do.
         guard self.context != nil, let pending = deadlineAnswer else { return nil }
-        let action = answerDeadline.timerFired(now: context.eventLoop.now, responding: machine.isResponding && !finished) {
+        let action = answerDeadline.timerFired(now: timer.now(context.eventLoop), responding: machine.isResponding && !finished) {
             var response = pending.deadline.response
             response.headers.replaceOrAdd(name: "X-Request-Id", value: pending.requestId)
             return response

@@ -37,6 +37,8 @@ package final class HTTPServer: Sendable {
         let readTimeout = limits.requestReadTimeout
         let firstRequestWait = limits.shutdownFirstRequestWait
         let router = handler
+        // The answer and read deadlines run on the clock's time (a test's moves them).
+        let loopClock = clock.loopClock
         // The listener's own answers, rendered once.
         let timeoutAnswer = ResponseWriter.encoded(handler.connectionErrors.render(ServerError.requestTimeout))
         let malformedAnswer = handler.connectionErrors.render(ServerError.malformed)
@@ -69,7 +71,7 @@ package final class HTTPServer: Sendable {
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
                     try child.pipeline.syncOperations.addHandler(IdleCloser())
-                    let deadline = RequestReadDeadline(timeout: readTimeout, answer: timeoutAnswer)
+                    let deadline = RequestReadDeadline(timeout: readTimeout, answer: timeoutAnswer, clock: loopClock)
                     try child.pipeline.syncOperations.addHandler(deadline)
                     // Every response head is written by `ResponseWriter`, which checks its fields and
                     // writes its framing.
@@ -80,7 +82,7 @@ package final class HTTPServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(
                         FirstRequestGrace(wait: firstRequestWait), position: .before(pipelineHandler))
                     try child.pipeline.syncOperations.addHandler(MalformedRequestResponder(answer: malformedAnswer))
-                    let handler = ConnectionHandler(router: router, limits: limits, deadline: deadline)
+                    let handler = ConnectionHandler(router: router, limits: limits, deadline: deadline, clock: loopClock)
                     try child.pipeline.syncOperations.addHandler(handler)
                     let connection = pending.make(for: child) { ServerConnection(channel: child, handler: handler) }
                     guard let connection else { throw PendingConnections.Closed() }

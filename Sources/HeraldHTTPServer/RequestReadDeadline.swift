@@ -30,7 +30,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
     let timeout: TimeAmount
     /// When the request in progress must be complete; nil between requests.
     private var expiry: NIODeadline?
-    var timer = LoopTimer()
+    var timer: LoopTimer
     /// Between a request's last byte and the end of its response: bytes then belong to no request yet.
     private var awaitingRequest = true
     /// Bytes arrived while a response was pending: the client pipelines, and reads are the
@@ -40,7 +40,9 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
     /// The listener's 408, as the bytes HTTP/1.1 sends (rendered once per listener).
     private let timeoutResponse: ByteBuffer
 
-    init(timeout: TimeAmount, answer: ByteBuffer) {
+    /// `clock` runs the deadline (the loop's own, but in tests).
+    init(timeout: TimeAmount, answer: ByteBuffer, clock: any LoopClock) {
+        timer = LoopTimer(clock: clock)
         self.timeout = timeout
         timeoutResponse = answer
     }
@@ -49,7 +51,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
         if !awaitingRequest {
             pipelining = true
         } else if expiry == nil {
-            let expiry = context.eventLoop.now + timeout
+            let expiry = timer.now(context.eventLoop) + timeout
             self.expiry = expiry
             armTimer(by: expiry, context: context)
         }
@@ -79,7 +81,7 @@ final class RequestReadDeadline: ChannelDuplexHandler, RemovableChannelHandler, 
     /// Answers 408 and closes when the request under way is past its expiry, or says when it is due.
     func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
         guard let expiry else { return nil }
-        guard context.eventLoop.now >= expiry else { return expiry }
+        guard timer.now(context.eventLoop) >= expiry else { return expiry }
         let channel = context.channel
         context.writeAndFlush(NIOAny(timeoutResponse)).whenComplete { _ in channel.close(promise: nil) }
         return nil

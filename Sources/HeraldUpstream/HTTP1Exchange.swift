@@ -31,9 +31,13 @@ final class HTTP1Exchange: ChannelDuplexHandler, LoopTimerOwner {
     }
 
     private var machine: HTTP1ExchangeStateMachine<ResponseSlot<Received>>
-    var timer = LoopTimer()
+    var timer: LoopTimer
 
-    init(maxBodyBytes: Int) { machine = HTTP1ExchangeStateMachine(maxBodyBytes: maxBodyBytes) }
+    /// `clock` runs the request's deadline (the loop's own, but in tests).
+    init(maxBodyBytes: Int, clock: any LoopClock) {
+        machine = HTTP1ExchangeStateMachine(maxBodyBytes: maxBodyBytes)
+        timer = LoopTimer(clock: clock)
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
@@ -78,7 +82,7 @@ final class HTTP1Exchange: ChannelDuplexHandler, LoopTimerOwner {
 
     /// Fails the request whose deadline passed (and closes the connection), or says when it is due.
     func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
-        switch machine.timerFired(now: context.eventLoop.now) {
+        switch machine.timerFired(now: timer.now(context.eventLoop)) {
         case .none: return nil
         case .rearm(let deadline): return deadline
         case .expire(let waiter, let timeout):

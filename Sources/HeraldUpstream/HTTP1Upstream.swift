@@ -20,6 +20,8 @@ package final class HTTP1Upstream: UpstreamTransport {
     private let origin: UpstreamOrigin
     private let connector: UpstreamConnector
     private let permits: AsyncLimiter
+    /// What `request_timeout` runs on (the loops' own clock, but in tests).
+    private let loopClock: any LoopClock
     private let state = Mutex(HTTP1PoolStateMachine<any Channel>())
 
     static let idleTimeout = TimeAmount.seconds(60)
@@ -43,6 +45,7 @@ package final class HTTP1Upstream: UpstreamTransport {
         self.origin = origin
         connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard)
         permits = AsyncLimiter(limit: settings.maxConnections, maxWait: settings.requestTimeout, clock: clock)
+        loopClock = clock?.loopClock ?? EventLoopClock()
     }
 
     /// A client TLS context offering HTTP/1.1.
@@ -56,7 +59,7 @@ package final class HTTP1Upstream: UpstreamTransport {
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
-        let deadline = loop.now + TimeAmount(settings.requestTimeout)
+        let deadline = loopClock.now(on: loop) + TimeAmount(settings.requestTimeout)
         let head = try requestHead(request)
         try await permits.acquire(turn: RequestContext.source)
         defer { permits.release() }
@@ -115,6 +118,7 @@ package final class HTTP1Upstream: UpstreamTransport {
             }
         }
         let maxBodyBytes = settings.maxResponseBytes
+        let loopClock = self.loopClock
         let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         let channel = try await connector.connect(on: loop) { channel in
             let operations = channel.pipeline.syncOperations
@@ -126,7 +130,7 @@ package final class HTTP1Upstream: UpstreamTransport {
             // would have the handler make a promise and a callback for every write, to note the
             // time each write completed.
             try operations.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
-            try operations.addHandler(HTTP1Exchange(maxBodyBytes: maxBodyBytes))
+            try operations.addHandler(HTTP1Exchange(maxBodyBytes: maxBodyBytes, clock: loopClock))
             return channel.eventLoop.makeSucceededFuture(channel)
         }.get()
         let admitted = state.withLock { $0.admit(channel, id: ObjectIdentifier(channel)) }

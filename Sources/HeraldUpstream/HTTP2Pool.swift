@@ -34,7 +34,7 @@ package final class HTTP2Pool: UpstreamTransport {
         let members = try (0..<max(1, connections)).map { member in
             try HTTP2Upstream(
                 origin: parsed, settings: settings, tls: tls, offering: ["h2"], eventLoop: loops[member % loops.count],
-                contexts: contexts)
+                contexts: contexts, loopClock: clock?.loopClock ?? EventLoopClock())
         }
         self.init(connections: members, settings: settings, clock: clock, metrics: metrics)
     }

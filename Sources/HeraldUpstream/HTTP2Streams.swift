@@ -23,9 +23,11 @@ final class HTTP2Streams: ChannelDuplexHandler, LoopTimerOwner {
 
     private var context: ChannelHandlerContext?
     private var machine: HTTP2StreamsStateMachine<ResponseSlot<UpstreamResponse>>
-    var timer = LoopTimer()
+    var timer: LoopTimer
 
-    init(firstStreamID: HTTP2StreamID = 1, maxBodyBytes: Int) {
+    /// `clock` runs the requests' deadlines (the loop's own, but in tests).
+    init(firstStreamID: HTTP2StreamID = 1, maxBodyBytes: Int, clock: any LoopClock) {
+        timer = LoopTimer(clock: clock)
         machine = HTTP2StreamsStateMachine(firstStreamID: firstStreamID, maxBodyBytes: maxBodyBytes)
     }
 
@@ -83,7 +85,7 @@ final class HTTP2Streams: ChannelDuplexHandler, LoopTimerOwner {
     /// Fails the requests whose deadline passed; the earliest deadline left.
     func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
         guard self.context != nil else { return nil }
-        let (expired, next) = machine.timerFired(now: context.eventLoop.now)
+        let (expired, next) = machine.timerFired(now: timer.now(context.eventLoop))
         for gone in expired {
             gone.waiter.fail(Deadline.Exceeded(after: gone.timeout))
             reset(gone.id)

@@ -25,6 +25,8 @@ package final class HTTP2Upstream: UpstreamTransport {
     /// Where connections are opened; without one, on the requesting event loop.
     private let eventLoop: (any EventLoop)?
     private let state = Mutex(HTTP2ConnectionStateMachine<Connection, EventLoopPromise<Connection>>())
+    /// What `request_timeout` runs on (the loops' own clock, but in tests).
+    private let loopClock: any LoopClock
     /// The first stream id of each connection (tests start near the last to see a connection use them up).
     let firstStreamID: HTTP2StreamID
 
@@ -43,7 +45,7 @@ package final class HTTP2Upstream: UpstreamTransport {
         guard parsed.secure else { throw UpstreamOriginError(url: origin) }
         try self.init(
             origin: parsed, settings: settings, tls: tls, offering: ["h2"], eventLoop: eventLoop, contexts: contexts,
-            firstStreamID: firstStreamID)
+            firstStreamID: firstStreamID, loopClock: EventLoopClock())
     }
 
     /// `offering` is what TLS offers by ALPN: a connection on which the server picks anything but
@@ -53,9 +55,10 @@ package final class HTTP2Upstream: UpstreamTransport {
     init(
         origin: UpstreamOrigin, settings: UpstreamSettings, tls: TLSConfiguration, offering protocols: [String],
         eventLoop: (any EventLoop)? = nil, addressGuard: HostResolver? = nil, contexts: TLSContexts = TLSContexts(),
-        firstStreamID: HTTP2StreamID = 1
+        firstStreamID: HTTP2StreamID = 1, loopClock: any LoopClock
     ) throws {
         self.firstStreamID = firstStreamID
+        self.loopClock = loopClock
         self.settings = settings
         self.origin = origin
         self.eventLoop = eventLoop
@@ -67,7 +70,7 @@ package final class HTTP2Upstream: UpstreamTransport {
     }
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {
-        let deadline = clockLoop.now + TimeAmount(settings.requestTimeout)
+        let deadline = loopClock.now(on: clockLoop) + TimeAmount(settings.requestTimeout)
         let path = try origin.target(of: request)
         let headers = try HTTP2Exchange.requestHeaders(request, authority: origin.authority, path: path)
         let connection = try await connection()
@@ -138,6 +141,7 @@ package final class HTTP2Upstream: UpstreamTransport {
         let linger = TimeAmount(settings.requestTimeout)
         let firstStreamID = self.firstStreamID
         let maxBodyBytes = settings.maxResponseBytes
+        let loopClock = self.loopClock
         connector.connect(on: future.eventLoop) { [weak self] channel in
             let ready = channel.eventLoop.makePromise(of: Void.self)
             let operations = channel.pipeline.syncOperations
@@ -147,7 +151,7 @@ package final class HTTP2Upstream: UpstreamTransport {
             // its `:status`, checked, and header values as text (`HTTP2Exchange`): NIOHTTP2's
             // validation of every header block, both ways, would repeat that work per request.
             try operations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))
-            let streams = HTTP2Streams(firstStreamID: firstStreamID, maxBodyBytes: maxBodyBytes)
+            let streams = HTTP2Streams(firstStreamID: firstStreamID, maxBodyBytes: maxBodyBytes, clock: loopClock)
             try operations.addHandler(streams)
             try operations.addHandler(ConnectionWatcher(ready: ready, linger: linger) { [weak self] in self?.retire(channel) })
             channel.closeFuture.whenComplete { [weak self] _ in self?.retire(channel) }

@@ -55,7 +55,7 @@ package final class NegotiatedUpstream: UpstreamTransport {
         if origin.secure && settings.http2 {
             let connection = try HTTP2Upstream(
                 origin: origin, settings: settings, tls: .makeClientConfiguration(), offering: ["h2", "http/1.1"],
-                addressGuard: addressGuard, contexts: contexts)
+                addressGuard: addressGuard, contexts: contexts, loopClock: clock?.loopClock ?? EventLoopClock())
             http2 = HTTP2Pool(connections: [connection], settings: settings, clock: clock)
         } else {
             http2 = nil

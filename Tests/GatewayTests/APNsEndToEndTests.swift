@@ -349,14 +349,22 @@ import Testing
         #expect(setup.apns.connectionsAccepted == 1)
     }
 
+    /// APNs holds both attempts: each is cut at `request_timeout` (as shipped, 10 s, on the test's
+    /// clock), and the notify is answered 502 for its retry.
     @Test func aHangingAPNsTimesOutWithinTheBudgetAnd502s() async throws {
-        let setup = try await start(extra: "request_timeout: 1\nmax_attempts: 2")
+        let clock = ManualClock()
+        let setup = try await start(extra: "request_timeout: 10\nmax_attempts: 2", clock: clock)
         let key = Self.pushkey()
-        // Were the timeout not applied, APNs would answer 200 after 6 s and this would be 200.
-        setup.apns.script(Self.hex(key), .delay(.seconds(6), then: .accept))
-        let response = try await setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        let release = TestEvent()
+        setup.apns.script(Self.hex(key), .hold(release, then: .accept))
+        async let answered = setup.herald.notify(notifyBody(Self.message, devices: [device(key)]))
+        let timedOut = await timingOut(clock, attempts: 2) { setup.apns.arrived(token: Self.hex(key)) }
+        let response = try await answered
+        release.raise()
         await setup.stop()
+        #expect(timedOut)
         #expect(response.status == 502)
+        #expect(setup.apns.arrived(token: Self.hex(key)) == 2)
     }
 
     @Test func anUnreachableAPNsIs502NotACrash() async throws {

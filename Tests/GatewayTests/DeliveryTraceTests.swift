@@ -85,17 +85,23 @@ struct DeliveryTraceTests {
 
     @Test func aStalledDeliveryIsShownInFlight() async throws {
         let probe = Probe()
+        let clock = ManualClock()
+        // The product's `answer_within` (20 s), on the test's clock.
         let herald = try await RunningGateway.start(
-            gatewayYAML(apps: "  com.example.probe:\n    type: probe\n", extra: "notify:\n  answer_within: 0.2"),
-            registry: .withProbe(probe))
+            gatewayYAML(apps: "  com.example.probe:\n    type: probe\n", extra: "notify: {}"), registry: .withProbe(probe),
+            clock: clock)
         let device: JSONValue = ["app_id": "com.example.probe", "pushkey": "hold-1"]
-        let first = try await herald.notify(notifyBody(Self.message, devices: [device]))
+        async let answered = herald.notify(notifyBody(Self.message, devices: [device]))
+        let armed = await eventually(within: .seconds(60)) { probe.active == 1 && clock.loopTimers(dueIn: .seconds(20)) >= 1 }
+        clock.advance(by: .seconds(20))
+        let first = try await answered
         let during = try await herald.deliveries(event: Self.eventId)
         probe.release()
         let done = await eventually(within: .seconds(60)) {
             (try? await herald.deliveries(event: Self.eventId))?.first?["outcome"]?.stringValue == "delivered"
         }
         await herald.stop()
+        #expect(armed)
         #expect(first.status == 502)
         #expect(during.map { $0["outcome"]?.stringValue } == ["in_flight"])
         #expect(during.first?["finished_at"] == nil)

@@ -32,9 +32,10 @@ import Testing
     /// connections, and one timed out would be one more.
     static let patient = "connect_timeout: 60\nrequest_timeout: 120"
 
-    func startFCM(offer: TLSFront.Offer = .http2AndHTTP1, maxConcurrentStreams: Int = 100, extra: String = patient) async throws
-        -> FCMSetup
-    {
+    func startFCM(
+        offer: TLSFront.Offer = .http2AndHTTP1, maxConcurrentStreams: Int = 100, extra: String = patient,
+        clock: any HeraldClock = SystemClock()
+    ) async throws -> FCMSetup {
         let pki = try Self.pki()
         let fcm = try await FakeFCM.start(directory: temporaryDirectory())
         let front = try await TLSFront.start(pki: pki, handler: fcm, offer: offer, maxConcurrentStreams: maxConcurrentStreams)
@@ -51,7 +52,7 @@ import Testing
             \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
             """
-        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
+        let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps), clock: clock)
         return FCMSetup(herald: herald, fcm: fcm, front: front)
     }
 
@@ -115,13 +116,21 @@ import Testing
         #expect(setup.front.http2Connections == 1)
     }
 
+    /// FCM holds both attempts on its HTTP/2 connection: each stream is cut at `request_timeout`
+    /// (as shipped, 10 s, on the test's clock), and the notify is answered 502 for its retry.
     @Test func aTimedOutStreamIsRetriedWithinTheDeadlineThen502() async throws {
-        let setup = try await startFCM(extra: "request_timeout: 3\nconnect_timeout: 60\nmax_attempts: 2")
-        // Were the timeout not applied, FCM would answer after 60 s and this would be 200.
-        setup.fcm.script("slow", .delay(.seconds(60), then: .accept))
-        let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [fcmDevice("slow")]))
+        let clock = ManualClock()
+        let setup = try await startFCM(extra: "request_timeout: 10\nconnect_timeout: 60\nmax_attempts: 2", clock: clock)
+        let release = TestEvent()
+        setup.fcm.script("slow", .hold(release, then: .accept))
+        async let answered = setup.herald.notify(notifyBody(["event_id": "$e"], devices: [fcmDevice("slow")]))
+        let timedOut = await timingOut(clock, attempts: 2) { setup.fcm.arrived(token: "slow") }
+        let response = try await answered
+        release.raise()
         await setup.stop()
+        #expect(timedOut)
         #expect(response.status == 502)
+        #expect(setup.fcm.arrived(token: "slow") == 2)
         #expect(setup.front.http1Connections == 0)
     }
 

@@ -239,17 +239,22 @@ extension HTTPEdgeTests {
     @Test func aTricklingUpstreamCannotHoldANotifyPastItsRequestTimeout() async throws {
         let trickle = try await TrickleServer.start()
         let dir = temporaryDirectory()
+        let clock = ManualClock()
         let herald = try await InMemoryGateway.start(
-            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 2\nrequest_timeout: 1")))
+            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: "max_attempts: 2\nrequest_timeout: 10")),
+            clock: clock)
         let sub = try await FakeWebPushService.start()
         let s = sub.subscribe()
         let device: JSONValue = [
             "app_id": "com.example.webpush", "pushkey": .string(s.p256dh),
             "data": ["endpoint": .string("\(trickle.baseURL)/push"), "auth": .string(s.auth)],
         ]
-        // Two attempts of at most 1 s each: the endless trickle would leave the notify unanswered
-        // past the client's 60 s, and it would fail.
-        let response = try await herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+        // Two attempts, each cut at `request_timeout` (as shipped, 10 s, on the test's clock) while
+        // the body trickles in: the endless trickle would otherwise leave the notify unanswered.
+        async let answered = herald.notify(notifyBody(["event_id": "$e"], devices: [device]))
+        let timedOut = await timingOut(clock, attempts: 2) { trickle.requests }
+        let response = try await answered
+        #expect(timedOut)
         let metrics = try await herald.metricsText()
         await herald.stop()
         // The request was sent and its answer never completed: the second attempt may deliver twice.
@@ -262,10 +267,10 @@ extension HTTPEdgeTests {
 
 /// Inbound limits: connections, slow clients, request bodies held in memory.
 @Suite struct InboundLimitTests {
-    func start(_ http: String) async throws -> RunningGateway {
+    func start(_ http: String, clock: any HeraldClock = SystemClock()) async throws -> RunningGateway {
         let yaml = gatewayYAML(apps: "  com.example.probe:\n    type: probe\n")
             .replacingOccurrences(of: "  shutdown_grace_period: 10\n", with: "  shutdown_grace_period: 10\n" + http)
-        return try await RunningGateway.start(yaml, registry: .withProbe(Probe()))
+        return try await RunningGateway.start(yaml, registry: .withProbe(Probe()), clock: clock)
     }
 
     @Test func connectionsBeyondTheLimitAreTurnedAwayWithRetryAfter() async throws {
@@ -332,13 +337,22 @@ extension HTTPEdgeTests {
         }
     }
 
+    /// A head that never completes is cut at `request_read_timeout` (as shipped, 30 s, on the
+    /// test's clock) from its first byte.
     @Test func aClientTricklingItsRequestHeadIsCut() async throws {
-        let herald = try await start("  request_read_timeout: 1\n")
-        // Cut by the server: the client gives up on its own after 15 s with no answer at all.
-        let answer = await RawHTTP.exchangeOffPool(
+        let clock = ManualClock()
+        let herald = try await start("", clock: clock)
+        // Cut by the server: the client gives up on its own after 60 s with no answer at all.
+        async let cut = RawHTTP.exchangeOffPool(
             port: herald.gateway.ports[0], head: "POST /_matrix/push/v1/notify HTTP/1.1\r\nHost: x\r\n")
+        let armed = await eventually { clock.loopTimers(dueIn: .seconds(30)) >= 1 }
+        clock.advance(by: .seconds(29))
+        let early = clock.loopTimers(dueIn: .seconds(1))
+        clock.advance(by: .seconds(1))
+        let answer = await cut
         let after = try await herald.request(.GET, "/health")
         await herald.stop()
+        #expect(armed && early == 1)
         #expect(answer.hasPrefix("HTTP/1.1 408"))
         #expect(after.status == 200)
     }

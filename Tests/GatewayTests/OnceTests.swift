@@ -37,9 +37,6 @@ struct OnceTests {
         return statuses
     }
 
-    /// The upstream accepts the push and stalls its answer past `answer_within`: the homeserver is
-    /// answered 502 in time, retries, joins the call under way or reads its record, and the device
-    /// gets the push once.
     /// A record key is the first 16 bytes of SHA-256 over the length-prefixed parts: instances of
     /// two releases share one PostgreSQL record during a rolling upgrade, so the digest may not
     /// change (the expected value is Python's `hashlib.sha256`).
@@ -57,19 +54,49 @@ struct OnceTests {
         #expect(Dispatcher.key(event: "$e", Device(appId: "app", pushkey: "pushkey")) == RepeatKey(["$e", "app", "pushkey", ""]))
     }
 
+    /// The upstream accepts the push and stalls its answer past `answer_within` (on the
+    /// test's clock): the homeserver is answered 502 in time, retries, joins the call under way, and the device
+    /// gets the push once.
     @Test func aRepeatWhileTheUpstreamStallsIsNotSentTwice() async throws {
-        let setup = try await APNsEndToEndTests().start(top: "notify:\n  answer_within: 0.2")
+        let clock = ManualClock()
+        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
         let key = APNsEndToEndTests.pushkey()
-        setup.apns.script(APNsEndToEndTests.hex(key), .delay(.seconds(1), then: .accept))
-        let first = try await notify(setup.herald, key)
-        let statuses = try await notifyUntilAnswered(setup.herald, key)
-        let metrics = try await setup.herald.metricsText()
+        let release = TestEvent()
+        setup.apns.script(APNsEndToEndTests.hex(key), .hold(release, then: .accept))
+        let first = try await notifyPastTheDeadline(setup, key, clock: clock)
+        // Sent again while APNs still holds the push: the retry joins the call under way.
+        async let retry = notify(setup.herald, key)
+        let joined = await eventually(within: .seconds(60)) { (try? await Self.suppressed(setup.herald)) ?? 0 >= 1 }
+        release.raise()
+        let answered = try await retry
         await setup.stop()
+        #expect(joined)
         #expect(first.status == 502)
         #expect(first.json?["error"]?.stringValue?.contains("has not answered yet") == true)
-        #expect(statuses.last == 200)
+        #expect(answered.status == 200 && answered.headers.first(name: "Herald-Repeats") == "1")
         #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
-        #expect(metrics.contains(#"herald_notify_repeats_suppressed_total{app="com.example.apns"}"#))
+    }
+
+    /// The product's `notify` settings (`answer_within` 20 s) for a test on a manual clock, which
+    /// moves the answer deadline: the harness's 300 s is for the tests on the wall clock.
+    static let productDefaults = "notify: {}"
+    static let answerWithin = Duration.seconds(20)
+
+    /// `key`'s notify, answered at its deadline: once APNs has its push (the first since the token
+    /// was scripted) and the notify's deadline is armed, `clock` moves past `answer_within`.
+    func notifyPastTheDeadline(_ setup: APNsEndToEndTests.Setup, _ key: String, clock: ManualClock) async throws -> TestResponse {
+        async let response = notify(setup.herald, key)
+        let armed = await eventually(within: .seconds(60)) {
+            setup.apns.arrived(token: APNsEndToEndTests.hex(key)) >= 1 && clock.loopTimers(dueIn: Self.answerWithin) >= 1
+        }
+        #expect(armed)
+        clock.advance(by: Self.answerWithin)
+        return try await response
+    }
+
+    /// The repeats answered without a send (joined or read from the record), all apps together.
+    static func suppressed(_ herald: RunningGateway) async throws -> Double {
+        PushbackTests.value(in: try await herald.metricsText(), of: "herald_notify_repeats_suppressed_total", labels: []) ?? 0
     }
 
     /// The homeserver gives up on the connection before Herald answers (its timeout, a load
@@ -116,11 +143,14 @@ struct OnceTests {
     /// goes on; its retry, once the call is over, is answered from the record (one push), and so is
     /// the same notify sent after that retry's 200: a retry's answer is never taken as heard.
     @Test func aNotifyAnsweredAtTheDeadlineIsAnsweredFromTheRecordOnEveryRetry() async throws {
-        let setup = try await APNsEndToEndTests().start(top: "notify:\n  answer_within: 0.2")
+        let clock = ManualClock()
+        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
         let key = APNsEndToEndTests.pushkey()
         let token = APNsEndToEndTests.hex(key)
-        setup.apns.script(token, .sequence([.delay(.seconds(1), then: .accept), .accept]))
-        let first = try await notify(setup.herald, key)
+        let release = TestEvent()
+        setup.apns.script(token, .sequence([.hold(release, then: .accept), .accept]))
+        let first = try await notifyPastTheDeadline(setup, key, clock: clock)
+        release.raise()
         // The call finished and its outcome is recorded (nothing of this event is under way).
         let settled = await eventually(within: .seconds(60)) {
             let trace = try? await setup.herald.deliveries(event: Self.eventId)
@@ -139,16 +169,23 @@ struct OnceTests {
     /// A dead pushkey whose rejection the homeserver did not hear (answered at the deadline) is
     /// rejected again on its retries, without a second call.
     @Test func aRejectionTheSenderDidNotHearIsRejectedAgainWithoutASecondCall() async throws {
-        let setup = try await APNsEndToEndTests().start(top: "notify:\n  answer_within: 0.2")
+        let clock = ManualClock()
+        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
         let key = APNsEndToEndTests.pushkey()
+        let release = TestEvent()
         setup.apns.script(
-            APNsEndToEndTests.hex(key), .sequence([.delay(.seconds(1), then: .fail(410, "Unregistered")), .fail(410, "Unregistered")]))
-        let first = try await notify(setup.herald, key)
-        let statuses = try await notifyUntilAnswered(setup.herald, key)
+            APNsEndToEndTests.hex(key), .sequence([.hold(release, then: .fail(410, "Unregistered")), .fail(410, "Unregistered")]))
+        let first = try await notifyPastTheDeadline(setup, key, clock: clock)
+        // Sent again while APNs holds the push (joins it), and once more after its rejection.
+        async let joined = notify(setup.herald, key)
+        let joining = await eventually(within: .seconds(60)) { (try? await Self.suppressed(setup.herald)) ?? 0 >= 1 }
+        release.raise()
+        let whileHeld = try await joined
         let retry = try await notify(setup.herald, key)
         await setup.stop()
+        #expect(joining)
         #expect(first.status == 502)
-        #expect(statuses.last == 200)
+        #expect(whileHeld.json == ["rejected": [.string(key)]])
         #expect(retry.json == ["rejected": [.string(key)]])
         #expect(retry.headers.first(name: "Herald-Repeats") == "1")
         #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
@@ -258,9 +295,8 @@ struct OnceTests {
     /// pushkey, each with its own `data`. Both are pushed, each with its own secret; each sent
     /// again after a cut answer is still pushed once.
     @Test func twoPushersWithOnePushkeyAndDifferentDataGetTwoPushes() async throws {
-        // A 1 s answer deadline, and an answer held for 5: a push beside two busy loops once took
-        // longer than 0.2 s, which cut an answer the test expects whole.
-        let setup = try await APNsEndToEndTests().start(top: "notify:\n  answer_within: 1")
+        let clock = ManualClock()
+        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
         let key = APNsEndToEndTests.pushkey()
         let token = APNsEndToEndTests.hex(key)
         let accounts: [JSONObject] = [["default_payload": ["cs": "account-one"]], ["default_payload": ["cs": "account-two"]]]
@@ -269,24 +305,28 @@ struct OnceTests {
             let device: JSONValue = ["app_id": "com.example.apns", "pushkey": .string(key), "data": .object(data)]
             answers.append(try await setup.herald.notify(notifyBody(Self.message, devices: [device])))
         }
-        // The second account's notify again, its answer cut by the deadline this time.
-        setup.apns.script(token, .delay(.seconds(5), then: .accept))
+        // The second account's notify of another event, its answer cut by the deadline this time.
+        let release = TestEvent()
+        setup.apns.script(token, .hold(release, then: .accept))
         var third = Self.message
         third["event_id"] = "$third"
         let device: JSONValue = ["app_id": "com.example.apns", "pushkey": .string(key), "data": .object(accounts[1])]
-        let cut = try await setup.herald.notify(notifyBody(third, devices: [device]))
-        var retried: [Int] = []
-        for _ in 0..<300 {
-            let status = try await setup.herald.notify(notifyBody(third, devices: [device])).status
-            retried.append(status)
-            if status == 200 { break }
+        async let cut = setup.herald.notify(notifyBody(third, devices: [device]))
+        let armed = await eventually(within: .seconds(60)) {
+            setup.apns.arrived(token: token) >= 1 && clock.loopTimers(dueIn: Self.answerWithin) >= 1
         }
+        clock.advance(by: Self.answerWithin)
+        let cutStatus = try await cut.status
+        release.raise()
+        let retried = try await setup.herald.notify(notifyBody(third, devices: [device]))
         await setup.stop()
+        #expect(armed)
         #expect(answers.map(\.status) == [200, 200])
         #expect(answers.allSatisfy { $0.headers.first(name: "Herald-Repeats") == nil })
         let secrets = setup.apns.received(token: token).compactMap { $0.payload?["cs"]?.stringValue }
         #expect(secrets == ["account-one", "account-two", "account-two"])
-        #expect(cut.status == 502 && retried.last == 200)
+        #expect(cutStatus == 502)
+        #expect(retried.status == 200 && retried.headers.first(name: "Herald-Repeats") == "1")
     }
 
     /// Badge updates carry no event: each is sent. `repeat_window: 0` sends every repeat.
@@ -401,13 +441,15 @@ struct OnceTests {
         let url: String
         let directory: String
         let pki: TestPKI
+        /// The instances' clock: a manual one moves their answer deadlines.
+        var clock: any HeraldClock = SystemClock()
 
-        static func start(count: Int, answerWithin: Double = 20) async throws -> Fleet {
+        static func start(count: Int, answerWithin: Double = 20, clock: any HeraldClock = SystemClock()) async throws -> Fleet {
             let dir = temporaryDirectory()
             let pki = try TestPKI(directory: dir)
             let apns = try await FakeAPNs.start(pki: pki, topic: APNsEndToEndTests.topic, auth: try APNsTestKey(directory: dir).auth)
             let url = try await TestPostgres.createDatabase(prefix: "herald_once")
-            var fleet = Fleet(apns: apns, instances: [], url: url, directory: dir, pki: pki)
+            var fleet = Fleet(apns: apns, instances: [], url: url, directory: dir, pki: pki, clock: clock)
             for _ in 0..<count { fleet = try await fleet.adding(answerWithin: answerWithin) }
             return fleet
         }
@@ -420,9 +462,9 @@ struct OnceTests {
                 gatewayYAML(
                     apps: apps,
                     extra:
-                        "notify:\n  repeat_store: \(shared ? url : "memory")\n  answer_within: \(answerWithin)\n  repeat_store_timeout: 30")
-            )
-            return Fleet(apns: apns, instances: instances + [herald], url: url, directory: directory, pki: pki)
+                        "notify:\n  repeat_store: \(shared ? url : "memory")\n  answer_within: \(answerWithin)\n  repeat_store_timeout: 30"),
+                clock: clock)
+            return Fleet(apns: apns, instances: instances + [herald], url: url, directory: directory, pki: pki, clock: clock)
         }
 
         func stop() async {
@@ -433,31 +475,49 @@ struct OnceTests {
 
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func twoInstancesGivenTheSameNotifySendItOnce() async throws {
-        let fleet = try await Fleet.start(count: 2, answerWithin: 0.3)
+        let clock = ManualClock()
+        let fleet = try await Fleet.start(count: 2, clock: clock)
         let key = APNsEndToEndTests.pushkey()
+        let token = APNsEndToEndTests.hex(key)
         // Answered at the deadline by the first instance, retried through the second once the
         // call is over: answered from the fleet's record.
-        fleet.apns.script(APNsEndToEndTests.hex(key), .delay(.seconds(1), then: .accept))
-        let viaFirst = try await notify(fleet.instances[0], key)
+        let release = TestEvent()
+        fleet.apns.script(token, .hold(release, then: .accept))
+        async let first = notify(fleet.instances[0], key)
+        let armed = await eventually(within: .seconds(60)) {
+            fleet.apns.arrived(token: token) >= 1 && clock.loopTimers(dueIn: Self.answerWithin) >= 1
+        }
+        clock.advance(by: Self.answerWithin)
+        let viaFirst = try await first
+        release.raise()
         let settled = await delivered(key, seenFrom: fleet.instances[1])
         let viaSecond = try await notify(fleet.instances[1], key)
         // At once, while the first call stalls: one instance sends, the other is told to retry
-        // (502, held elsewhere); the retry, once the call is over, is answered from the record.
+        // (502, held elsewhere); the sender answers 502 at its deadline; the retry, once the call
+        // is over, is answered from the record.
         let stalled = APNsEndToEndTests.pushkey()
-        fleet.apns.script(APNsEndToEndTests.hex(stalled), .delay(.milliseconds(500), then: .accept))
+        let stalledToken = APNsEndToEndTests.hex(stalled)
+        let releaseStalled = TestEvent()
+        fleet.apns.script(stalledToken, .hold(releaseStalled, then: .accept))
         async let a = notify(fleet.instances[0], stalled)
         async let b = notify(fleet.instances[1], stalled)
+        let bothArmed = await eventually(within: .seconds(60)) {
+            fleet.apns.arrived(token: stalledToken) >= 1 && clock.loopTimers(dueIn: Self.answerWithin) >= 2
+        }
+        clock.advance(by: Self.answerWithin)
         let both = try await [a.status, b.status]
+        releaseStalled.raise()
         let settledToo = await delivered(stalled, seenFrom: fleet.instances[0])
         let retried = try await notify(fleet.instances[1], stalled)
         await fleet.stop()
+        #expect(armed && bothArmed)
         #expect(settled && settledToo)
         #expect(viaFirst.status == 502 && viaSecond.status == 200)
         #expect(viaSecond.headers.first(name: "Herald-Repeats") == "1")
-        #expect(fleet.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
+        #expect(fleet.apns.received(token: token).count == 1)
         #expect(both == [502, 502], "\(both)")
         #expect(retried.status == 200 && retried.headers.first(name: "Herald-Repeats") == "1")
-        #expect(fleet.apns.received(token: APNsEndToEndTests.hex(stalled)).count == 1)
+        #expect(fleet.apns.received(token: stalledToken).count == 1)
     }
 
     /// Whether `herald`'s trace shows the delivery of the test's event to `key` delivered (waited
@@ -475,20 +535,31 @@ struct OnceTests {
     /// a notify answered just before a restart is sent again, as docs/operations.md says.)
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func theRecordOutlivesARestart() async throws {
-        let fleet = try await Fleet.start(count: 1, answerWithin: 0.3)
+        let clock = ManualClock()
+        let fleet = try await Fleet.start(count: 1, clock: clock)
         let key = APNsEndToEndTests.pushkey()
+        let token = APNsEndToEndTests.hex(key)
         // Answered at the deadline: the homeserver did not hear the outcome, and retries after
         // the restart (the shutdown waits for the call, which records it).
-        fleet.apns.script(APNsEndToEndTests.hex(key), .delay(.seconds(1), then: .accept))
-        let before = try await notify(fleet.instances[0], key)
+        let release = TestEvent()
+        fleet.apns.script(token, .hold(release, then: .accept))
+        async let first = notify(fleet.instances[0], key)
+        let armed = await eventually(within: .seconds(60)) {
+            fleet.apns.arrived(token: token) >= 1 && clock.loopTimers(dueIn: Self.answerWithin) >= 1
+        }
+        clock.advance(by: Self.answerWithin)
+        let before = try await first
+        release.raise()
         await fleet.instances[0].stop()
-        let restarted = try await Fleet(apns: fleet.apns, instances: [], url: fleet.url, directory: fleet.directory, pki: fleet.pki)
-            .adding()
+        let restarted = try await Fleet(
+            apns: fleet.apns, instances: [], url: fleet.url, directory: fleet.directory, pki: fleet.pki, clock: clock
+        ).adding()
         let after = try await notify(restarted.instances[0], key)
         await restarted.instances[0].stop()
+        #expect(armed)
         #expect(before.status == 502 && after.status == 200)
         #expect(after.headers.first(name: "Herald-Repeats") == "1")
-        #expect(fleet.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
+        #expect(fleet.apns.received(token: token).count == 1)
 
         let other = APNsEndToEndTests.pushkey()
         let base = Fleet(apns: fleet.apns, instances: [], url: fleet.url, directory: fleet.directory, pki: fleet.pki)
@@ -662,13 +733,17 @@ struct OnceTests {
     /// PostgreSQL down: notifies are still served, each instance's memory stands in, and
     /// `/health` and a metric say so.
     @Test func aRecordStoreThatIsDownFallsBackToMemory() async throws {
+        let clock = ManualClock()
+        // Port 1 refuses the connection at once: no wait for `repeat_store_timeout`.
         let setup = try await APNsEndToEndTests().start(
-            top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none\n  repeat_store_timeout: 0.5\n  answer_within: 1")
+            top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none", clock: clock)
         let key = APNsEndToEndTests.pushkey()
-        // Answered at the deadline (the store's timeout, then the stalled upstream): its retry
-        // is answered from this instance's memory.
-        setup.apns.script(APNsEndToEndTests.hex(key), .delay(.seconds(1), then: .accept))
-        let first = try await notify(setup.herald, key)
+        // Answered at the deadline (the upstream holds the push): its retry is answered from this
+        // instance's memory.
+        let release = TestEvent()
+        setup.apns.script(APNsEndToEndTests.hex(key), .hold(release, then: .accept))
+        let first = try await notifyPastTheDeadline(setup, key, clock: clock)
+        release.raise()
         let settled = await delivered(key, seenFrom: setup.herald)
         let second = try await notify(setup.herald, key)
         let health = try await setup.herald.request(.GET, "/health")

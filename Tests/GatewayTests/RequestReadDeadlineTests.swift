@@ -1,3 +1,4 @@
+import HeraldCore
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -9,7 +10,8 @@ import Testing
 /// closed, and the connection's one timer is armed again for the next request.
 @Suite struct RequestReadDeadlineTests {
     func connection(timeout: TimeAmount) throws -> (EmbeddedChannel, RequestReadDeadline) {
-        let deadline = RequestReadDeadline(timeout: timeout, answer: ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\n\r\n"))
+        let deadline = RequestReadDeadline(
+            timeout: timeout, answer: ByteBuffer(string: "HTTP/1.1 408 Request Timeout\r\n\r\n"), clock: EventLoopClock())
         let channel = EmbeddedChannel(handler: deadline)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return (channel, deadline)

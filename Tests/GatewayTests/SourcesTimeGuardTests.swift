@@ -2,9 +2,11 @@ import Foundation
 import Testing
 
 /// Time comes from the injected clock, everywhere (docs/architecture.md, "Time"): no code of
-/// Herald's reads the system's clocks or sleeps on its own (a transport's deadlines read its event
-/// loop's clock, `EventLoop.now`, which a test's embedded loop advances), and no initialiser falls back to the
-/// system clock when its caller forgot to pass one. Only the clock type itself reads the system,
+/// Herald's reads the system's clocks or sleeps on its own, and no initialiser falls back to the
+/// system clock when its caller forgot to pass one. A deadline kept on an event loop (the answer
+/// deadline, the request read deadline, an upstream's `request_timeout`) reads its `LoopTimer`'s
+/// clock, `timer.now(loop)`: the loop's own in Herald and on a test's embedded loop, a test's
+/// manual clock when the gateway was given one (`LoopClock`); none defaults that clock. Only the clock type itself reads the system,
 /// and only the composition root (Bootstrap.swift) and the process-wide log throttle choose the
 /// system clock. The test support and the benchmark's helpers are not the product and may.
 @Suite struct SourcesTimeGuardTests {
@@ -38,6 +40,12 @@ import Testing
                 }
             }
             if code.contains(#/clock: any HeraldClock = /#) { found.append("\(path) defaults a clock: take it without a default") }
+            if code.contains(#/[cC]lock: any LoopClock = /#) {
+                found.append("\(path) defaults a loop clock: take it from the caller (`HeraldClock.loopClock`)")
+            }
+            if code.contains("LoopTimerOwner"), code.contains(#/eventLoop\.now\b/#) {
+                found.append("\(path) keeps a timer and reads the loop's own clock: read `timer.now(context.eventLoop)`")
+            }
             if !choosers.contains(path) && code.contains(#/SystemClock\(\)/#) {
                 found.append("\(path) chooses the system clock: take the clock from the caller")
             }
@@ -65,7 +73,8 @@ import Testing
     @Test(arguments: [
         "let now = Date()", "let start = ContinuousClock.now", "try await Task.sleep(for: .seconds(1))",
         "init(clock: any HeraldClock = SystemClock()) {}", "let clock = SystemClock()",
-        "let deadline = NIODeadline.now() + .seconds(5)",
+        "let deadline = NIODeadline.now() + .seconds(5)", "init(clock: any LoopClock = EventLoopClock()) {}",
+        "extension Owner: LoopTimerOwner { func due(context: ChannelHandlerContext) -> NIODeadline { context.eventLoop.now } }",
     ])
     func theGuardCatches(line: String) throws {
         var files = try Self.productFiles()

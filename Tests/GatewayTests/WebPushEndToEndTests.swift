@@ -22,11 +22,11 @@ import Testing
         }
     }
 
-    func start(appExtra: String = "", otherApps: String = "") async throws -> Setup {
+    func start(appExtra: String = "", otherApps: String = "", clock: any HeraldClock = SystemClock()) async throws -> Setup {
         let service = try await FakeWebPushService.start()
         let dir = temporaryDirectory()
         let herald = try await InMemoryGateway.start(
-            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: appExtra) + otherApps))
+            gatewayYAML(apps: webpushApp("com.example.webpush", directory: dir, extra: appExtra) + otherApps), clock: clock)
         return Setup(herald: herald, service: service)
     }
 
@@ -171,13 +171,21 @@ import Testing
         #expect(setup.service.received(for: sub).count == 1)
     }
 
+    /// The push service holds both attempts: each is cut at `request_timeout` (as shipped, 10 s, on
+    /// the test's clock), and the notify is answered 502 for its retry.
     @Test func aHangingPushServiceTimesOutAnd502s() async throws {
-        let setup = try await start(appExtra: "request_timeout: 1\nmax_attempts: 2")
-        // Were the timeout not applied, the service would answer 201 after 6 s and this would be 200.
-        let sub = setup.service.subscribe(behavior: .delay(.seconds(6), then: .respond()))
-        let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [device(sub)]))
+        let clock = ManualClock()
+        let setup = try await start(appExtra: "request_timeout: 10\nmax_attempts: 2", clock: clock)
+        let release = TestEvent()
+        let sub = setup.service.subscribe(behavior: .hold(release, then: .respond()))
+        async let answered = setup.herald.notify(notifyBody(["event_id": "$e"], devices: [device(sub)]))
+        let timedOut = await timingOut(clock, attempts: 2) { setup.service.received(for: sub).count }
+        let response = try await answered
+        release.raise()
         await setup.stop()
+        #expect(timedOut)
         #expect(response.status == 502)
+        #expect(setup.service.received(for: sub).count == 2)
     }
 
     @Test func anUnreachableEndpointFailsTheDeviceNotTheServer() async throws {

@@ -8,12 +8,17 @@ package protocol HeraldClock: Clock, Sendable where Instant == ContinuousClock.I
     /// The wall-clock time (expiries, `Retry-After` dates, tokens' issue times), which moves with
     /// `now`.
     var date: Date { get }
+    /// What the deadlines kept on event loops run on (`LoopClock`): the loops' own clock, unless
+    /// this clock is a test's, which moves them too.
+    var loopClock: any LoopClock { get }
 }
 
 /// An instant of a `HeraldClock`: monotonic time, as the system's continuous clock counts it.
 package typealias HeraldInstant = ContinuousClock.Instant
 
 extension HeraldClock {
+    package var loopClock: any LoopClock { EventLoopClock() }
+
     /// Waits `duration` of this clock's time; throws `CancellationError` if cancelled first.
     package func wait(_ duration: Swift.Duration) async throws {
         try await sleep(until: now.advanced(by: duration), tolerance: nil)

@@ -5,12 +5,20 @@ package import NIOCore
 /// keeps its work and arms this timer by it; when the timer fires, the owner ends what is due and
 /// says the earliest deadline left, by which the timer is armed again. A deadline met costs a
 /// clock read, not a task scheduled on the loop and cancelled. Touched only on its loop.
+///
+/// Its time is its `clock`'s (`LoopClock`): the owner reads `now(context)` from it, not the loop's
+/// own clock, so that a test's manual clock moves every deadline the timer keeps.
 package struct LoopTimer {
-    private var scheduled: Scheduled<Void>?
+    private var scheduled: LoopClockTimer?
     /// When the armed timer fires.
     private var due: NIODeadline?
+    /// What the deadlines are dated and the timer scheduled by.
+    package let clock: any LoopClock
 
-    package init() {}
+    package init(clock: any LoopClock) { self.clock = clock }
+
+    /// The time on `loop`, by this timer's clock.
+    package func now(_ loop: any EventLoop) -> NIODeadline { clock.now(on: loop) }
 
     /// Makes sure the timer fires by `deadline`: armed if it is not, armed earlier if it would fire
     /// later. `fire` is made only then (a deadline after the armed one costs a comparison).
@@ -18,7 +26,7 @@ package struct LoopTimer {
         if let due, due <= deadline { return }
         scheduled?.cancel()
         due = deadline
-        scheduled = loop.scheduleTask(deadline: deadline, fire())
+        scheduled = clock.schedule(at: deadline, on: loop, fire())
     }
 
     /// The timer fired: it is armed no more.
@@ -38,7 +46,7 @@ package struct LoopTimer {
 /// and when it fires it calls `timerFired` and is armed again by the deadline that returns.
 package protocol LoopTimerOwner: AnyObject, SendableMetatype {
     var timer: LoopTimer { get set }
-    /// Ends what is due at `context.eventLoop.now`; the earliest deadline left, nil for none.
+    /// Ends what is due at `timer.now(context.eventLoop)`; the earliest deadline left, nil for none.
     func timerFired(context: ChannelHandlerContext) -> NIODeadline?
 }
 

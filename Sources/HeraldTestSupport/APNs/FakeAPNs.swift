@@ -145,6 +145,9 @@ package final class FakeAPNs: Sendable {
     var sendsUniqueIds: Bool { state.withLock { $0.uniqueIds } }
 
     package var received: [Received] { state.withLock { $0.received } }
+    /// How many requests for `token` arrived since it was last scripted, answered or not (a held
+    /// one counts at once).
+    package func arrived(token: String) -> Int { state.withLock { $0.served[token, default: 0] } }
     package func received(token: String) -> [Received] { state.withLock { $0.received.filter { $0.token == token } } }
     /// TCP connections accepted so far.
     package var connectionsAccepted: Int { state.withLock { $0.connections } }

@@ -27,6 +27,8 @@ package final class FakeFCM: HTTPHandler, Sendable {
         case unavailable(retryAfter: String?)
         case sequence([Behavior])
         case delay(Duration, then: Behavior)
+        /// Hold the answer until the test raises `event` (what a test waits on instead of time).
+        case hold(TestEvent, then: Behavior)
     }
 
     package struct Received: Sendable {
@@ -123,6 +125,9 @@ package final class FakeFCM: HTTPHandler, Sendable {
     package func revokeAccessTokens() { state.withLock { $0.issued.removeAll() } }
 
     package var received: [Received] { state.withLock { $0.received } }
+    /// How many requests for `token` arrived since it was last scripted, answered or not (a held
+    /// one counts at once).
+    package func arrived(token: String) -> Int { state.withLock { $0.served[token, default: 0] } }
     package var tokenRequests: Int { state.withLock { $0.tokenRequests } }
     package var tokenProblems: [String] { state.withLock { $0.tokenProblems } }
 
@@ -260,6 +265,9 @@ package final class FakeFCM: HTTPHandler, Sendable {
             return await perform((index < list.count ? list[index] : last, 0), legacy: legacy)
         case .delay(let duration, let then):
             try? await Task.sleep(for: duration)
+            return await perform((then, index), legacy: legacy)
+        case .hold(let event, let then):
+            await event.wait()
             return await perform((then, index), legacy: legacy)
         }
     }

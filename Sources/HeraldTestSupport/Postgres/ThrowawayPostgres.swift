@@ -55,9 +55,10 @@ package final class ThrowawayPostgres: Sendable {
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
             throw Failed(description: "no postmaster pid")
         }
-        let children = Self.children(of: pid)
+        // The postmaster first: stopped, it forks no backend that a list made before would miss
+        // (a pool opening a connection at that moment once left one answering a "frozen" server).
         kill(pid, signal)
-        for child in children { kill(child, signal) }
+        for child in Self.children(of: pid) { kill(child, signal) }
     }
 
     /// The processes whose parent is `pid`, from /proc.

@@ -30,6 +30,8 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
         case sequence([Behavior])
         /// Wait, then behave as given.
         case delay(Duration, then: Behavior)
+        /// Hold the answer until the test raises `event` (what a test waits on instead of time).
+        case hold(TestEvent, then: Behavior)
     }
 
     package struct Received: Sendable {
@@ -149,6 +151,9 @@ package final class FakeWebPushService: HTTPHandler, Sendable {
             return await respond(index < list.count ? list[index] : last, index: 0)
         case .delay(let duration, let then):
             try? await Task.sleep(for: duration)
+            return await respond(then, index: index)
+        case .hold(let event, let then):
+            await event.wait()
             return await respond(then, index: index)
         }
     }

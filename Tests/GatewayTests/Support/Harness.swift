@@ -114,6 +114,31 @@ struct TestResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
 
+/// Moves `clock` on by `step` until `condition` holds: what lets a retry's backoff, which sleeps on
+/// the clock, pass while the test waits for the retry (a fake's record). False after 60 s.
+func advancing(_ clock: ManualClock, by step: Duration = .milliseconds(10), until condition: () async -> Bool) async -> Bool {
+    await eventually {
+        if await condition() { return true }
+        clock.advance(by: step)
+        return false
+    }
+}
+
+/// Each attempt of an upstream call that never answers, timed out on `clock`: `arrived` counts the
+/// fake's requests; for each of `attempts`, once it arrived (after the retry's backoff) and its
+/// deadline is armed, the clock moves `requestTimeout` on. False if an attempt never came.
+func timingOut(
+    _ clock: ManualClock, attempts: Int, requestTimeout: Duration = .seconds(10), arrived: @Sendable () -> Int
+) async -> Bool {
+    for attempt in 1...attempts {
+        let came = attempt == 1 ? await eventually { arrived() >= 1 } : await advancing(clock) { arrived() >= attempt }
+        let armed = await eventually { clock.loopTimers(dueWithin: requestTimeout) >= 1 }
+        guard came && armed else { return false }
+        clock.advance(by: requestTimeout)
+    }
+    return true
+}
+
 /// A scratch directory for key files.
 func temporaryDirectory() -> String { ScratchDirectory.make("herald-test") }
 

@@ -137,7 +137,7 @@ import Testing
     }
 
     @Test func theHandlerFailsAnUnansweredRequestWhenTheLoopsTimeReachesItsDeadline() throws {
-        let channel = EmbeddedChannel(handler: HTTP1Exchange(maxBodyBytes: 100))
+        let channel = EmbeddedChannel(handler: HTTP1Exchange(maxBodyBytes: 100, clock: EventLoopClock()))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let loop = channel.embeddedEventLoop
         let (request, answer) = request(on: loop, timeout: .seconds(30))
@@ -160,7 +160,7 @@ import Testing
     }
 
     @Test func theHandlerKeepsTheConnectionAfterAnAnswerAndTheNextRequestGetsItsWholeTimeout() throws {
-        let channel = EmbeddedChannel(handler: HTTP1Exchange(maxBodyBytes: 100))
+        let channel = EmbeddedChannel(handler: HTTP1Exchange(maxBodyBytes: 100, clock: EventLoopClock()))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let loop = channel.embeddedEventLoop
         let (first, firstAnswer) = request(on: loop, timeout: .seconds(10))

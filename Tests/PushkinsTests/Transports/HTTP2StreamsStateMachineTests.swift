@@ -150,7 +150,7 @@ import Testing
     // MARK: The handler, on an embedded loop's time
 
     @Test func theHandlerResetsAndFailsAStreamWhenTheLoopsTimeReachesItsDeadline() throws {
-        let streams = HTTP2Streams(maxBodyBytes: 100)
+        let streams = HTTP2Streams(maxBodyBytes: 100, clock: EventLoopClock())
         let channel = EmbeddedChannel(handler: streams)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let loop = channel.embeddedEventLoop
@@ -192,7 +192,7 @@ import Testing
     /// The connection's one timer, armed by the first request's deadline, fires during the second:
     /// it is armed again by the second one's own deadline, a whole timeout after it was sent for.
     @Test func aLaterStreamGetsTheWholeRequestTimeout() throws {
-        let streams = HTTP2Streams(maxBodyBytes: 100)
+        let streams = HTTP2Streams(maxBodyBytes: 100, clock: EventLoopClock())
         let channel = EmbeddedChannel(handler: streams)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let loop = channel.embeddedEventLoop
@@ -219,7 +219,7 @@ import Testing
     }
 
     @Test func theHandlerFailsEveryStreamWhenTheConnectionCloses() throws {
-        let streams = HTTP2Streams(maxBodyBytes: 100)
+        let streams = HTTP2Streams(maxBodyBytes: 100, clock: EventLoopClock())
         let channel = EmbeddedChannel(handler: streams)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let loop = channel.embeddedEventLoop

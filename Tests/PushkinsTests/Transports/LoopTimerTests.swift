@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldTestSupport
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -11,10 +12,12 @@ import Testing
     /// answers the earliest left.
     final class Owner: ChannelInboundHandler, LoopTimerOwner {
         typealias InboundIn = Never
-        var timer = LoopTimer()
+        var timer: LoopTimer
         var pending: [NIODeadline] = []
         var ended: [NIODeadline] = []
         var fires = 0
+
+        init(clock: any LoopClock) { timer = LoopTimer(clock: clock) }
 
         func add(_ deadline: NIODeadline, context: ChannelHandlerContext) {
             pending.append(deadline)
@@ -23,15 +26,15 @@ import Testing
 
         func timerFired(context: ChannelHandlerContext) -> NIODeadline? {
             fires += 1
-            let now = context.eventLoop.now
+            let now = timer.now(context.eventLoop)
             ended += pending.filter { $0 <= now }
             pending.removeAll { $0 <= now }
             return pending.min()
         }
     }
 
-    func setUp() throws -> (EmbeddedChannel, Owner, ChannelHandlerContext) {
-        let owner = Owner()
+    func setUp(clock: any LoopClock = EventLoopClock()) throws -> (EmbeddedChannel, Owner, ChannelHandlerContext) {
+        let owner = Owner(clock: clock)
         let channel = EmbeddedChannel(handler: owner)
         let context = try channel.pipeline.syncOperations.context(handler: owner)
         return (channel, owner, context)
@@ -76,5 +79,31 @@ import Testing
         owner.timer.cancel()
         loop.advanceTime(by: .seconds(5))
         #expect(owner.fires == 0)
+    }
+
+    /// On a test's manual clock (what a gateway given one runs its deadlines on): the timer fires
+    /// when that clock reaches the deadline, on the owner's loop, and not when the loop's own time
+    /// passes it.
+    @Test func onAManualClockTheTimerFiresWhenThatClockReachesTheDeadline() throws {
+        let clock = ManualClock()
+        let (channel, owner, context) = try setUp(clock: clock.loopClock)
+        let loop = channel.embeddedEventLoop
+        let start = owner.timer.now(loop)
+        owner.add(start + .seconds(10), context: context)
+        loop.advanceTime(by: .seconds(60))
+        clock.advance(by: .seconds(9))
+        loop.run()
+        #expect(owner.fires == 0)
+        #expect(clock.loopTimers(dueIn: .seconds(1)) == 1)
+        clock.advance(by: .seconds(1))
+        #expect(owner.fires == 0)  // run on the loop, not in `advance`
+        loop.run()
+        #expect(owner.ended == [start + .seconds(10)])
+        #expect(clock.loopTimers == 0)
+        owner.add(owner.timer.now(loop) + .seconds(5), context: context)
+        owner.timer.cancel()
+        clock.advance(by: .seconds(5))
+        loop.run()
+        #expect(owner.fires == 1 && clock.loopTimers == 0)
     }
 }
