@@ -1,6 +1,6 @@
 package import Foundation
 package import HeraldCore
-package import NIOCore
+import NIOCore
 import Synchronization
 
 /// A clock that moves only when a test says so (docs/architecture.md, "Time"). Sleepers wake when
