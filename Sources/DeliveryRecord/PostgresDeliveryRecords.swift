@@ -70,9 +70,15 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     }
 
     init(url: String, notify: RecordSettings, metrics: any MetricsFactory, clock: any HeraldClock) throws {
-        client = PostgresClient(
-            configuration: try PostgresURL.configuration(url, maxConnections: notify.repeatStoreMaxConnections),
-            backgroundLogger: Self.logger)
+        var configuration = try PostgresURL.configuration(url, maxConnections: notify.repeatStoreMaxConnections)
+        // The connections the batches' statements use at once stay open, without a keep-alive
+        // query or an idle timer: the pool would otherwise start a timer task on each release of a
+        // connection and cancel it on the next lease, twice a statement ("The PostgreSQL record",
+        // docs/operations.md). A connection that dies is seen at its next statement, which then
+        // fails within `repeat_store_timeout` as any silent one does.
+        configuration.options.keepAliveBehavior = nil
+        configuration.options.minimumConnections = min(notify.repeatStoreMaxConnections, 2 * max(1, notify.repeatStoreMaxConnections / 3))
+        client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         window = notify.repeatWindow.seconds
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
