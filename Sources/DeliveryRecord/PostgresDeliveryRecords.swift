@@ -83,20 +83,20 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
-        bound = PostgresStoreBound(client: client, timeout: timeout, tracker: tracker)
+        bound = PostgresStoreBound(client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker)
         self.clock = clock
         let concurrency = max(1, notify.repeatStoreMaxConnections / 3)
         let client = client
-        let (window, takeover, statements, timeout) = (window, takeover, statements, timeout)
+        let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)
         claims = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            return try await PostgresDeadline.bounded(timeout) {
+            return try await PostgresDeadline.bounded(timeout, clock: loopClock) {
                 try await Self.claim(rows, client: client, takeover: takeover, window: window)
             }
         }
         finishes = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            try await PostgresDeadline.bounded(timeout) { try await Self.finish(rows, client: client, window: window) }
+            try await PostgresDeadline.bounded(timeout, clock: loopClock) { try await Self.finish(rows, client: client, window: window) }
             return rows.map { _ in () }
         }
     }
@@ -340,7 +340,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                     "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)",
                     // A device's deliveries across events (`herald trace --pushkey`).
                     "CREATE INDEX IF NOT EXISTS herald_deliveries_device ON herald_deliveries (device)",
-                ], within: timeout, logger: Self.logger)
+                ], within: timeout, clock: clock.loopClock, logger: Self.logger)
             ready.open(())
         } catch {
             migrating.store(false, ordering: .releasing)

@@ -1,4 +1,4 @@
-import HeraldCore
+package import HeraldCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -16,17 +16,20 @@ package enum PostgresDeadline {
     /// (`ComponentHealth.track`, which then skips it but for one probe at a time).
     package static func isSilence(_ error: any Error) -> Bool { error is Unavailable }
 
-    /// A silent store's probe: `SELECT 1` on `client`, within `timeout`.
-    package static func probe(_ client: PostgresClient, within timeout: Duration) -> @Sendable () async throws -> Void {
+    /// A silent store's probe: `SELECT 1` on `client`, within `timeout` on `clock`.
+    package static func probe(
+        _ client: PostgresClient, within timeout: Duration, clock: any LoopClock
+    ) -> @Sendable () async throws -> Void {
         let logger = Logger(label: "herald.postgres.probe")
         return {
-            try await bounded(timeout) {
+            try await bounded(timeout, clock: clock) {
                 for try await _ in try await client.query("SELECT 1", logger: logger) {}
             }
         }
     }
 
-    /// `work` within `timeout`, else `Unavailable`; `CancellationError` at once when the caller is
+    /// `work` within `timeout` on `clock` (the loops' own in Herald, a test's manual clock), else
+    /// `Unavailable`; `CancellationError` at once when the caller is
     /// cancelled (a shutdown does not wait for the database). The caller does not wait for `work`
     /// past either: `work` is cancelled then, but a query sent on a connection that died under it
     /// (PostgreSQL killed mid-request) may never complete whatever its cancellation, so it is not
@@ -35,7 +38,9 @@ package enum PostgresDeadline {
     /// The task runs on the caller's event loop when it is on one (a request's task prefers its
     /// connection's loop): the store's work then stays on the thread that asked for it, without
     /// two hops through Swift's global pool for every operation.
-    package static func bounded<T: Sendable>(_ timeout: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    package static func bounded<T: Sendable>(
+        _ timeout: Duration, clock: any LoopClock, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
         let promise = loop.makePromise(of: T.self)
         let task = Task(executorPreference: EventLoopTaskExecutor(loop)) {
@@ -45,7 +50,7 @@ package enum PostgresDeadline {
                 promise.fail(error)
             }
         }
-        let timer = loop.scheduleTask(in: TimeAmount(timeout)) {
+        let timer = clock.schedule(at: clock.now(on: loop) + TimeAmount(timeout), on: loop) {
             promise.fail(Unavailable())
             task.cancel()
         }
@@ -58,18 +63,19 @@ package enum PostgresDeadline {
         }
     }
 
-    /// `query`'s rows on `connection` within `limit` (nil: however long it takes), else
+    /// `query`'s rows on `connection` within `limit` on `clock` (nil: however long it takes), else
     /// `Unavailable`; `CancellationError` at once when the caller is cancelled. For a connection
     /// held across operations (a session lock's, a migration's), where a query that never answers
     /// must not hold the caller: it is awaited as a future, which the timer or the cancellation
     /// completes instead.
     package static func rows(
-        _ connection: PostgresConnection, _ query: PostgresQuery, within limit: Duration?, logger: Logger
+        _ connection: PostgresConnection, _ query: PostgresQuery, within limit: Duration?, clock: any LoopClock, logger: Logger
     ) async throws -> [PostgresRow] {
         if connection.isClosed { throw Unavailable() }
         let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
         if let limit {
-            let timer = connection.eventLoop.scheduleTask(in: TimeAmount(limit)) { promise.fail(Unavailable()) }
+            let loop = connection.eventLoop
+            let timer = clock.schedule(at: clock.now(on: loop) + TimeAmount(limit), on: loop) { promise.fail(Unavailable()) }
             promise.futureResult.whenComplete { _ in timer.cancel() }
         }
         connection.query(query, logger: logger).whenComplete { result in promise.completeWith(result.map(\.rows)) }

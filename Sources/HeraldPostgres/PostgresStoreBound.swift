@@ -9,18 +9,21 @@ package import PostgresNIO
 package struct PostgresStoreBound: Sendable {
     package let tracker: ComponentHealth
     package let timeout: Duration
+    /// The clock its bounds run on.
+    package let clock: any LoopClock
     private let probe: @Sendable () async throws -> Void
     /// An error that is the database's answer, not its failure (ADAMANT's lost lease).
     private let isAnswer: @Sendable (any Error) -> Bool
 
     package init(
-        client: PostgresClient, timeout: Duration, tracker: ComponentHealth,
+        client: PostgresClient, timeout: Duration, clock: any LoopClock, tracker: ComponentHealth,
         isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
     ) {
         self.tracker = tracker
         self.timeout = timeout
+        self.clock = clock
         self.isAnswer = isAnswer
-        probe = PostgresDeadline.probe(client, within: timeout)
+        probe = PostgresDeadline.probe(client, within: timeout, clock: clock)
     }
 
     /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),
@@ -33,11 +36,11 @@ package struct PostgresStoreBound: Sendable {
     package func run<T: Sendable>(
         prepare: (@Sendable () async throws -> Void)? = nil, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let timeout = self.timeout
+        let (timeout, clock) = (self.timeout, self.clock)
         return try await tracker.track(
             {
-                if let prepare { try await PostgresDeadline.bounded(timeout, prepare) }
-                return try await PostgresDeadline.bounded(timeout, work)
+                if let prepare { try await PostgresDeadline.bounded(timeout, clock: clock, prepare) }
+                return try await PostgresDeadline.bounded(timeout, clock: clock, work)
             }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
     }
 }

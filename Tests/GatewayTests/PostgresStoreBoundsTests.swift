@@ -13,6 +13,9 @@ import Testing
 /// and at once when its task is cancelled, as a shutdown cancels it (docs/operations.md,
 /// "Shutdown"); and in connections (`store_max_connections`).
 @Suite(.serialized) struct PostgresStoreBoundsTests {
+    /// `status.store_timeout`'s default.
+    static let storeTimeout = Duration.seconds(5)
+
     @Test(
         .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),
         .timeLimit(.minutes(1)))
@@ -21,30 +24,25 @@ import Testing
         defer { postgres.stop() }
         var logger = Logger(label: "hung-database-test")
         logger.logLevel = .critical
-        let quick = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(1), clock: SystemClock())
+        // The shipped `store_timeout`, on a manual clock: the test moves time past it.
+        let clock = ManualClock()
+        let quick = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: Self.storeTimeout, clock: clock)
         // Only a cancellation can end this one's operations within the test's time limit.
         let patient = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(600), clock: SystemClock())
         try await withThrowingTaskGroup(of: Void.self) { services in
             for service in quick.services + patient.services { services.addTask { try await service.run() } }
             try await quick.migrate()
-            // Both have a connection the server answered on before it hung. The quick one's first
-            // connection may take longer than its timeout on a loaded machine: the store is then
-            // skipped until its probe is answered, and asked again.
-            let answered = await eventually {
-                do {
-                    _ = try await quick.registration(publicKey: [1], installationId: "a")
-                    return true
-                } catch {
-                    return false
-                }
-            }
-            #expect(answered)
+            // Both have a connection the server answered on before it hung.
+            #expect(try await quick.registration(publicKey: [1], installationId: "a") == nil)
             #expect(try await patient.registration(publicKey: [1], installationId: "a") == nil)
             try postgres.freeze()
 
-            await #expect(throws: PostgresDeadline.Unavailable.self) {
-                _ = try await quick.registration(publicKey: [1], installationId: "a")
-            }
+            async let hung = failure { _ = try await quick.registration(publicKey: [1], installationId: "a") }
+            let armed = await eventually { clock.loopTimers(dueIn: Self.storeTimeout) >= 1 }
+            #expect(armed)
+            clock.advance(by: Self.storeTimeout)
+            let timedOut = await hung
+            #expect(timedOut is PostgresDeadline.Unavailable, "\(String(describing: timedOut))")
             let ended = await withTaskGroup(of: (any Error)?.self) { operation in
                 operation.addTask {
                     do {
@@ -112,6 +110,16 @@ import Testing
     }
 }
 
+/// The error `work` throws, nil when it returns.
+func failure(_ work: () async throws -> Void) async -> (any Error)? {
+    do {
+        try await work()
+        return nil
+    } catch {
+        return error
+    }
+}
+
 extension PostgresStatusStore {
     /// One query that holds its connection for `milliseconds` of the server's time (the server
     /// waits; the test waits on the queries' ends).
@@ -132,7 +140,8 @@ extension PostgresStatusStore {
 /// timeout, not one per operation (docs/operations.md, "A silent store"): once an operation missed
 /// its deadline, the others fail at once while a probe in the background tests the database, one
 /// at a time, until one is answered; and a gorush enqueue that was answered "failed" never commits
-/// when the database wakes up.
+/// when the database wakes up. It runs on real time, at a timeout of 1 s: what keeps that enqueue
+/// from committing is its deadline in PostgreSQL's own clock, which no manual clock moves.
 @Suite(.serialized) struct SilentStoreTests {
     @Test(
         .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),

@@ -59,7 +59,8 @@ package final class PostgresAdamantStore: AdamantStore {
         } catch {
             throw URLError(description: error.description)
         }
-        bound = PostgresStoreBound(client: client, timeout: timeout, tracker: tracker, isAnswer: { $0 is LeaseLost })
+        bound = PostgresStoreBound(
+            client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker, isAnswer: { $0 is LeaseLost })
         lease = PostgresLease(client: client, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
     }
 
@@ -92,7 +93,7 @@ package final class PostgresAdamantStore: AdamantStore {
                 CREATE TABLE IF NOT EXISTS adamant_lease (
                     id SMALLINT PRIMARY KEY, epoch BIGINT NOT NULL, holder TEXT NOT NULL, taken_at DOUBLE PRECISION NOT NULL)
                 """,
-            ], within: nil, logger: logger)
+            ], within: nil, clock: clock.loopClock, logger: logger)
     }
 
     package func cursor(_ worker: String) async throws -> Int64? {

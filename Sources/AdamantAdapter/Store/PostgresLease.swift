@@ -97,7 +97,7 @@ final class PostgresLease: Sendable {
         return try await client.withConnection { connection in
             do {
                 let taken = try await PostgresDeadline.rows(
-                    connection, "SELECT pg_try_advisory_lock(\(Self.leaseKey))", within: timeout, logger: logger)
+                    connection, "SELECT pg_try_advisory_lock(\(Self.leaseKey))", within: timeout, clock: clock.loopClock, logger: logger)
                 guard try taken.first?.decode(Bool.self) == true else { return false }
                 let bumped = try await PostgresDeadline.rows(
                     connection,
@@ -105,7 +105,7 @@ final class PostgresLease: Sendable {
                     INSERT INTO adamant_lease (id, epoch, holder, taken_at) VALUES (1, 1, \(holder), \(clock.date.timeIntervalSince1970))
                     ON CONFLICT (id) DO UPDATE SET epoch = adamant_lease.epoch + 1, holder = EXCLUDED.holder, taken_at = EXCLUDED.taken_at
                     RETURNING epoch
-                    """, within: timeout, logger: logger)
+                    """, within: timeout, clock: clock.loopClock, logger: logger)
                 let epoch = try bumped.first?.decode(Int64.self) ?? 0
                 state.withLock { $0 = .held(epoch: epoch) }
                 logger.notice("ADAMANT polling lease taken", metadata: ["epoch": "\(epoch)"])
@@ -123,10 +123,10 @@ final class PostgresLease: Sendable {
             } catch {
                 // The lock may be held on a live connection (also when the attempt to take it was
                 // cut short: the server may have granted it).
-                await Self.release(connection, within: check, logger: logger)
+                await Self.release(connection, within: check, clock: clock.loopClock, logger: logger)
                 throw error
             }
-            await Self.release(connection, within: check, logger: logger)
+            await Self.release(connection, within: check, clock: clock.loopClock, logger: logger)
             return true
         }
     }
@@ -139,7 +139,7 @@ final class PostgresLease: Sendable {
         while true {
             try await clock.wait(interval)
             do {
-                _ = try await PostgresDeadline.rows(connection, "SELECT 1", within: interval * 5, logger: logger)
+                _ = try await PostgresDeadline.rows(connection, "SELECT 1", within: interval * 5, clock: clock.loopClock, logger: logger)
             } catch is CancellationError {
                 throw CancellationError()
             } catch is PostgresDeadline.Unavailable {
@@ -152,9 +152,12 @@ final class PostgresLease: Sendable {
 
     /// Gives the lock back on its connection within `limit`, or closes the connection (a session
     /// lock ends with it) when it does not answer, so that no pooled connection keeps the lock.
-    private static func release(_ connection: PostgresConnection, within limit: Duration, logger: Logger) async {
+    private static func release(
+        _ connection: PostgresConnection, within limit: Duration, clock: any LoopClock, logger: Logger
+    ) async {
         do {
-            _ = try await PostgresDeadline.rows(connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: limit, logger: logger)
+            _ = try await PostgresDeadline.rows(
+                connection, "SELECT pg_advisory_unlock(\(Self.leaseKey))", within: limit, clock: clock, logger: logger)
         } catch {
             try? await connection.close()
         }

@@ -57,7 +57,7 @@ package final class PostgresStatusStore: StatusStore {
         } catch {
             throw URLError(description: error.description)
         }
-        bound = PostgresStoreBound(client: client, timeout: timeout, tracker: tracker)
+        bound = PostgresStoreBound(client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker)
     }
 
     package var services: [any Service] { [client] }
@@ -90,12 +90,13 @@ package final class PostgresStatusStore: StatusStore {
                     message_id BYTEA PRIMARY KEY, response BYTEA NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
                 """,
                 "CREATE INDEX IF NOT EXISTS status_responses_expiry ON status_responses (expires_at)",
-            ] + Self.gorushQueueSchema, within: nil, logger: Self.logger
+            ] + Self.gorushQueueSchema, within: nil, clock: clock.loopClock, logger: Self.logger
         ) { [self] connection in
             // The database's clock against ours, for the gorush enqueue's deadline.
             let before = clock.date.timeIntervalSince1970
             let rows = try await PostgresDeadline.rows(
-                connection, "SELECT extract(epoch FROM clock_timestamp())::float8", within: nil, logger: Self.logger)
+                connection, "SELECT extract(epoch FROM clock_timestamp())::float8", within: nil, clock: clock.loopClock, logger: Self.logger
+            )
             let after = clock.date.timeIntervalSince1970
             if let theirs = try rows.first?.decode(Double.self) {
                 databaseClockOffset.withLock { $0 = theirs - (before + after) / 2 }
@@ -115,9 +116,10 @@ package final class PostgresStatusStore: StatusStore {
             _ = try await PostgresDeadline.rows(
                 connection,
                 "INSERT INTO status_identity (id, private_key) VALUES (0, \(ByteBuffer(bytes: candidate))) ON CONFLICT (id) DO NOTHING",
-                within: nil, logger: Self.logger)
+                within: nil, clock: clock.loopClock, logger: Self.logger)
             let rows = try await PostgresDeadline.rows(
-                connection, "SELECT private_key FROM status_identity WHERE id = 0", within: nil, logger: Self.logger)
+                connection, "SELECT private_key FROM status_identity WHERE id = 0", within: nil, clock: clock.loopClock, logger: Self.logger
+            )
             return try rows.first.map { Array(try $0.decode(ByteBuffer.self).readableBytesView) } ?? candidate
         }
     }
