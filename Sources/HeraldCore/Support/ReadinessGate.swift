@@ -1,30 +1,33 @@
-import Synchronization
+package import Synchronization
 
 /// A one-shot signal carrying a value: `wait()` suspends until `open(_:)` (returning the value) or
 /// `fail(_:)` (throwing the error); later waiters return at once. Cancelling a waiter throws
 /// `CancellationError` for it alone.
+///
+/// Its code is inlinable, so that each module specialises it for its value (the delivery record
+/// opens one per delivery in flight): unspecialised, each call looked up its generic metadata.
 package final class ReadinessGate<Value: Sendable>: Sendable {
-    private enum State {
+    @usableFromInline enum State {
         case waiting([Int: CheckedContinuation<Value, any Error>])
         case open(Value)
         case failed(any Error)
     }
-    private let state = Mutex<(state: State, nextId: Int)>((.waiting([:]), 0))
+    @usableFromInline let state: Mutex<(state: State, nextId: Int)>
 
-    package init() {}
+    @inlinable package init() { state = Mutex((.waiting([:]), 0)) }
 
     /// The value once open, else nil.
-    package var value: Value? {
+    @inlinable package var value: Value? {
         state.withLock {
             if case .open(let value) = $0.state { return value }
             return nil
         }
     }
 
-    package func open(_ value: Value) { finish(.open(value)) }
-    package func fail(_ error: any Error) { finish(.failed(error)) }
+    @inlinable package func open(_ value: Value) { finish(.open(value)) }
+    @inlinable package func fail(_ error: any Error) { finish(.failed(error)) }
 
-    private func finish(_ final: State) {
+    @inlinable func finish(_ final: State) {
         let waiters = state.withLock { s -> [CheckedContinuation<Value, any Error>] in
             guard case .waiting(let waiters) = s.state else { return [] }
             s.state = final
@@ -39,7 +42,7 @@ package final class ReadinessGate<Value: Sendable>: Sendable {
         }
     }
 
-    package func wait() async throws -> Value {
+    @inlinable package func wait() async throws -> Value {
         let id = state.withLock { s -> Int in
             s.nextId += 1
             return s.nextId

@@ -2,7 +2,7 @@ import HeraldTestSupport
 import Synchronization
 import Testing
 
-@testable import HeraldCore
+@testable import DeliveryRecord
 
 /// `Batcher`: the group commit under the PostgreSQL record's statements (docs/operations.md,
 /// "Once"). Each test holds a run open on an event and looks at what the next run was given.
