@@ -730,7 +730,8 @@ struct OnceTests {
     /// `/health` and a metric say so.
     @Test func aRecordStoreThatIsDownFallsBackToMemory() async throws {
         let clock = ManualClock()
-        // Port 1 refuses the connection at once: no wait for `repeat_store_timeout`.
+        // Port 1 refuses the connection: the pool keeps trying, and the claim ends at
+        // `repeat_store_timeout` (1 s, on the manual clock).
         let setup = try await APNsEndToEndTests().start(
             top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none", clock: clock)
         let key = APNsEndToEndTests.pushkey()
@@ -738,7 +739,15 @@ struct OnceTests {
         // instance's memory.
         let release = TestEvent()
         setup.apns.script(APNsEndToEndTests.hex(key), .hold(release, then: .accept))
-        let first = try await notifyPastTheDeadline(setup, key, clock: clock)
+        async let answer = notify(setup.herald, key)
+        #expect(await eventually { clock.loopTimers(dueIn: .seconds(1)) >= 1 })
+        clock.advance(by: .seconds(1))
+        let armed = await eventually {
+            setup.apns.arrived(token: APNsEndToEndTests.hex(key)) >= 1 && clock.loopTimers(dueWithin: Self.answerWithin) >= 1
+        }
+        #expect(armed)
+        clock.advance(by: Self.answerWithin)
+        let first = try await answer
         release.raise()
         let settled = await delivered(key, seenFrom: setup.herald)
         let second = try await notify(setup.herald, key)
