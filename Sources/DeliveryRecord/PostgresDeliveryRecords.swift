@@ -30,7 +30,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     private let migrating = Atomic(false)
     static let logger = Logger(label: "herald.notify.repeats")
     /// The claims and finishes of concurrent notifies, each kind joined into one statement at a
-    /// time per three of the pool's connections. Each statement runs within `repeat_store_timeout`
+    /// time per eight of the pool's connections (`statementsAtOnce`): one of each at the default
+    /// size, as a database's log writer commits whatever came meanwhile. Each statement runs within `repeat_store_timeout`
     /// (one task and timer a statement, not one a notify); one that misses it fails the notifies
     /// queued behind it as well, which then use their memory record at once.
     private let claims: Batcher<ClaimRow, RecordClaim>
@@ -77,7 +78,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         // docs/operations.md). A connection that dies is seen at its next statement, which then
         // fails within `repeat_store_timeout` as any silent one does.
         configuration.options.keepAliveBehavior = nil
-        configuration.options.minimumConnections = min(notify.repeatStoreMaxConnections, 2 * max(1, notify.repeatStoreMaxConnections / 3))
+        let concurrency = Self.statementsAtOnce(maxConnections: notify.repeatStoreMaxConnections)
+        configuration.options.minimumConnections = min(notify.repeatStoreMaxConnections, 2 * concurrency)
         client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         window = notify.repeatWindow.seconds
         takeover = notify.repeatTakeover.seconds
@@ -85,7 +87,6 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
         bound = PostgresStoreBound(client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker)
         self.clock = clock
-        let concurrency = max(1, notify.repeatStoreMaxConnections / 3)
         let client = client
         let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)
         claims = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
@@ -100,6 +101,13 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             return rows.map { _ in () }
         }
     }
+
+    /// How many statements of each kind (claims, finishes) run at once on a pool of
+    /// `maxConnections`: one per eight connections. Fewer at once make each statement carry more
+    /// notifies: at the default pool (8), one of each made 0.13 statements a notify in
+    /// bench/run.sh's PostgreSQL row where two of each made 0.22, and cost PostgreSQL a third less
+    /// CPU a notify at the same rate (docs/operations.md, stop 68).
+    static func statementsAtOnce(maxConnections: Int) -> Int { max(1, maxConnections / 8) }
 
     var health: ComponentHealth? { tracker }
 
