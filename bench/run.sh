@@ -310,9 +310,10 @@ done
 # warmed up for it, which makes it no fair base): the default (memory record, answer_within
 # 20 s); no record; no record and no deadline (each notify waits in its own task, as before the
 # record); the record in PostgreSQL.
-# variant NAME NOTIFY_YAML: a Herald of its own with that `notify:` section, for one APNs run.
+# variant NAME NOTIFY_YAML [RATE]: a Herald of its own with that `notify:` section, for one APNs
+# run (paced at RATE requests/s when given).
 variant() {
-  local name=$1 notify=$2 port pid
+  local name=$1 notify=$2 rate=${3:-} port pid
   wanted "$name" || return 0
   port=$(free_port)
   sed "s/^  port: $HERALD_PORT\$/  port: $port/" "$work/herald.yaml" > "$work/herald-variant.yaml"
@@ -321,7 +322,7 @@ variant() {
   pid=$!
   pids+=($pid)
   wait_http "http://127.0.0.1:$port/health"
-  run "$name" "$pid" "http://127.0.0.1:$port/_matrix/push/v1/notify" "$work/apns.json"
+  run "$name" "$pid" "http://127.0.0.1:$port/_matrix/push/v1/notify" "$work/apns.json" "" "$rate"
   kill "$pid" 2>/dev/null || true
 }
 variant "herald apns default" '  repeat_window: 7200\n'
@@ -333,6 +334,12 @@ if wanted "herald apns pg record" && [ "$(id -u)" -eq 0 ] && out=$(scripts/postg
   variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
   PG_DIR=
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
+  # The memory record at the rate the PostgreSQL row reached, open loop: a Herald's CPU per notify
+  # grows as its rate falls (fewer requests share a wake-up, a flush, a write), so this row
+  # separates what the record costs from what the lower rate costs.
+  if [ -n "${rates["herald apns pg record"]:-}" ]; then
+    variant "herald apns default at pg rate" '  repeat_window: 7200\n' "$(python3 -c "print(max(1, int(float('${rates["herald apns pg record"]}'))))")"
+  fi
 fi
 # Two sources (docs/operations.md, "Sources"): a Herald of its own that trusts loopback as its load
 # balancer, one source flooding it with APNs notifies on every connection while a quiet one sends
@@ -632,6 +639,11 @@ if "herald apns pg record" in cpus and "herald apns default" in cpus:
         print(f"{'both':<22} {herald + pg:>7.0f}µs = {(herald + pg) / memory:4.2f} ×")
     if "herald apns pg record" in pgxacts:
         print(f"{'statements per notify':<22} {pgxacts['herald apns pg record']:>7}  (PostgreSQL's committed transactions ÷ notifies)")
+    same = cpus.get("herald apns default at pg rate")
+    if same:
+        print(f"{'at the same rate':<22} {herald:>7.0f}µs = {herald / same:4.2f} × the memory record's {same:.0f}µs at the PostgreSQL row's rate")
+        if pg is not None:
+            print(f"{'both, same rate':<22} {herald + pg:>7.0f}µs = {(herald + pg) / same:4.2f} ×")
 p99s = {$(for k in "${!p99s[@]}"; do printf '"%s": "%s", ' "$k" "${p99s[$k]}"; done)}
 def ms(text):
     for unit, scale in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
