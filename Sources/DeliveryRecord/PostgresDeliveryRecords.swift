@@ -30,7 +30,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     private let migrating = Atomic(false)
     static let logger = Logger(label: "herald.notify.repeats")
     /// The claims and finishes of concurrent notifies, each kind joined into one statement at a
-    /// time per eight of the pool's connections (`statementsAtOnce`): one of each at the default
+    /// time per eight of the pool's connections (`RecordSettings.statementsAtOnce`): one of each at the default
     /// size, as a database's log writer commits whatever came meanwhile. Each statement runs within `repeat_store_timeout`
     /// (one task and timer a statement, not one a notify); one that misses it fails the notifies
     /// queued behind it as well, which then use their memory record at once.
@@ -78,8 +78,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         // docs/operations.md). A connection that dies is seen at its next statement, which then
         // fails within `repeat_store_timeout` as any silent one does.
         configuration.options.keepAliveBehavior = nil
-        let concurrency = Self.statementsAtOnce(maxConnections: notify.repeatStoreMaxConnections)
-        configuration.options.minimumConnections = min(notify.repeatStoreMaxConnections, 2 * concurrency)
+        let concurrency = notify.statementsAtOnce
+        configuration.options.minimumConnections = notify.connectionsKeptOpen
         client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         window = notify.repeatWindow.seconds
         takeover = notify.repeatTakeover.seconds
@@ -101,13 +101,6 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             return rows.map { _ in () }
         }
     }
-
-    /// How many statements of each kind (claims, finishes) run at once on a pool of
-    /// `maxConnections`: one per eight connections. Fewer at once make each statement carry more
-    /// notifies: at the default pool (8), one of each made 0.13 statements a notify in
-    /// bench/run.sh's PostgreSQL row where two of each made 0.22, and cost PostgreSQL a third less
-    /// CPU a notify at the same rate (docs/operations.md, stop 68).
-    static func statementsAtOnce(maxConnections: Int) -> Int { max(1, maxConnections / 8) }
 
     var health: ComponentHealth? { tracker }
 

@@ -22,4 +22,14 @@ package struct RecordSettings: Sendable {
     package var heardWithin: Duration = .seconds(2)
 
     package init() {}
+
+    /// How many statements of each kind (claims, finishes) the PostgreSQL record runs at once: one
+    /// per eight of `repeatStoreMaxConnections`. Fewer at once make each statement carry more
+    /// notifies: at the default pool (8), one of each made 0.13 statements a notify in
+    /// bench/run.sh's PostgreSQL row where two of each made 0.22, and cost PostgreSQL about a third
+    /// less CPU a notify (docs/operations.md, stop 68).
+    package var statementsAtOnce: Int { max(1, repeatStoreMaxConnections / 8) }
+
+    /// The connections those statements use, which the PostgreSQL record keeps open.
+    package var connectionsKeptOpen: Int { min(repeatStoreMaxConnections, 2 * statementsAtOnce) }
 }

@@ -794,9 +794,11 @@ struct OnceTests {
         let skipped = PushbackTests.value(
             in: try await setup.herald.metricsText(), of: "herald_component_skipped_total", labels: [#"component="repeat_store""#])
         try postgres.thaw()
-        // The next notifies probe the record (one probe an interval) until it answers; then it is
-        // used again.
-        let recovered = await advancing(clock, by: ComponentHealth.probeInterval) {
+        // A notify a probe interval on starts a probe, which the database answers on its own
+        // time; then the record is used again. The clock moves no further: a bound moved past
+        // while the database wakes would fail a statement it is about to answer.
+        clock.advance(by: ComponentHealth.probeInterval)
+        let recovered = await eventually {
             _ = try? await once.notify(setup.herald, APNsEndToEndTests.pushkey())
             return (try? await setup.herald.request(.GET, "/health"))?.json?["failing"]?["repeat_store"] == nil
         }
