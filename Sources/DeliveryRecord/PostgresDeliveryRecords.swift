@@ -30,10 +30,11 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     private let migrating = Atomic(false)
     static let logger = Logger(label: "herald.notify.repeats")
     /// The claims and finishes of concurrent notifies, each kind joined into one statement at a
-    /// time per eight of the pool's connections (`RecordSettings.statementsAtOnce`): one of each at the default
-    /// size, as a database's log writer commits whatever came meanwhile. Each statement runs within `repeat_store_timeout`
-    /// (one task and timer a statement, not one a notify); one that misses it fails the notifies
-    /// queued behind it as well, which then use their memory record at once.
+    /// time per eight of the pool's connections (`RecordSettings.statementsAtOnce`): one of each
+    /// at the default size, as a database's log writer commits whatever came meanwhile. Each
+    /// statement runs within `repeat_store_timeout` (one task and timer a statement, not one a
+    /// notify); one that misses it fails the notifies queued behind it as well, which then use
+    /// their memory record at once.
     private let claims: Batcher<ClaimRow, RecordClaim>
     private let finishes: Batcher<FinishRow, Void>
     /// The statements its claims and finishes made (a notify's cost, for tests and
@@ -78,7 +79,6 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         // docs/operations.md). A connection that dies is seen at its next statement, which then
         // fails within `repeat_store_timeout` as any silent one does.
         configuration.options.keepAliveBehavior = nil
-        let concurrency = notify.statementsAtOnce
         configuration.options.minimumConnections = notify.connectionsKeptOpen
         client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         window = notify.repeatWindow.seconds
@@ -89,13 +89,13 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         self.clock = clock
         let client = client
         let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)
-        claims = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
+        claims = Batcher(concurrency: notify.statementsAtOnce, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
             return try await PostgresDeadline.bounded(timeout, clock: loopClock) {
                 try await Self.claim(rows, client: client, takeover: takeover, window: window)
             }
         }
-        finishes = Batcher(concurrency: concurrency, failsQueue: PostgresDeadline.isSilence) { rows in
+        finishes = Batcher(concurrency: notify.statementsAtOnce, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
             try await PostgresDeadline.bounded(timeout, clock: loopClock) { try await Self.finish(rows, client: client, window: window) }
             return rows.map { _ in () }

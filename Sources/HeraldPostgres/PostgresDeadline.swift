@@ -29,8 +29,8 @@ package enum PostgresDeadline {
     }
 
     /// `work` within `timeout` on `clock` (the loops' own in Herald, a test's manual clock), else
-    /// `Unavailable`; `CancellationError` at once when the caller is
-    /// cancelled (a shutdown does not wait for the database). The caller does not wait for `work`
+    /// `Unavailable`; `CancellationError` at once when the caller is cancelled (a shutdown does
+    /// not wait for the database). The caller does not wait for `work`
     /// past either: `work` is cancelled then, but a query sent on a connection that died under it
     /// (PostgreSQL killed mid-request) may never complete whatever its cancellation, so it is not
     /// awaited (a task of its own, then abandoned; it ends when its connection is finally closed).
@@ -50,7 +50,7 @@ package enum PostgresDeadline {
                 promise.fail(error)
             }
         }
-        let timer = clock.schedule(at: clock.now(on: loop) + TimeAmount(timeout), on: loop) {
+        let timer = clock.schedule(in: TimeAmount(timeout), on: loop) {
             promise.fail(Unavailable())
             task.cancel()
         }
@@ -74,8 +74,7 @@ package enum PostgresDeadline {
         if connection.isClosed { throw Unavailable() }
         let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
         if let limit {
-            let loop = connection.eventLoop
-            let timer = clock.schedule(at: clock.now(on: loop) + TimeAmount(limit), on: loop) { promise.fail(Unavailable()) }
+            let timer = clock.schedule(in: TimeAmount(limit), on: connection.eventLoop) { promise.fail(Unavailable()) }
             promise.futureResult.whenComplete { _ in timer.cancel() }
         }
         connection.query(query, logger: logger).whenComplete { result in promise.completeWith(result.map(\.rows)) }

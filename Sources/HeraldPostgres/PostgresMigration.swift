@@ -4,9 +4,9 @@ package import PostgresNIO
 
 /// A store's tables made or brought up to date, one instance at a time across a fleet: the
 /// statements run in one transaction under a transaction-scoped advisory lock (`lock`, one number
-/// per store). Each statement waits through `PostgresDeadline.rows`, `within` its bound on `clock` (nil: as
-/// long as a database that is down takes to come back), and ends at once when the caller is
-/// cancelled: a query that never answers must not hold a shutdown. On any failure the transaction
+/// per store). Each statement waits through `PostgresDeadline.rows`, `within` its bound on `clock`
+/// (nil: as long as a database that is down takes to come back), and ends at once when the caller
+/// is cancelled: a query that never answers must not hold a shutdown. On any failure the transaction
 /// is rolled back; a connection whose rollback was cut short too is closed rather than given back
 /// to the pool. `after` runs on the same connection once the transaction committed.
 package enum PostgresMigration {

@@ -10,7 +10,7 @@ package struct PostgresStoreBound: Sendable {
     package let tracker: ComponentHealth
     package let timeout: Duration
     /// The clock its bounds run on.
-    package let clock: any LoopClock
+    private let clock: any LoopClock
     private let probe: @Sendable () async throws -> Void
     /// An error that is the database's answer, not its failure (ADAMANT's lost lease).
     private let isAnswer: @Sendable (any Error) -> Bool

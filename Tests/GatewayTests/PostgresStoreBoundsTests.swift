@@ -37,7 +37,7 @@ import Testing
             #expect(try await patient.registration(publicKey: [1], installationId: "a") == nil)
             try postgres.freeze()
 
-            async let hung = failure { _ = try await quick.registration(publicKey: [1], installationId: "a") }
+            async let hung = errorThrown { _ = try await quick.registration(publicKey: [1], installationId: "a") }
             let armed = await eventually { clock.loopTimers(dueIn: Self.storeTimeout) >= 1 }
             #expect(armed)
             clock.advance(by: Self.storeTimeout)
@@ -111,7 +111,7 @@ import Testing
 }
 
 /// The error `work` throws, nil when it returns.
-func failure(_ work: () async throws -> Void) async -> (any Error)? {
+func errorThrown(by work: () async throws -> Void) async -> (any Error)? {
     do {
         try await work()
         return nil

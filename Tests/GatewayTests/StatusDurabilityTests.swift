@@ -329,7 +329,6 @@ struct URLRequestLite {
 /// request waits at most the store timeout and then fails for now in its dialect (gorush: 503 with
 /// `Retry-After`; a Status registration: its in-band `INTERNAL_ERROR`), never a 500 nor a request
 /// held open; the Matrix API goes on; and once PostgreSQL is back, requests succeed by themselves.
-/// The shipped `store_timeout` (5 s), on a manual clock that the test moves past it.
 @Suite(.serialized) struct StatusStoreOutageTests {
     @Test(.enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"))
     func whilePostgreSQLIsDownRequestsFailForNowAndRecoverByThemselves() async throws {
@@ -342,17 +341,24 @@ struct URLRequestLite {
             status:
               store: \(postgres.url)
               apns_app: im.status.ios
+              store_timeout: 1
               gorush:
                 enabled: true
             """
-        let clock = ManualClock()
-        let storeTimeout = Duration.seconds(5)
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: status), clock: clock)
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: status))
         let batch = Array(#"{"notifications":[{"tokens":["0a0b0c"],"platform":1,"message":"hi"}]}"#.utf8)
-        let before = try await herald.request(.POST, "/api/push", body: batch)
+        // The store timeout is short (1 s) to keep the test quick: on a loaded machine the pool's
+        // first connection can take longer; the store is then skipped until its probe is
+        // answered, and the request is made again until it is.
+        var before = try await herald.request(.POST, "/api/push", body: batch)
+        _ = await eventually {
+            if before.status == 200 { return true }
+            before = (try? await herald.request(.POST, "/api/push", body: batch)) ?? before
+            return before.status == 200
+        }
         let identity = try #require(try await herald.request(.GET, "/_status/v1/identity").json?["public_key"]?.stringValue)
         let server = try Secp256k1.PublicKey(bytes: try #require([UInt8](hex: identity)))
-        @Sendable func register() async throws -> Protobuf_PushNotificationRegistrationResponse {
+        func register() async throws -> Protobuf_PushNotificationRegistrationResponse {
             let client = StatusTestClient()
             let message = try client.registrationMessage(try client.registration(server: server), server: server)
             let answer = try await herald.request(.POST, "/_status/v1/message", body: message)
@@ -361,27 +367,23 @@ struct URLRequestLite {
         }
 
         try postgres.crash()
-        // Answered at the store timeout: a request held while the database is down would never be
-        // answered before the restart below.
-        let during = try await movingPast(clock, storeTimeout) { try await herald.request(.POST, "/api/push", body: batch) }
-        let registration = try await movingPast(clock, storeTimeout) { try await register() }
+        // Answered at the store timeout (1 s): a request held while the database is down would
+        // never be answered before the restart below, and would fail at the client's 60 s.
+        let during = try await herald.request(.POST, "/api/push", body: batch)
+        let registration = try await register()
         let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let notify = try await herald.notify(
             notifyBody(["event_id": "$e"], devices: [["app_id": "im.status.ios", "pushkey": .string(pushkey)]]))
         let healthDuring = try await herald.request(.GET, "/health")
 
         try postgres.restart()
-        // A store that stopped answering is skipped until a probe finds it back: the next use a
-        // `probeInterval` after the last probe starts one, which the database answers on its own
-        // time. The clock moves no further: a bound moved past while the pool reconnects would fail
-        // a use the database is about to answer.
-        clock.advance(by: ComponentHealth.probeInterval)
-        var after = during
+        // A store that stopped answering is skipped until a probe (one a second) finds it back.
+        var after = try await herald.request(.POST, "/api/push", body: batch)
         _ = await eventually {
             after = (try? await herald.request(.POST, "/api/push", body: batch)) ?? after
             return after.status == 200
         }
-        var registeredAfter = registration
+        var registeredAfter = try await register()
         _ = await eventually {
             if let again = try? await register() { registeredAfter = again }
             return registeredAfter.success
@@ -402,6 +404,6 @@ struct URLRequestLite {
         #expect(healthDuring.status == 200)
         #expect(healthDuring.json?["failing"]?["status_store"]?["error"]?.stringValue?.isEmpty == false)
         #expect(healthDuring.json?["failing"]?["status_store"]?["since"]?.stringValue?.hasSuffix("Z") == true)
-        #expect(healthAfter.status == 200 && healthAfter.body.isEmpty, "\(healthAfter.text)")
+        #expect(healthAfter.status == 200 && healthAfter.body.isEmpty)
     }
 }

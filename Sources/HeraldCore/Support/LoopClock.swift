@@ -11,6 +11,13 @@ package protocol LoopClock: Sendable {
     func schedule(at deadline: NIODeadline, on loop: any EventLoop, _ task: @escaping @Sendable () -> Void) -> LoopClockTimer
 }
 
+extension LoopClock {
+    /// Runs `task` on `loop` once `delay` has passed on this clock.
+    package func schedule(in delay: TimeAmount, on loop: any EventLoop, _ task: @escaping @Sendable () -> Void) -> LoopClockTimer {
+        schedule(at: now(on: loop) + delay, on: loop, task)
+    }
+}
+
 /// A task a `LoopClock` scheduled, which can be cancelled until it runs.
 package struct LoopClockTimer: Sendable {
     private enum Kind: Sendable {

@@ -139,28 +139,6 @@ func timingOut(
     return true
 }
 
-/// `work`'s result, with `clock` moved `deadline` on each time a deadline of that length is armed
-/// while it runs: a request held by a store that does not answer, until the store's bound ends it.
-func movingPast<T: Sendable>(
-    _ clock: ManualClock, _ deadline: Duration, _ work: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await work() }
-        group.addTask {
-            while !Task.isCancelled {
-                if clock.loopTimers(dueIn: deadline) >= 1 { clock.advance(by: deadline) }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return nil
-        }
-        defer { group.cancelAll() }
-        while let result = try await group.next() {
-            if let result { return result }
-        }
-        throw CancellationError()
-    }
-}
-
 /// A scratch directory for key files.
 func temporaryDirectory() -> String { ScratchDirectory.make("herald-test") }
 
