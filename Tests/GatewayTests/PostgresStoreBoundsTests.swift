@@ -154,15 +154,17 @@ extension PostgresStatusStore {
         // One connection: the statement sent while the database was stopped holds it until it is
         // done, so the enqueue after the thaw runs after it.
         let store = try PostgresStatusStore(
-            url: postgres.url, logger: logger, timeout: .seconds(1), maxConnections: 1, clock: SystemClock())
+            url: postgres.url, logger: logger, timeout: .seconds(5), maxConnections: 1, clock: SystemClock())
         let reader = try PostgresStatusStore(url: postgres.url, logger: logger, timeout: .seconds(60), clock: SystemClock())
         let health = try #require(store.health)
         try await withThrowingTaskGroup(of: Void.self) { services in
             for service in store.services + reader.services { services.addTask { try await service.run() } }
             try await store.migrate()
             try await reader.migrate()
-            // The first connection may take longer than the 1 s timeout on a loaded machine: then
-            // the store is skipped until its probe is answered, and asked again.
+            // The timeout is the default (5 s), in real time: the guarantee that a failed enqueue
+            // never commits rests on a deadline in PostgreSQL's own clock. Should the first
+            // connection take longer on a loaded machine, the store is skipped until its probe is
+            // answered, and asked again.
             #expect(await eventually { (try? await store.enqueueGorush([Array("before".utf8)], maxJobs: 100, maxBytes: 1 << 20)) == true })
             try postgres.freeze()
 

@@ -47,7 +47,9 @@ import Testing
         }
     }
 
-    func start(relayExtra: String = "", developmentURL: String? = nil, top: String = "") async throws -> Setup {
+    func start(
+        relayExtra: String = "", developmentURL: String? = nil, top: String = "", clock: any HeraldClock = SystemClock()
+    ) async throws -> Setup {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
         let auth = try APNsTestKey(directory: dir).auth
@@ -78,7 +80,7 @@ import Testing
               port: 0
             \(relayExtra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top + relay))
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top + relay), clock: clock)
         return Setup(herald: herald, production: production, development: development)
     }
 
@@ -172,7 +174,7 @@ import Testing
     @Test func theRelaysOwnPortAnswersItsConnectionErrorsInPlainText() async throws {
         let setup = try await start()
         let malformed = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "NOT HTTP AT ALL\r\n\r\n")
-        let unknown = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+        let unknown = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let malformedOnMain = await RawHTTP.exchangeOffPool(port: setup.herald.gateway.ports[0], head: "NOT HTTP AT ALL\r\n\r\n")
         await setup.stop()
         #expect(malformed.hasPrefix("HTTP/1.1 400"))
@@ -321,11 +323,16 @@ import Testing
     /// Every listener's `/health` is the gateway's: the relay's own port names a delivery record
     /// that fails as the main listener does (it left the record out).
     @Test func theRelaysOwnListenerReportsTheRecordsHealth() async throws {
-        let setup = try await start(
-            top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none\n  repeat_store_timeout: 0.5\n  answer_within: 300\n")
+        // Port 1 refuses the connection: the pool keeps trying, and the claim ends at
+        // `repeat_store_timeout` (1 s, on the manual clock).
+        let clock = ManualClock()
+        let setup = try await start(top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none\n", clock: clock)
         let pushkey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        let notify = try await setup.herald.notify(
+        async let answer = setup.herald.notify(
             notifyBody(["event_id": "$e"], devices: [["app_id": "com.example.ios", "pushkey": .string(pushkey)]]))
+        #expect(await eventually { clock.loopTimers(dueIn: .seconds(1)) >= 1 })
+        clock.advance(by: .seconds(1))
+        let notify = try await answer
         let main = try await setup.send("/health", method: .GET)
         let own = try await setup.send("/health", method: .GET, port: setup.relayPort)
         await setup.stop()
