@@ -174,7 +174,8 @@ import Testing
     @Test func theRelaysOwnPortAnswersItsConnectionErrorsInPlainText() async throws {
         let setup = try await start()
         let malformed = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "NOT HTTP AT ALL\r\n\r\n")
-        let unknown = await RawHTTP.exchangeOffPool(port: setup.relayPort, head: "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let unknown = await RawHTTP.exchangeOffPool(
+            port: setup.relayPort, head: "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let malformedOnMain = await RawHTTP.exchangeOffPool(port: setup.herald.gateway.ports[0], head: "NOT HTTP AT ALL\r\n\r\n")
         await setup.stop()
         #expect(malformed.hasPrefix("HTTP/1.1 400"))
