@@ -43,9 +43,9 @@ package final class HTTP1Upstream: UpstreamTransport {
     init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver?, clock: (any HeraldClock)?) {
         self.settings = settings
         self.origin = origin
-        connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard)
-        permits = AsyncLimiter(limit: settings.maxConnections, maxWait: settings.requestTimeout, clock: clock)
         loopClock = clock?.loopClock ?? EventLoopClock()
+        connector = UpstreamConnector(origin: origin, settings: settings, tls: tls, addressGuard: addressGuard, clock: loopClock)
+        permits = AsyncLimiter(limit: settings.maxConnections, maxWait: settings.requestTimeout, clock: clock)
     }
 
     /// A client TLS context offering HTTP/1.1.

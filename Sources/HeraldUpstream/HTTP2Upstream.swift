@@ -66,7 +66,7 @@ package final class HTTP2Upstream: UpstreamTransport {
         tls.applicationProtocols = protocols
         connector = UpstreamConnector(
             origin: origin, settings: settings, tls: try UpstreamConnector.tlsContext(tls, settings: settings, shared: contexts),
-            addressGuard: addressGuard)
+            addressGuard: addressGuard, clock: loopClock)
     }
 
     package func send(_ request: UpstreamRequest) async throws -> UpstreamResponse {

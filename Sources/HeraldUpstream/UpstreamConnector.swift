@@ -101,6 +101,10 @@ struct UpstreamConnector: Sendable {
     let proxy: ProxySettings?
     let tls: NIOSSLContext?
     let connectTimeout: TimeAmount
+    /// What `connect_timeout`'s total bound runs on (the loops' own clock, but in tests). The
+    /// socket's own connect timeout and each address's share stay on the loop's clock: they end a
+    /// try sooner, never later, than the total bound.
+    let clock: any LoopClock
     /// Resolves the host for the address check; nil when no check applies (the operator allowed
     /// private endpoints or named the host, or the proxy resolves it).
     let addressGuard: HostResolver?
@@ -108,7 +112,11 @@ struct UpstreamConnector: Sendable {
     /// `tls` is used for https origins. With `addressGuard`, connections made without the proxy go
     /// to checked addresses only; through the proxy, whose peer is the proxy, the policy resolved
     /// and checked the name for the request itself.
-    init(origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver? = nil) {
+    init(
+        origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver? = nil,
+        clock: any LoopClock = EventLoopClock()
+    ) {
+        self.clock = clock
         self.origin = origin
         proxy = settings.proxy.flatMap { $0.bypasses(origin.host) ? nil : $0 }
         self.addressGuard = proxy == nil ? addressGuard : nil
@@ -133,7 +141,7 @@ struct UpstreamConnector: Sendable {
         on loop: any EventLoop, configure: @escaping @Sendable (any Channel) throws -> EventLoopFuture<Ready>
     ) -> EventLoopFuture<Ready> {
         let promise = loop.makePromise(of: Ready.self)
-        let timeout = loop.scheduleTask(in: connectTimeout) { promise.fail(UpstreamConnectionError.connectTimeout) }
+        let timeout = clock.schedule(in: connectTimeout, on: loop) { promise.fail(UpstreamConnectionError.connectTimeout) }
         promise.futureResult.whenComplete { _ in timeout.cancel() }
         let (origin, proxy, tls, addressGuard, connectTimeout) = (self.origin, self.proxy, self.tls, self.addressGuard, self.connectTimeout)
         let connected: EventLoopFuture<any Channel>

@@ -75,6 +75,31 @@ import Testing
         for server in [a, b, c] { await server.stop() }
     }
 
+    /// `connect_timeout` bounds the whole connection, its TLS handshake included, on the clock the
+    /// transport was given: a server that accepts and never answers the handshake fails the
+    /// request with `connectTimeout` when the manual clock reaches the bound, and not before.
+    @Test func aHandshakeThatNeverEndsFailsAtTheConnectTimeoutOnTheGivenClock() async throws {
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let origin = "https://127.0.0.1:\(try #require(silent.localAddress?.port))"
+        let clock = ManualClock()
+        let transport = try HTTP2Upstream(
+            origin: UpstreamOrigin(origin), settings: UpstreamSettings(connectTimeout: .seconds(30), requestTimeout: .seconds(300)),
+            tls: .makeClientConfiguration(), offering: ["h2"], loopClock: clock.loopClock)
+        async let sent = post(transport, origin, "/x", "")
+        #expect(await eventually { clock.loopTimers(dueIn: .seconds(30)) == 1 })
+        clock.advance(by: .seconds(29))
+        let pending = clock.loopTimers(dueIn: .seconds(1))
+        clock.advance(by: .seconds(1))
+        var failure: (any Error)?
+        do { _ = try await sent } catch { failure = error }
+        await transport.shutdown()
+        try await silent.close()
+        #expect(pending == 1)  // the bound had not fired a second before it
+        #expect(failure as? UpstreamConnectionError == .connectTimeout, "\(String(describing: failure))")
+    }
+
     @Test func aConnectionTheServerClosesIsNotReused() async throws {
         let server = try await EchoHTTP1Server.start()
         var options = EchoHTTP1Server.Options()
