@@ -114,7 +114,7 @@ struct UpstreamConnector: Sendable {
     /// and checked the name for the request itself.
     init(
         origin: UpstreamOrigin, settings: UpstreamSettings, tls: NIOSSLContext?, addressGuard: HostResolver? = nil,
-        clock: any LoopClock = EventLoopClock()
+        clock: any LoopClock
     ) {
         self.clock = clock
         self.origin = origin
