@@ -129,36 +129,17 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     /// out, which is a takeover; a row that is neither claimed nor was there is a claim another
     /// instance made meanwhile (held elsewhere: the retry is answered). The trace starts anew
     /// with the claim. The rows go in the order of their keys, so that two instances' statements
-    /// lock rows in the same order.
+    /// lock rows in the same order. The statement is the function `herald_claim_v1`
+    /// (`PostgresRecordSchema.claim`), one call.
     static func claim(_ rows: [ClaimRow], client: PostgresClient, takeover: Double, window: Double) async throws -> [RecordClaim] {
         var seen = Set<String>()
         let unique = rows.indices.filter { seen.insert(rows[$0].key).inserted }
         let batch = unique.map { rows[$0] }
         let answers = try await client.query(
             """
-            WITH input AS (
-                SELECT * FROM unnest(\(batch.map(\.key)), \(batch.map(\.eventId)), \(batch.map(\.frontEnd)), \(batch.map(\.appId)),
-                    \(batch.map(\.device)), \(batch.map(\.pushkey)), \(batch.map(\.instance)), \(batch.map(\.at)))
-                    WITH ORDINALITY AS i(key, event_id, front_end, app_id, device, pushkey, instance, at, n)
-            ),
-            before AS (SELECT d.key, d.state FROM herald_deliveries d JOIN input USING (key)),
-            claimed AS (
-                INSERT INTO herald_deliveries AS d (key, state, expires_at, event_id, front_end, app_id, device, pushkey, started_at,
-                    instance, kept_until)
-                SELECT key, 'claimed', at + \(takeover), NULLIF(event_id, ''), NULLIF(front_end, ''), NULLIF(app_id, ''),
-                    NULLIF(device, ''), NULLIF(pushkey, ''), at, instance, at + \(max(window, takeover))
-                FROM input ORDER BY key
-                ON CONFLICT (key) DO UPDATE SET state = 'claimed', expires_at = EXCLUDED.expires_at,
-                    event_id = EXCLUDED.event_id, front_end = EXCLUDED.front_end, app_id = EXCLUDED.app_id, device = EXCLUDED.device,
-                    pushkey = EXCLUDED.pushkey, started_at = EXCLUDED.started_at, instance = EXCLUDED.instance,
-                    kept_until = EXCLUDED.kept_until, reason = NULL, detail = NULL, finished_at = NULL, attempts = 0, provider_id = NULL,
-                    target = NULL
-                WHERE d.expires_at <= EXCLUDED.started_at
-                RETURNING key
-            )
-            SELECT input.n, claimed.key IS NOT NULL, before.state
-            FROM input LEFT JOIN claimed USING (key) LEFT JOIN before USING (key)
-            ORDER BY input.n
+            SELECT * FROM herald_claim_v1(\(batch.map(\.key)), \(batch.map(\.eventId)), \(batch.map(\.frontEnd)), \(batch.map(\.appId)),
+                \(batch.map(\.device)), \(batch.map(\.pushkey)), \(batch.map(\.instance)), \(batch.map(\.at)), \(takeover),
+                \(max(window, takeover)))
             """, logger: logger)
         var found = [RecordClaim](repeating: .heldElsewhere, count: rows.count)
         for try await (n, claimed, state) in answers.decode((Int, Bool, String?).self) {
@@ -186,33 +167,16 @@ final class PostgresDeliveryRecords: DeliveryRecords {
 
     /// One statement for every finish of `rows`: a recorded outcome is answered from until the
     /// window ends, or, heard, from no longer (its trace stays); a failure releases its claim at
-    /// once (the retry really retries), its trace kept.
+    /// once (the retry really retries), its trace kept. One call of `herald_finish_v1`
+    /// (`PostgresRecordSchema.finish`).
     static func finish(_ rows: [FinishRow], client: PostgresClient, window: Double) async throws {
         var seen = Set<String>()
         let batch = rows.filter { seen.insert($0.key).inserted }.sorted { $0.key < $1.key }
         for try await _ in try await client.query(
             """
-            WITH input AS (
-                SELECT * FROM unnest(\(batch.map(\.key)), \(batch.map(\.state)), \(batch.map(\.recorded)), \(batch.map(\.reason)),
-                    \(batch.map(\.detail)), \(batch.map(\.attempts)), \(batch.map(\.providerId)), \(batch.map(\.target)),
-                    \(batch.map(\.heard)), \(batch.map(\.at)))
-                    AS i(key, state, recorded, reason, detail, attempts, provider_id, target, heard, at)
-            ),
-            released AS (
-                UPDATE herald_deliveries d SET state = i.state, expires_at = 0, reason = NULLIF(i.reason, ''),
-                    detail = NULLIF(i.detail, ''), finished_at = i.at, attempts = i.attempts, provider_id = NULLIF(i.provider_id, ''),
-                    target = NULLIF(i.target, '')
-                FROM input i WHERE d.key = i.key AND NOT i.recorded AND d.state = 'claimed'
-                RETURNING 1
-            )
-            INSERT INTO herald_deliveries AS d (key, state, expires_at, kept_until, reason, detail, finished_at, attempts, provider_id, target)
-            SELECT key, state, CASE WHEN heard THEN at ELSE at + \(window) END, at + \(window), NULLIF(reason, ''), NULLIF(detail, ''), at,
-                attempts, NULLIF(provider_id, ''), NULLIF(target, '')
-            FROM input WHERE recorded ORDER BY key
-            ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
-                kept_until = GREATEST(d.kept_until, EXCLUDED.kept_until), reason = EXCLUDED.reason, detail = EXCLUDED.detail,
-                finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts, provider_id = EXCLUDED.provider_id,
-                target = EXCLUDED.target
+            SELECT herald_finish_v1(\(batch.map(\.key)), \(batch.map(\.state)), \(batch.map(\.recorded)), \(batch.map(\.reason)),
+                \(batch.map(\.detail)), \(batch.map(\.attempts)), \(batch.map(\.providerId)), \(batch.map(\.target)),
+                \(batch.map(\.heard)), \(batch.map(\.at)), \(window))
             """, logger: logger)
         {}
     }
@@ -314,34 +278,15 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         return try await bound.run(prepare: { try await self.migrated() }, work)
     }
 
-    /// Creates the table on first use (one instance at a time, under an advisory lock).
+    /// Creates the table and its functions on first use (one instance at a time, under an advisory
+    /// lock; `PostgresRecordSchema`).
     private func migrated() async throws {
         if ready.value != nil { return }
         guard !migrating.exchange(true, ordering: .acquiringAndReleasing) else { return try await ready.wait() }
         do {
             try await PostgresMigration.run(
-                client, lock: 4_242_004,
-                [
-                    """
-                    CREATE TABLE IF NOT EXISTS herald_deliveries (
-                        key TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)
-                    """,
-                    // The trace's columns (docs/operations.md, "Why didn't my phone ring?"), added to
-                    // a table an earlier version made.
-                    """
-                    ALTER TABLE herald_deliveries
-                        ADD COLUMN IF NOT EXISTS event_id TEXT, ADD COLUMN IF NOT EXISTS app_id TEXT,
-                        ADD COLUMN IF NOT EXISTS device TEXT, ADD COLUMN IF NOT EXISTS pushkey TEXT,
-                        ADD COLUMN IF NOT EXISTS reason TEXT, ADD COLUMN IF NOT EXISTS detail TEXT,
-                        ADD COLUMN IF NOT EXISTS started_at DOUBLE PRECISION, ADD COLUMN IF NOT EXISTS finished_at DOUBLE PRECISION,
-                        ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS instance TEXT,
-                        ADD COLUMN IF NOT EXISTS provider_id TEXT, ADD COLUMN IF NOT EXISTS kept_until DOUBLE PRECISION NOT NULL DEFAULT 0,
-                        ADD COLUMN IF NOT EXISTS target TEXT, ADD COLUMN IF NOT EXISTS front_end TEXT
-                    """,
-                    "CREATE INDEX IF NOT EXISTS herald_deliveries_event ON herald_deliveries (event_id)",
-                    // A device's deliveries across events (`herald trace --pushkey`).
-                    "CREATE INDEX IF NOT EXISTS herald_deliveries_device ON herald_deliveries (device)",
-                ], within: timeout, clock: clock.loopClock, logger: Self.logger)
+                client, lock: PostgresRecordSchema.lock, PostgresRecordSchema.statements, within: timeout, clock: clock.loopClock,
+                logger: Self.logger)
             ready.open(())
         } catch {
             migrating.store(false, ordering: .releasing)

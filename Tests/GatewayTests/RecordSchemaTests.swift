@@ -1,0 +1,55 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import DeliveryRecord
+@testable import Gateway
+
+/// The PostgreSQL record's table and functions (`PostgresRecordSchema`) on a real PostgreSQL.
+@Suite struct RecordSchemaTests {
+    static let logger = Logger(label: "test")
+
+    /// A database an earlier Herald made (the first table, no trace columns, no functions) is
+    /// brought up to date on first use, its records still answered from; the claim and the finish
+    /// functions plan each call for its values: a plan made once for every value cost PostgreSQL
+    /// about twice the CPU a call (docs/operations.md, stop 70).
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func anEarlierHeraldsTableGetsItsColumnsAndTheFunctionsOnFirstUse() async throws {
+        let records = try await OnceTests.postgresRecords(clock: SystemClock())
+        let now = Date(timeIntervalSince1970: 2_000_000_000)
+        let sent = RepeatKey(["$sent", "app", "pushkey"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await records.client.run() }
+            func rows(_ query: PostgresQuery) async throws -> [String] {
+                var found: [String] = []
+                for try await value in try await records.client.query(query, logger: Self.logger).decode(String.self) {
+                    found.append(value)
+                }
+                return found
+            }
+            _ = try await rows(
+                "CREATE TABLE herald_deliveries (key TEXT PRIMARY KEY, state TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL)")
+            _ = try await rows(
+                "INSERT INTO herald_deliveries VALUES (\(sent.digest), 'delivered', \(now.timeIntervalSince1970 + 3600))")
+            #expect(try await records.claim(key: sent, trace: nil, instance: "new", now: now) == .recorded(.delivered))
+            let fresh = RepeatKey(["$fresh", "app", "pushkey"])
+            let trace = TraceStart(eventId: "$fresh", appId: "app", pushkey: "pushkey")
+            #expect(try await records.claim(key: fresh, trace: trace, instance: "new", now: now) == .claimed)
+            try await records.finish(key: fresh, .delivered, trace: nil, now: now + 1)
+            #expect(try await records.claim(key: fresh, trace: trace, instance: "new", now: now + 2) == .recorded(.delivered))
+            let settings = try await rows(
+                """
+                SELECT proname || ' ' || array_to_string(proconfig, ',') FROM pg_proc
+                WHERE proname IN ('herald_claim_v1', 'herald_finish_v1') ORDER BY proname
+                """)
+            #expect(
+                settings == [
+                    "herald_claim_v1 plan_cache_mode=force_custom_plan", "herald_finish_v1 plan_cache_mode=force_custom_plan",
+                ])
+            group.cancelAll()
+        }
+    }
+}
