@@ -5,10 +5,11 @@ import PostgresNIO
 ///
 /// A claim and a finish each call a PL/pgSQL function rather than sending their statement: a
 /// function's statements are parsed and analysed once per database connection, where a statement
-/// sent as text is parsed, analysed and planned on every call (about half of PostgreSQL's CPU a
+/// sent as text is parsed and analysed on every call (about a quarter of PostgreSQL's CPU a
 /// notify, docs/operations.md, stop 70). This keeps working behind PgBouncer in transaction mode,
-/// which named prepared statements do not. Each function plans its statement for the call's
-/// values (`plan_cache_mode`, set on the function only), as a statement sent as text is planned.
+/// which named prepared statements do not. Each function still plans its statement for the
+/// call's values (`plan_cache_mode`, set on the function only), as a statement sent as text is
+/// planned: one plan for every value cost about twice the CPU.
 ///
 /// The functions' names carry a version: a later Herald that changes what one does adds a new
 /// name, so that an older instance beside it in a rolling upgrade keeps calling its own.
