@@ -46,6 +46,11 @@ if [ -z "${HERALD_TEST_POSTGRES_URL:-}" ] && [ "$(id -u)" -eq 0 ]; then
   fi
 fi
 [ -n "${HERALD_TEST_POSTGRES_URL:-}" ] || echo "note: no PostgreSQL; the PostgreSQL store tests are skipped" >&2
+# At most eight tests at once: all of them at once on two cores gives each test's connection
+# set-up, notify and statement a sliver of a core, and the product's defaults (a 5 s connect
+# timeout, a 20 s answer deadline), which the suite runs, would be passed by load alone. Eight
+# costs the suite a few seconds. SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH given overrides it.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
 TMPDIR=$testtmp swift test --skip-build
 
 # The fleet's chaos test (docs/scaling.md) runs alone, after the rest: it loads both cores for a

@@ -16,9 +16,8 @@ import Testing
     let e2e = APNsEndToEndTests()
 
     @Test func theServersStreamLimitHoldsWhenItIsBelowTheConfiguredOne() async throws {
-        // max_concurrent_streams defaults far above the 3 the server allows: the extra streams wait
-        // (within a request timeout no loaded machine reaches: a timed-out request is sent again).
-        let setup = try await e2e.start(extra: "max_connections: 1\nrequest_timeout: 60", maxConcurrentStreams: 3, limit: 5000)
+        // max_concurrent_streams defaults far above the 3 the server allows: the extra streams wait.
+        let setup = try await e2e.start(extra: "max_connections: 1", maxConcurrentStreams: 3, limit: 5000)
         setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
         let keys = (0..<30).map { _ in APNsEndToEndTests.pushkey() }
         let response = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: keys.map { e2e.device($0) }))
@@ -87,8 +86,7 @@ import Testing
 
     @Test func throughTheProxyTheTunnelCarriesTheNotificationWithCredentials() async throws {
         let proxy = try await FakeConnectProxy.start(username: "herald", password: "s3cret")
-        let setup = try await e2e.start(
-            extra: "connect_timeout: 60\nrequest_timeout: 60", top: "proxy: 'http://herald:s3cret@127.0.0.1:\(proxy.port)'")
+        let setup = try await e2e.start(top: "proxy: 'http://herald:s3cret@127.0.0.1:\(proxy.port)'")
         let key = APNsEndToEndTests.pushkey()
         let first = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: [e2e.device(key)]))
         let tunnels = proxy.connects

@@ -51,8 +51,6 @@ import Testing
                 tls_ca_file: \(directory)/ca.pem
                 max_attempts: 2
                 retry_initial_backoff: 0.01
-                connect_timeout: 60
-                request_timeout: 60
 
             """
         let adamant = """

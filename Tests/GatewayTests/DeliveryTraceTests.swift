@@ -239,7 +239,7 @@ struct DeliveryTraceTests {
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aRelayedMessageIsAnsweredByItsTokenFromAnotherInstance() async throws {
         let url = try await TestPostgres.createDatabase(prefix: "herald_trace")
-        let top = "notify:\n  repeat_store: \(url)\n  repeat_store_timeout: 30\n"
+        let top = "notify:\n  repeat_store: \(url)\n"
         let first = try await RelayEndToEndTests().start(top: top)
         let second = try await RelayEndToEndTests().start(top: top)
         let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")

@@ -157,9 +157,7 @@ import Testing
     }
 
     @Test func quotaIsRetriedHonouringRetryAfterAsSecondsOrDate() async throws {
-        // A budget beyond the suite's patient request timeout (60 s): an attempt that stalls on a
-        // busy machine leaves time for the retry this test is about.
-        let setup = try await start(extra: "retry_budget: 120")
+        let setup = try await start()
         setup.fcm.script("a", .sequence([.quotaExceeded(retryAfter: "0"), .accept]))
         let date = Date().addingTimeInterval(-5)
         let formatter = DateFormatter()
@@ -224,9 +222,7 @@ import Testing
     }
 
     @Test func legacyBatchesChunksOf1000AndHandlesPerResultErrors() async throws {
-        // A patient timeout: a 1000-token request once passed the default 10 s with the suite beside
-        // two busy loops, and was sent again whole (the chunks are what this test counts).
-        let setup = try await start(legacy: true, extra: "inflight_request_limit: 5000\nrequest_timeout: 60")
+        let setup = try await start(legacy: true, extra: "inflight_request_limit: 5000")
         setup.fcm.script("k7", .unregistered)
         setup.fcm.script("k1200", .invalidToken)
         setup.fcm.script("k5", .sequence([.unavailable(retryAfter: nil), .accept]))

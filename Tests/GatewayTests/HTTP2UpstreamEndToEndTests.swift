@@ -28,12 +28,8 @@ import Testing
         }
     }
 
-    /// Timeouts far beyond a debug build's TLS handshake on a loaded machine: the tests count
-    /// connections, and one timed out would be one more.
-    static let patient = "connect_timeout: 60\nrequest_timeout: 120"
-
     func startFCM(
-        offer: TLSFront.Offer = .http2AndHTTP1, maxConcurrentStreams: Int = 100, extra: String = patient,
+        offer: TLSFront.Offer = .http2AndHTTP1, maxConcurrentStreams: Int = 100, extra: String = "",
         clock: any HeraldClock = SystemClock()
     ) async throws -> FCMSetup {
         let pki = try Self.pki()
@@ -83,7 +79,7 @@ import Testing
     }
 
     @Test func withHTTP2OffFCMIsSpokenToOverHTTP1() async throws {
-        let setup = try await startFCM(extra: "http2: false\n" + Self.patient)
+        let setup = try await startFCM(extra: "http2: false")
         let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: [fcmDevice("t1")]))
         await setup.stop()
         #expect(response.json == ["rejected": []])
@@ -104,8 +100,6 @@ import Testing
     }
 
     @Test func theServersMaxConcurrentStreamsIsKeptAndEveryPushArrives() async throws {
-        // (`patient`: a timed-out stream is reset and sent again, which would free its slot before
-        // the fake has finished with it.)
         let setup = try await startFCM(maxConcurrentStreams: 2)
         let tokens = (0..<12).map { "t\($0)" }
         let response = try await setup.herald.notify(notifyBody(["event_id": "$e"], devices: tokens.map(fcmDevice)))
@@ -120,7 +114,7 @@ import Testing
     /// (as shipped, 10 s, on the test's clock), and the notify is answered 502 for its retry.
     @Test func aTimedOutStreamIsRetriedWithinTheDeadlineThen502() async throws {
         let clock = ManualClock()
-        let setup = try await startFCM(extra: "request_timeout: 10\nconnect_timeout: 60\nmax_attempts: 2", clock: clock)
+        let setup = try await startFCM(extra: "request_timeout: 10\nmax_attempts: 2", clock: clock)
         let release = TestEvent()
         setup.fcm.script("slow", .hold(release, then: .accept))
         async let answered = setup.herald.notify(notifyBody(["event_id": "$e"], devices: [fcmDevice("slow")]))
@@ -141,7 +135,7 @@ import Testing
         let pki = try Self.pki()
         let hms = try await FakeHMS.start(directory: temporaryDirectory())
         let front = try await TLSFront.start(pki: pki, handler: hms, offer: offer)
-        let apps = HMSEndToEndTests.apps(hms, appKeys: "tls_ca_file: \(pki.caFile)\n" + Self.patient).replacingOccurrences(
+        let apps = HMSEndToEndTests.apps(hms, appKeys: "tls_ca_file: \(pki.caFile)").replacingOccurrences(
             of: "base_url: \(hms.baseURL)", with: "base_url: \(front.baseURL)")
         let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
         let devices: [JSONValue] = [
@@ -179,7 +173,7 @@ import Testing
         }
     }
 
-    func startWebPush(offer: TLSFront.Offer = .http2AndHTTP1, extra: String = patient) async throws -> WebPushSetup {
+    func startWebPush(offer: TLSFront.Offer = .http2AndHTTP1, extra: String = "") async throws -> WebPushSetup {
         let pki = try Self.pki()
         let service = try await FakeWebPushService.start()
         let front = try await TLSFront.start(pki: pki, handler: service, offer: offer)
@@ -243,8 +237,6 @@ import Testing
                 type: unifiedpush
                 allow_private_endpoints: true
                 tls_ca_file: \(pki.caFile)
-                connect_timeout: 60
-                request_timeout: 120
 
             """
         let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))

@@ -54,8 +54,6 @@ import Testing
                 topic: t
                 base_url: \(apns.baseURL)
                 tls_ca_file: \(pki.caFile)
-                connect_timeout: 60
-                request_timeout: 60
 
             """
         let herald = try await InMemoryGateway.start(gatewayYAML(apps: apps))
@@ -455,9 +453,7 @@ extension HTTPEdgeTests {
         let service = try await FakeWebPushService.start()
         var registry = PushkinRegistry.standard
         registry.hostResolver = CountingResolver().resolver
-        // Patient timeouts: a tunnel set up on a loaded machine once took longer than the default
-        // 5 s three times over, and the push failed.
-        let app = Self.httpWebPushApp(extra: "connect_timeout: 60\n    request_timeout: 60")
+        let app = Self.httpWebPushApp()
         let herald = try await InMemoryGateway.start(
             gatewayYAML(apps: app, extra: "proxy: 'http://127.0.0.1:\(proxy.port)'"), registry: registry)
         let s = service.subscribe()

@@ -59,7 +59,7 @@ struct OnceTests {
     /// gets the push once.
     @Test func aRepeatWhileTheUpstreamStallsIsNotSentTwice() async throws {
         let clock = ManualClock()
-        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
+        let setup = try await APNsEndToEndTests().start(extra: Self.heldPastTheDeadline, clock: clock)
         let key = APNsEndToEndTests.pushkey()
         let release = TestEvent()
         setup.apns.script(APNsEndToEndTests.hex(key), .hold(release, then: .accept))
@@ -77,9 +77,10 @@ struct OnceTests {
         #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
     }
 
-    /// The product's `notify` settings (`answer_within` 20 s) for a test on a manual clock, which
-    /// moves the answer deadline: the harness's 300 s is for the tests on the wall clock.
-    static let productDefaults = "notify: {}"
+    /// An APNs request timeout that outlasts the answer deadline (the product's 20 s), for the tests
+    /// that hold a call while the manual clock passes it: the default request timeout (10 s) would
+    /// end the held attempt at the same step, and the retry would be a second push.
+    static let heldPastTheDeadline = "request_timeout: 60"
     static let answerWithin = Duration.seconds(20)
 
     /// `key`'s notify, answered at its deadline: once APNs has its push (the first since the token
@@ -151,7 +152,7 @@ struct OnceTests {
     /// the same notify sent after that retry's 200: a retry's answer is never taken as heard.
     @Test func aNotifyAnsweredAtTheDeadlineIsAnsweredFromTheRecordOnEveryRetry() async throws {
         let clock = ManualClock()
-        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
+        let setup = try await APNsEndToEndTests().start(extra: Self.heldPastTheDeadline, clock: clock)
         let key = APNsEndToEndTests.pushkey()
         let token = APNsEndToEndTests.hex(key)
         let release = TestEvent()
@@ -177,7 +178,7 @@ struct OnceTests {
     /// rejected again on its retries, without a second call.
     @Test func aRejectionTheSenderDidNotHearIsRejectedAgainWithoutASecondCall() async throws {
         let clock = ManualClock()
-        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
+        let setup = try await APNsEndToEndTests().start(extra: Self.heldPastTheDeadline, clock: clock)
         let key = APNsEndToEndTests.pushkey()
         let release = TestEvent()
         setup.apns.script(
@@ -303,7 +304,7 @@ struct OnceTests {
     /// again after a cut answer is still pushed once.
     @Test func twoPushersWithOnePushkeyAndDifferentDataGetTwoPushes() async throws {
         let clock = ManualClock()
-        let setup = try await APNsEndToEndTests().start(top: Self.productDefaults, clock: clock)
+        let setup = try await APNsEndToEndTests().start(extra: Self.heldPastTheDeadline, clock: clock)
         let key = APNsEndToEndTests.pushkey()
         let token = APNsEndToEndTests.hex(key)
         let accounts: [JSONObject] = [["default_payload": ["cs": "account-one"]], ["default_payload": ["cs": "account-two"]]]
@@ -421,7 +422,7 @@ struct OnceTests {
     func aGorushNotificationOfTenTokensCostsTwoStatements() async throws {
         let url = try await TestPostgres.createDatabase(prefix: "herald_once")
         let setup = try await StatusEndToEndTests().start(
-            statusExtra: "  gorush:\n    sync: true\nnotify:\n  answer_within: 300\n  repeat_store: \(url)\n  repeat_store_timeout: 30")
+            statusExtra: "  gorush:\n    sync: true\nnotify:\n  repeat_store: \(url)")
         let records = try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
         let tokens = (0..<10).map { _ in APNsEndToEndTests.hex(APNsEndToEndTests.pushkey()) }
         let batch = """
@@ -461,15 +462,16 @@ struct OnceTests {
             return fleet
         }
 
+        /// An instance on the fleet's record (its calls may be held past the answer deadline).
         func adding(answerWithin: Double = 20, shared: Bool = true) async throws -> Fleet {
             let apps = apnsApp(
                 "com.example.apns", directory: directory, baseURL: apns.baseURL, caFile: pki.caFile, topic: APNsEndToEndTests.topic,
-                extra: "retry_initial_backoff: 0.01")
+                extra: "retry_initial_backoff: 0.01\n" + OnceTests.heldPastTheDeadline)
             let herald = try await RunningGateway.start(
                 gatewayYAML(
                     apps: apps,
                     extra:
-                        "notify:\n  repeat_store: \(shared ? url : "memory")\n  answer_within: \(answerWithin)\n  repeat_store_timeout: 30"),
+                        "notify:\n  repeat_store: \(shared ? url : "memory")\n  answer_within: \(answerWithin)"),
                 clock: clock)
             return Fleet(apns: apns, instances: instances + [herald], url: url, directory: directory, pki: pki, clock: clock)
         }
@@ -733,7 +735,7 @@ struct OnceTests {
         // Port 1 refuses the connection: the pool keeps trying, and the claim ends at
         // `repeat_store_timeout` (1 s, on the manual clock).
         let setup = try await APNsEndToEndTests().start(
-            top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none", clock: clock)
+            extra: Self.heldPastTheDeadline, top: "notify:\n  repeat_store: postgres://postgres@127.0.0.1:1/none", clock: clock)
         let key = APNsEndToEndTests.pushkey()
         // Answered at the deadline (the upstream holds the push): its retry is answered from this
         // instance's memory.
@@ -778,7 +780,7 @@ struct OnceTests {
         // A frozen PostgreSQL is silent in real time, so the record's timeout is 5 s here (1 s by
         // default): a loaded machine's delays stay well inside it.
         let setup = try await APNsEndToEndTests().start(
-            top: "notify:\n  repeat_store: \(postgres.url)\n  repeat_store_timeout: 5\n  answer_within: 300")
+            top: "notify:\n  repeat_store: \(postgres.url)\n  repeat_store_timeout: 5")
         let once = OnceTests()
         let warm = APNsEndToEndTests.pushkey()
         #expect(try await once.notify(setup.herald, warm).status == 200)

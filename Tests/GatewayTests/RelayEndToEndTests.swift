@@ -67,8 +67,6 @@ import Testing
                 max_attempts: 2
                 retry_initial_backoff: 0.01
                 retry_max_backoff: 0.02
-                connect_timeout: 60
-                request_timeout: 60
 
             """
         let relay = """

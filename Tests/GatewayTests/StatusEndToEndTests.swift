@@ -59,8 +59,6 @@ import Testing
                 base_url: \(apns.baseURL)
                 tls_ca_file: \(pki.caFile)
                 retry_initial_backoff: 0.01
-                connect_timeout: 60
-                request_timeout: 60
               im.status.android:
                 type: gcm
                 api_version: v1

@@ -155,8 +155,6 @@ func apnsApp(_ key: String, directory: String, baseURL: String, caFile: String, 
         topic: \(topic)
         base_url: \(baseURL)
         tls_ca_file: \(caFile)
-        connect_timeout: 60
-        request_timeout: 60
     \(extra.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
 
     """
@@ -178,71 +176,26 @@ func webpushApp(_ key: String, directory: String, extra: String = "") -> String 
     """
 }
 
-/// Unless `extra` has a `notify:` section of its own, the notify's answer deadline is 300 s, not
-/// the default 20 s: on a busy machine (the suite beside two busy loops on two cores) a notify of
-/// the parallel suite waited past 20 s for a thread and was answered with the deadline's 502.
-/// The tests of the deadline set it themselves.
-///
-/// Every app of an upstream type is patient too (`patientUpstreams`).
+/// A gateway's YAML with `apps` and the product's defaults: no deadline or timeout of the
+/// harness's own (a test of one sets it). The suite runs at most eight tests at once
+/// (scripts/test.sh), so that a connection's set-up, a notify's answer and a record's statement
+/// get a core within the defaults on a busy two-core machine.
 func gatewayYAML(apps: String, extra: String = "", http: String = "") -> String {
-    let notify = extra.contains("notify:") ? "" : "notify:\n  answer_within: 300\n"
-    let apps = patientUpstreams(apps)
-    return """
-        \(notify)http:
-          bind_addresses: ['127.0.0.1']
-          port: 0
-          shutdown_grace_period: 10
-        \(http.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-        metrics:
-          prometheus:
-            enabled: true
-            address: 127.0.0.1
-            port: 0
-        \(extra)
-        apps:
-        \(apps)
-        """
-}
-
-/// `apps` with `connect_timeout: 60` and `request_timeout: 60` in each app of an upstream type,
-/// each where the app does not set it itself. The defaults (5 s and 10 s) are reached on a busy machine, where a
-/// connection's address lookup waits for a thread of the cooperative pool the parallel suite
-/// keeps busy: the connect timed out, was retried, and a test counting lookups or requests saw
-/// one more (DNSRebindingTests, CI of stop 64). A test of a timeout sets the one it tests.
-func patientUpstreams(_ apps: String) -> String {
-    let upstreamTypes: Set<Substring> = ["apns", "fcm", "gcm", "webpush", "hms", "unifiedpush"]
-    var lines = apps.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-    func indent(_ line: String) -> Int { line.prefix { $0 == " " }.count }
-    var index = 0
-    while index < lines.count {
-        let line = lines[index]
-        let trimmed = line.drop { $0 == " " }
-        guard trimmed.hasPrefix("type:"),
-            upstreamTypes.contains(Substring(trimmed.dropFirst(5).trimmingCharacters(in: .whitespaces)))
-        else {
-            index += 1
-            continue
-        }
-        let level = indent(line)
-        var start = index
-        while start > 0, lines[start - 1].trimmingCharacters(in: .whitespaces).isEmpty || indent(lines[start - 1]) >= level {
-            start -= 1
-        }
-        var end = index + 1
-        while end < lines.count, lines[end].trimmingCharacters(in: .whitespaces).isEmpty || indent(lines[end]) >= level {
-            end += 1
-        }
-        let block = lines[start..<end]
-        let pad = String(repeating: " ", count: level)
-        var added: [String] = []
-        for key in ["connect_timeout", "request_timeout"]
-        where !block.contains(where: { $0.drop { $0 == " " }.hasPrefix(key + ":") }) {
-            added.append("\(pad)\(key): 60")
-        }
-        lines.insert(contentsOf: added, at: index + 1)
-        index += 1 + added.count
-    }
-    return lines.joined(separator: "\n")
+    """
+    http:
+      bind_addresses: ['127.0.0.1']
+      port: 0
+      shutdown_grace_period: 10
+    \(http.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+    metrics:
+      prometheus:
+        enabled: true
+        address: 127.0.0.1
+        port: 0
+    \(extra)
+    apps:
+    \(apps)
+    """
 }
 
 /// A notify body with the given devices, optionally around a notification.
