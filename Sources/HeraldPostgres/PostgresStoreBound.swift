@@ -6,6 +6,7 @@ package import PostgresNIO
 /// outcome the store's health (`ComponentHealth`), and, once the store missed a deadline, skipped
 /// but for one probe at a time (`SELECT 1`, made once here, not per operation), so that a silent
 /// database costs its callers one timeout, not one each ("A silent store", docs/operations.md).
+/// A PostgresNIO error comes out as a `PostgresFailure`, which says what failed.
 package struct PostgresStoreBound: Sendable {
     package let tracker: ComponentHealth
     package let timeout: Duration
@@ -29,7 +30,7 @@ package struct PostgresStoreBound: Sendable {
     /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),
     /// its outcome the store's health, skipped as `run`'s work is: no task or timer per call.
     package func tracked<T: Sendable>(_ work: () async throws -> T) async throws -> T {
-        try await tracker.track(work, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
+        try await tracker.track({ try await Self.described(work) }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
     }
 
     /// `work` within the timeout, after `prepare` within it too (a table made on first use).
@@ -39,8 +40,21 @@ package struct PostgresStoreBound: Sendable {
         let (timeout, clock) = (self.timeout, self.clock)
         return try await tracker.track(
             {
-                if let prepare { try await PostgresDeadline.bounded(timeout, clock: clock, prepare) }
-                return try await PostgresDeadline.bounded(timeout, clock: clock, work)
+                try await Self.described {
+                    if let prepare { try await PostgresDeadline.bounded(timeout, clock: clock, prepare) }
+                    return try await PostgresDeadline.bounded(timeout, clock: clock, work)
+                }
             }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
+    }
+
+    /// `work`, a PostgresNIO error it throws replaced by what the log and `/health` say of it
+    /// (`PostgresFailure`).
+    private static func described<T>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch {
+            if let failure = PostgresFailure(error) { throw failure }
+            throw error
+        }
     }
 }

@@ -52,4 +52,40 @@ import Testing
             group.cancelAll()
         }
     }
+
+    /// A database user without the right to create in its schema (PostgreSQL 15's default for a
+    /// user that does not own `public`): the record cannot make its table, each notify is still
+    /// delivered once (this instance's memory stands in), and `/health` says what PostgreSQL
+    /// refused and what to grant, not PostgresNIO's generic sentence.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aUserWithoutTheRightToCreateIsToldWhatToGrant() async throws {
+        let url = try await TestPostgres.createDatabase(prefix: "herald_rights")
+        var components = try #require(URLComponents(string: url))
+        let role = "herald_limited_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = PostgresClient(
+            configuration: .init(
+                host: components.host ?? "127.0.0.1", port: components.port ?? 5432, username: components.user ?? "postgres",
+                password: components.password, database: String(components.path.dropFirst()), tls: .disable),
+            backgroundLogger: Self.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.run() }
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE ROLE \(role) LOGIN"), logger: Self.logger)
+            try await admin.query(PostgresQuery(unsafeSQL: "REVOKE CREATE ON SCHEMA public FROM PUBLIC"), logger: Self.logger)
+            group.cancelAll()
+        }
+        components.user = role
+        components.password = nil
+        let limited = try #require(components.string)
+        let setup = try await APNsEndToEndTests().start(top: "notify:\n  repeat_store: \(limited)")
+        let key = APNsEndToEndTests.pushkey()
+        let answered = try await OnceTests().notify(setup.herald, key)
+        let health = try await setup.herald.request(.GET, "/health")
+        await setup.stop()
+        #expect(answered.status == 200 && answered.json == ["rejected": []])
+        #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
+        let problem = health.json?["failing"]?["repeat_store"].map { "\($0)" } ?? ""
+        #expect(problem.contains("SQLSTATE 42501: permission denied for schema public"), "\(health.text)")
+        #expect(problem.contains("GRANT CREATE ON SCHEMA public"), "\(health.text)")
+        #expect(!health.text.contains("Generic description"), "\(health.text)")
+    }
 }

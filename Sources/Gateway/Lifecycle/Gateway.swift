@@ -97,6 +97,7 @@ package final class Gateway: Sendable {
             diagnostics.warning(section, "unknown section, ignored")
         }
         GatewayConfig.fleetNotes(config, diagnostics: diagnostics)
+        GatewayConfig.postgresRightsNote(config, diagnostics: diagnostics)
         configNotes = diagnostics.notes
         live = Mutex(Live(pushkins: pushkins, dispatcher: context.dispatcher, frontEnds: frontEnds))
         handler = SwappableRoutes(Self.routes(config, frontEnds, health: onceSetup.health, holds: holds, logger: logger))

@@ -71,7 +71,7 @@ package final class ComponentHealth: Sendable {
 
     /// `failed` at `now`.
     package func failed(_ error: any Error, at now: Date) {
-        let text = String(String(describing: error).prefix(200))
+        let text = String(String(describing: error).prefix(400))
         state.withLock {
             if $0.failingSince == nil { $0.failingSince = now }
             $0.lastError = text

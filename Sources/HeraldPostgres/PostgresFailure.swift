@@ -1,0 +1,58 @@
+import PostgresNIO
+
+/// A PostgreSQL store's failure as a log line and `/health` say it. PostgresNIO describes every
+/// `PSQLError` with one generic sentence (so that a query's values stay out of logs), which tells
+/// an operator neither what failed nor what to change. This names the failure (the server's
+/// SQLSTATE, or the client's code and the connection's error), quotes the server's message only
+/// for the classes whose messages name objects and rights, never values (not a data error's,
+/// which may quote one), and adds the fix where it is known. It never holds the query.
+package struct PostgresFailure: Error, CustomStringConvertible, Sendable {
+    /// The server's SQLSTATE, when the server refused.
+    package let sqlState: String?
+    package let description: String
+
+    /// `error` described, when it is PostgresNIO's; nil for any other error.
+    package init?(_ error: any Error) {
+        guard let error = error as? PSQLError else { return nil }
+        guard let info = error.serverInfo, let state = info[.sqlState] else {
+            sqlState = nil
+            let cause = error.underlying.map { ": " + Self.clean(String(describing: $0)) } ?? ""
+            description = "PostgreSQL: \(error.code)\(cause)"
+            return
+        }
+        sqlState = state
+        let quoted = Self.quotable.contains(String(state.prefix(2))) ? info[.message].map { ": " + Self.clean($0) } ?? "" : ""
+        let fix = Self.fixes[state].map { "; " + $0 } ?? ""
+        description = "PostgreSQL refused (SQLSTATE \(state)\(quoted))\(fix)"
+    }
+
+    /// The SQLSTATE classes whose messages name a connection, a database, a role, an object or a
+    /// limit: connection (08), feature (0A), transaction state (25), authorisation (28), catalog and
+    /// schema names (3D, 3F), rollbacks (40), syntax and access rules (42), resources and limits
+    /// (53, 54, 55), operator intervention (57), system (58).
+    static let quotable: Set<String> = ["08", "0A", "25", "28", "3D", "3F", "40", "42", "53", "54", "55", "57", "58"]
+
+    /// What to change, for the refusals an operator meets when setting a store up. (A refusal of
+    /// the connection itself, a password or a database, never reaches an operation: PostgresNIO's
+    /// pool tries again, and the operation ends at its timeout.)
+    static let fixes: [String: String] = [
+        "42501":
+            "grant the database user CREATE on its schema (GRANT CREATE ON SCHEMA public TO the user) and the right to write "
+            + "its tables: Herald makes its tables, and the delivery record's functions, on first use "
+            + "(docs/operations.md, \"The database's rights\")",
+        "25006": "the URL reaches a standby or a read-only database: point it at the primary, or at a proxy that follows it",
+    ]
+
+    /// `text` on one line, at most 200 characters, control characters escaped.
+    static func clean(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars.prefix(200) {
+            if scalar.properties.generalCategory == .control {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
