@@ -85,7 +85,9 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
-        bound = PostgresStoreBound(client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker)
+        bound = PostgresStoreBound(
+            client: client, connection: try? PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
+            tracker: tracker)
         self.clock = clock
         let client = client
         let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)

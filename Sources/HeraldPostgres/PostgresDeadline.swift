@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 package import PostgresNIO
+import Synchronization
 
 /// A store operation's wait for PostgreSQL, bounded.
 package enum PostgresDeadline {
@@ -16,14 +17,36 @@ package enum PostgresDeadline {
     /// (`ComponentHealth.track`, which then skips it but for one probe at a time).
     package static func isSilence(_ error: any Error) -> Bool { error is Unavailable }
 
-    /// A silent store's probe: `SELECT 1` on `client`, within `timeout` on `clock`.
+    /// A silent store's probe: `SELECT 1` on `client`, within `timeout` on `clock`. Given the
+    /// store's `connection` configuration, on a connection of its own outside the pool, closed
+    /// after: the pool tries a refused connection again without saying why, and the probe's
+    /// failure (a refused password, a missing database) is then what `/health` shows.
     package static func probe(
-        _ client: PostgresClient, within timeout: Duration, clock: any LoopClock
+        _ client: PostgresClient, connection: PostgresConnection.Configuration? = nil, within timeout: Duration,
+        clock: any LoopClock
     ) -> @Sendable () async throws -> Void {
         let logger = Logger(label: "herald.postgres.probe")
+        guard let connection else {
+            return {
+                try await bounded(timeout, clock: clock) {
+                    for try await _ in try await client.query("SELECT 1", logger: logger) {}
+                }
+            }
+        }
+        let ids = Atomic(0)
         return {
             try await bounded(timeout, clock: clock) {
-                for try await _ in try await client.query("SELECT 1", logger: logger) {}
+                let id = ids.add(1, ordering: .relaxed).newValue
+                let opened = try await PostgresConnection.connect(
+                    on: MultiThreadedEventLoopGroup.singleton.any(), configuration: connection, id: id, logger: logger
+                ).get()
+                do {
+                    for try await _ in try await opened.query("SELECT 1", logger: logger) {}
+                } catch {
+                    try? await opened.close()
+                    throw error
+                }
+                try await opened.close()
             }
         }
     }

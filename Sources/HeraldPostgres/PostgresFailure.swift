@@ -32,15 +32,19 @@ package struct PostgresFailure: Error, CustomStringConvertible, Sendable {
     /// (53, 54, 55), operator intervention (57), system (58).
     static let quotable: Set<String> = ["08", "0A", "25", "28", "3D", "3F", "40", "42", "53", "54", "55", "57", "58"]
 
-    /// What to change, for the refusals an operator meets when setting a store up. (A refusal of
-    /// the connection itself, a password or a database, never reaches an operation: PostgresNIO's
-    /// pool tries again, and the operation ends at its timeout.)
+    /// What to change, for the refusals an operator meets when setting a store up.
     static let fixes: [String: String] = [
         "42501":
             "grant the database user CREATE on its schema (GRANT CREATE ON SCHEMA public TO the user) and the right to write "
             + "its tables: Herald makes its tables, and the delivery record's functions, on first use "
             + "(docs/operations.md, \"The database's rights\")",
         "25006": "the URL reaches a standby or a read-only database: point it at the primary, or at a proxy that follows it",
+        // Refusals of the connection itself, which a silent store's probe reports (the pool tries
+        // again without saying why).
+        "28P01": "the user name or password in the URL is refused",
+        "28000": "PostgreSQL's pg_hba.conf does not let this user in from this address",
+        "3D000": "the database the URL names does not exist: create it (Herald makes its tables, not the database)",
+        "53300": "PostgreSQL's max_connections is reached: raise it, or lower the connections each instance keeps",
     ]
 
     /// `text` on one line, at most 200 characters, control characters escaped.

@@ -16,15 +16,18 @@ package struct PostgresStoreBound: Sendable {
     /// An error that is the database's answer, not its failure (ADAMANT's lost lease).
     private let isAnswer: @Sendable (any Error) -> Bool
 
+    /// `connection`: the store's URL as one connection's configuration, for the probe
+    /// (`PostgresDeadline.probe`); nil probes through the pool.
     package init(
-        client: PostgresClient, timeout: Duration, clock: any LoopClock, tracker: ComponentHealth,
-        isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
+        client: PostgresClient, connection: PostgresConnection.Configuration? = nil, timeout: Duration, clock: any LoopClock,
+        tracker: ComponentHealth, isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
     ) {
         self.tracker = tracker
         self.timeout = timeout
         self.clock = clock
         self.isAnswer = isAnswer
-        probe = PostgresDeadline.probe(client, within: timeout, clock: clock)
+        let probe = PostgresDeadline.probe(client, connection: connection, within: timeout, clock: clock)
+        self.probe = { try await Self.described(probe) }
     }
 
     /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),

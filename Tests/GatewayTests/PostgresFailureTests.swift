@@ -44,4 +44,50 @@ import Testing
         #expect(!said.joined().contains("secret-token-value"))
         #expect(!said.joined().contains("Generic description"))
     }
+
+    /// A database the URL names but the server does not have: PostgresNIO's pool tries again
+    /// without saying why, and the operation ends at the store's timeout; the probe of the silent
+    /// store, on a connection of its own, says why in `/health`, with the fix.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aMissingDatabaseIsNamedByTheProbe() async throws {
+        let base = try #require(TestPostgres.url)
+        var components = try #require(URLComponents(string: base))
+        components.path = "/herald_never_created"
+        let url = try #require(components.string)
+        let clock = ManualClock()
+        let client = PostgresClient(configuration: try PostgresURL.configuration(url, maxConnections: 1), backgroundLogger: Self.logger)
+        let health = ComponentHealth(name: "store", clock: clock)
+        let timeout = Duration.seconds(5)
+        let bound = PostgresStoreBound(
+            client: client, connection: try PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
+            tracker: health)
+        func select() async -> String {
+            do {
+                try await bound.run { for try await _ in try await client.query("SELECT 1", logger: Self.logger) {} }
+                return "no failure"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let (first, afterTimeout, probed) = try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            async let first = select()
+            let armed = await eventually { clock.loopTimers(dueIn: timeout) >= 1 }
+            clock.advance(by: timeout)
+            let failure = await first
+            let afterTimeout = health.problem?.error
+            clock.advance(by: ComponentHealth.probeInterval)
+            _ = await select()  // skipped; starts the probe
+            let probed = await eventually { health.problem?.error.contains("3D000") == true }
+            group.cancelAll()
+            #expect(armed)
+            return (failure, afterTimeout, probed)
+        }
+        #expect(first == "the PostgreSQL store did not answer in time")
+        #expect(afterTimeout == first)
+        #expect(probed, "\(health.problem?.error ?? "healthy")")
+        let said = health.problem?.error ?? ""
+        #expect(said.contains(#"database "herald_never_created" does not exist"#), "\(said)")
+        #expect(said.contains("create it"), "\(said)")
+    }
 }

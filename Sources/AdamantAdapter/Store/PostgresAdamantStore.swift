@@ -60,7 +60,8 @@ package final class PostgresAdamantStore: AdamantStore {
             throw URLError(description: error.description)
         }
         bound = PostgresStoreBound(
-            client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker, isAnswer: { $0 is LeaseLost })
+            client: client, connection: try? PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
+            tracker: tracker, isAnswer: { $0 is LeaseLost })
         lease = PostgresLease(client: client, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
     }
 

@@ -156,7 +156,11 @@ package final class ComponentHealth: Sendable {
         promise.completeWithTask(probe)
         promise.futureResult.whenComplete { [self] result in
             probed()
-            if case .success = result { succeeded() }
+            switch result {
+            case .success: succeeded()
+            // What `/health` shows is the probe's failure (a refused connection says why).
+            case .failure(let error): if !(error is CancellationError) { failed(error) }
+            }
         }
     }
 }

@@ -57,7 +57,9 @@ package final class PostgresStatusStore: StatusStore {
         } catch {
             throw URLError(description: error.description)
         }
-        bound = PostgresStoreBound(client: client, timeout: timeout, clock: clock.loopClock, tracker: tracker)
+        bound = PostgresStoreBound(
+            client: client, connection: try? PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
+            tracker: tracker)
     }
 
     package var services: [any Service] { [client] }
