@@ -72,7 +72,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     }
 
     init(url: String, notify: RecordSettings, metrics: any MetricsFactory, clock: any HeraldClock) throws {
-        var configuration = try PostgresURL.configuration(url, maxConnections: notify.repeatStoreMaxConnections)
+        let configurations = try PostgresURL.configurations(url, maxConnections: notify.repeatStoreMaxConnections)
+        var configuration = configurations.client
         // The connections the batches' statements use at once stay open, without a keep-alive
         // query or an idle timer: the pool would otherwise start a timer task on each release of a
         // connection and cancel it on the next lease, twice a statement ("The PostgreSQL record",
@@ -85,9 +86,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
-        bound = PostgresStoreBound(
-            client: client, connection: try? PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
-            tracker: tracker)
+        bound = PostgresStoreBound(connection: configurations.connection, timeout: timeout, clock: clock.loopClock, tracker: tracker)
         self.clock = clock
         let client = client
         let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)

@@ -17,22 +17,14 @@ package enum PostgresDeadline {
     /// (`ComponentHealth.track`, which then skips it but for one probe at a time).
     package static func isSilence(_ error: any Error) -> Bool { error is Unavailable }
 
-    /// A silent store's probe: `SELECT 1` on `client`, within `timeout` on `clock`. Given the
-    /// store's `connection` configuration, on a connection of its own outside the pool, closed
-    /// after: the pool tries a refused connection again without saying why, and the probe's
-    /// failure (a refused password, a missing database) is then what `/health` shows.
+    /// A silent store's probe: `SELECT 1` within `timeout` on `clock`, on a connection of its own
+    /// (`connection`, the store's URL) outside the pool, closed after: the pool tries a refused
+    /// connection again without saying why, and the probe's failure (a refused password, a
+    /// missing database) is then what `/health` shows.
     package static func probe(
-        _ client: PostgresClient, connection: PostgresConnection.Configuration? = nil, within timeout: Duration,
-        clock: any LoopClock
+        _ connection: PostgresConnection.Configuration, within timeout: Duration, clock: any LoopClock
     ) -> @Sendable () async throws -> Void {
         let logger = Logger(label: "herald.postgres.probe")
-        guard let connection else {
-            return {
-                try await bounded(timeout, clock: clock) {
-                    for try await _ in try await client.query("SELECT 1", logger: logger) {}
-                }
-            }
-        }
         let ids = Atomic(0)
         return {
             try await bounded(timeout, clock: clock) {

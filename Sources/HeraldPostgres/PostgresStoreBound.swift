@@ -17,16 +17,16 @@ package struct PostgresStoreBound: Sendable {
     private let isAnswer: @Sendable (any Error) -> Bool
 
     /// `connection`: the store's URL as one connection's configuration, for the probe
-    /// (`PostgresDeadline.probe`); nil probes through the pool.
+    /// (`PostgresDeadline.probe`, outside the pool).
     package init(
-        client: PostgresClient, connection: PostgresConnection.Configuration? = nil, timeout: Duration, clock: any LoopClock,
-        tracker: ComponentHealth, isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
+        connection: PostgresConnection.Configuration, timeout: Duration, clock: any LoopClock, tracker: ComponentHealth,
+        isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
     ) {
         self.tracker = tracker
         self.timeout = timeout
         self.clock = clock
         self.isAnswer = isAnswer
-        let probe = PostgresDeadline.probe(client, connection: connection, within: timeout, clock: clock)
+        let probe = PostgresDeadline.probe(connection, within: timeout, clock: clock)
         self.probe = { try await Self.described(probe) }
     }
 

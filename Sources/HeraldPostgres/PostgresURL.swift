@@ -16,7 +16,20 @@ package enum PostgresURL {
 
     /// At most `maxConnections` connections (a store's `store_max_connections`).
     package static func configuration(_ url: String, maxConnections: Int = 16) throws(Invalid) -> PostgresClient.Configuration {
+        client(try Parts(url), maxConnections: maxConnections)
+    }
+
+    /// A store's configurations, from one reading of its URL: its pool's (`configuration`) and one
+    /// connection's outside the pool, for a silent store's probe (`PostgresDeadline.probe`), whose
+    /// failure says why the pool cannot connect.
+    package static func configurations(_ url: String, maxConnections: Int = 16) throws(Invalid) -> (
+        client: PostgresClient.Configuration, connection: PostgresConnection.Configuration
+    ) {
         let parts = try Parts(url)
+        return (client(parts, maxConnections: maxConnections), try connection(parts, url: url))
+    }
+
+    private static func client(_ parts: Parts, maxConnections: Int) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(
             host: parts.host, port: parts.port, username: parts.username, password: parts.password, database: parts.database,
             tls: parts.tls.map { .require($0) } ?? .disable)
@@ -24,10 +37,7 @@ package enum PostgresURL {
         return configuration
     }
 
-    /// The same URL as one connection's configuration, outside the pool: a silent store's probe
-    /// (`PostgresDeadline.probe`), whose failure says why the pool cannot connect.
-    package static func connectionConfiguration(_ url: String) throws(Invalid) -> PostgresConnection.Configuration {
-        let parts = try Parts(url)
+    private static func connection(_ parts: Parts, url: String) throws(Invalid) -> PostgresConnection.Configuration {
         let tls: PostgresConnection.Configuration.TLS
         if let configuration = parts.tls {
             do {

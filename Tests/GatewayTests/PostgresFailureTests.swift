@@ -15,10 +15,11 @@ import Testing
     /// The failures of `statements`, each run through a store's bound on a database of its own.
     static func failures(_ statements: [PostgresQuery]) async throws -> [String] {
         let url = try await TestPostgres.createDatabase(prefix: "herald_failure")
-        let client = PostgresClient(configuration: try PostgresURL.configuration(url, maxConnections: 2), backgroundLogger: Self.logger)
+        let (configuration, connection) = try PostgresURL.configurations(url, maxConnections: 2)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         let health = ComponentHealth(name: "store", clock: SystemClock())
-        let bound = PostgresStoreBound(client: client, timeout: .seconds(30), clock: EventLoopClock(), tracker: health)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
+        let bound = PostgresStoreBound(connection: connection, timeout: .seconds(30), clock: EventLoopClock(), tracker: health)
+        return await withTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             var said: [String] = []
             for statement in statements {
@@ -55,12 +56,11 @@ import Testing
         components.path = "/herald_never_created"
         let url = try #require(components.string)
         let clock = ManualClock()
-        let client = PostgresClient(configuration: try PostgresURL.configuration(url, maxConnections: 1), backgroundLogger: Self.logger)
+        let (configuration, connection) = try PostgresURL.configurations(url, maxConnections: 1)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         let health = ComponentHealth(name: "store", clock: clock)
         let timeout = Duration.seconds(5)
-        let bound = PostgresStoreBound(
-            client: client, connection: try PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
-            tracker: health)
+        let bound = PostgresStoreBound(connection: connection, timeout: timeout, clock: clock.loopClock, tracker: health)
         func select() async -> String {
             do {
                 try await bound.run { for try await _ in try await client.query("SELECT 1", logger: Self.logger) {} }
@@ -69,7 +69,7 @@ import Testing
                 return "\(error)"
             }
         }
-        let (first, afterTimeout, probed) = try await withThrowingTaskGroup(of: Void.self) { group in
+        let (first, afterTimeout, probed) = await withTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             async let first = select()
             let armed = await eventually { clock.loopTimers(dueIn: timeout) >= 1 }

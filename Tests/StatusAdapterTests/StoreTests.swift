@@ -400,6 +400,20 @@ import Testing
         #expect(throws: PostgresURL.Invalid.self) { _ = try PostgresURL.configuration("mysql://h/d") }
         #expect(PostgresURL.redacted("postgres://u:secret@h/d").contains("secret") == false)
     }
+
+    /// A CA file that can be read but holds no certificate: the store's configurations (its pool's
+    /// and its probe's connection) are refused when the store is made, naming the URL without its
+    /// password, not at its first connection.
+    @Test func aCAFileWithoutACertificateIsRefusedWhenTheStoreIsMade() throws {
+        let ca = temporaryPath("not-a-ca.pem")
+        try "not a certificate\n".write(toFile: ca, atomically: true, encoding: .utf8)
+        let url = "postgres://u:secret@h/d?sslmode=verify-full&sslrootcert=\(ca)"
+        let error = #expect(throws: PostgresURL.Invalid.self) { _ = try PostgresURL.configurations(url) }
+        #expect(
+            error?.description.hasPrefix("TLS for 'postgres://u:***@h/d?sslmode=verify-full&sslrootcert=") == true,
+            "\(String(describing: error))")
+        #expect(error?.description.contains("secret") == false)
+    }
 }
 
 /// gorush's durable queue, on both stores.

@@ -53,14 +53,15 @@ package final class PostgresAdamantStore: AdamantStore {
         self.logger = logger
         self.leaseCheck = leaseCheck
         self.timeout = timeout
+        let configurations: (client: PostgresClient.Configuration, connection: PostgresConnection.Configuration)
         do {
-            client = PostgresClient(
-                configuration: try PostgresURL.configuration(url, maxConnections: maxConnections), backgroundLogger: logger)
+            configurations = try PostgresURL.configurations(url, maxConnections: maxConnections)
         } catch {
             throw URLError(description: error.description)
         }
+        client = PostgresClient(configuration: configurations.client, backgroundLogger: logger)
         bound = PostgresStoreBound(
-            client: client, connection: try? PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
+            connection: configurations.connection, timeout: timeout, clock: clock.loopClock,
             tracker: tracker, isAnswer: { $0 is LeaseLost })
         lease = PostgresLease(client: client, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
     }

@@ -21,7 +21,7 @@ extension GatewayConfig {
         guard record.repeatWindow > .zero, record.repeatStore == nil else { return }
         for section in ["status", "adamant"] {
             guard case .map(let values)? = config.extraSections[section], case .string(let store)? = values["store"],
-                store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+                isPostgresURL(store)
             else { continue }
             diagnostics.note(
                 "notify.repeat_store",

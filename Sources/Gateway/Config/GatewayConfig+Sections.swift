@@ -43,7 +43,7 @@ extension GatewayConfig.Notify {
         var config = Self()
         config.record.repeatWindow = notify.seconds("repeat_window", default: 7200, range: 0...604_800)
         if let store = notify.string("repeat_store"), store != "memory" {
-            if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") {
+            if GatewayConfig.isPostgresURL(store) {
                 config.record.repeatStore = store
             } else {
                 notify.diagnostics.error(notify.keyPath("repeat_store"), "must be memory or a postgres:// URL")

@@ -8,9 +8,9 @@ extension GatewayConfig {
     /// (`PostgresFailure`); the record's memory stands in meanwhile.
     static func postgresRightsNote(_ config: GatewayConfig, diagnostics: ConfigDiagnostics) {
         var stores: [String] = []
-        if let url = config.notify.record.repeatStore, isPostgres(url) { stores.append("notify.repeat_store") }
+        if let url = config.notify.record.repeatStore, isPostgresURL(url) { stores.append("notify.repeat_store") }
         for section in ["status", "adamant"] {
-            guard case .map(let values)? = config.extraSections[section], case .string(let store)? = values["store"], isPostgres(store)
+            guard case .map(let values)? = config.extraSections[section], case .string(let store)? = values["store"], isPostgresURL(store)
             else { continue }
             stores.append("\(section).store")
         }
@@ -22,5 +22,6 @@ extension GatewayConfig {
                 + "(docs/operations.md, \"The database's rights\")")
     }
 
-    private static func isPostgres(_ url: String) -> Bool { url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") }
+    /// Whether a store's setting names a PostgreSQL database (else a SQLite file, or `memory`).
+    static func isPostgresURL(_ store: String) -> Bool { store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") }
 }

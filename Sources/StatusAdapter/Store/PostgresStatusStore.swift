@@ -51,14 +51,15 @@ package final class PostgresStatusStore: StatusStore {
         self.clock = clock
         self.timeout = timeout
         tracker = ComponentHealth(name: "status_store", metrics: metrics, clock: clock)
+        let configurations: (client: PostgresClient.Configuration, connection: PostgresConnection.Configuration)
         do {
-            client = PostgresClient(
-                configuration: try PostgresURL.configuration(url, maxConnections: maxConnections), backgroundLogger: logger)
+            configurations = try PostgresURL.configurations(url, maxConnections: maxConnections)
         } catch {
             throw URLError(description: error.description)
         }
+        client = PostgresClient(configuration: configurations.client, backgroundLogger: logger)
         bound = PostgresStoreBound(
-            client: client, connection: try? PostgresURL.connectionConfiguration(url), timeout: timeout, clock: clock.loopClock,
+            connection: configurations.connection, timeout: timeout, clock: clock.loopClock,
             tracker: tracker)
     }
 
