@@ -81,11 +81,11 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         // fails within `repeat_store_timeout` as any silent one does.
         configuration.options.keepAliveBehavior = nil
         configuration.options.minimumConnections = notify.connectionsKeptOpen
-        client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
+        client = PostgresClient(configuration: configuration, backgroundLogger: PostgresPoolLog.logger(Self.logger))
         window = notify.repeatWindow.seconds
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
-        tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock)
+        tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock, logger: Self.logger)
         bound = PostgresStoreBound(connection: configurations.connection, timeout: timeout, clock: clock.loopClock, tracker: tracker)
         self.clock = clock
         let client = client
@@ -105,8 +105,8 @@ final class PostgresDeliveryRecords: DeliveryRecords {
 
     var health: ComponentHealth? { tracker }
 
-    /// Its connection pool and its sweeper: services of the gateway's group.
-    var services: [any Service] { [client, Sweeper(records: self)] }
+    /// Its connection pool, its check at start and its sweeper: services of the gateway's group.
+    var services: [any Service] { [client, PostgresStartCheck(bound: bound), Sweeper(records: self)] }
 
     func claim(_ requests: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
         let at = now.timeIntervalSince1970

@@ -30,6 +30,9 @@ package struct PostgresStoreBound: Sendable {
         self.probe = { try await Self.described(probe) }
     }
 
+    /// Probes the database once, at start (`ComponentHealth.checkAtStart`): the error, if any.
+    package func checkAtStart() async -> (any Error)? { await tracker.checkAtStart(probe) }
+
     /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),
     /// its outcome the store's health, skipped as `run`'s work is: no task or timer per call.
     package func tracked<T: Sendable>(_ work: () async throws -> T) async throws -> T {

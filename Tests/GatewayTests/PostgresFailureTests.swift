@@ -4,6 +4,7 @@ import HeraldPostgres
 import HeraldTestSupport
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// What a PostgreSQL store's failure says (`PostgresFailure`), on a real PostgreSQL: what the
@@ -89,5 +90,54 @@ import Testing
         let said = health.problem?.error ?? ""
         #expect(said.contains(#"database "herald_never_created" does not exist"#), "\(said)")
         #expect(said.contains("create it"), "\(said)")
+    }
+
+    /// A database the URL names but the server does not have is named by the check at start,
+    /// before any operation, and the store is silent at once: the first operation is not tried
+    /// (through the pool it would wait its whole timeout, "did not answer in time").
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aMissingDatabaseIsNamedAtStartAndTheFirstOperationDoesNotWaitForIt() async throws {
+        let base = try #require(TestPostgres.url)
+        var components = try #require(URLComponents(string: base))
+        components.path = "/herald_never_created"
+        let url = try #require(components.string)
+        let (_, connection) = try PostgresURL.configurations(url, maxConnections: 1)
+        let clock = ManualClock()
+        let health = ComponentHealth(name: "store", clock: clock)
+        let bound = PostgresStoreBound(connection: connection, timeout: .seconds(5), clock: clock.loopClock, tracker: health)
+        let error = await bound.checkAtStart().map { "\($0)" } ?? "no failure"
+        #expect(error.contains(#"SQLSTATE 3D000: database "herald_never_created" does not exist"#), "\(error)")
+        #expect(health.problem?.error == error)
+        await #expect(throws: ComponentHealth.Skipped.self) { try await bound.run { "tried" } }
+    }
+
+    /// The pool's line on each failed connection attempt goes to `debug`; every other line of
+    /// the pool keeps its level, and at `debug` the attempt's line is written too.
+    @Test func thePoolsLineOnEachFailedAttemptIsDebug() {
+        final class Lines: Sendable {
+            let lines = Mutex<[String]>([])
+        }
+        struct Capture: LogHandler {
+            let sink: Lines
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) { sink.lines.withLock { $0.append("\(event.level) \(event.message)") } }
+        }
+        let sink = Lines()
+        let atInfo = PostgresPoolLog.logger(Logger(label: "store") { _ in Capture(sink: sink, logLevel: .info) })
+        atInfo.info("\(PostgresPoolLog.connectFailed)")
+        atInfo.info("Something else")
+        atInfo.warning("Trying to lease connection")
+        var atDebug = atInfo
+        atDebug.logLevel = .debug
+        atDebug.info("\(PostgresPoolLog.connectFailed)")
+        #expect(
+            sink.lines.withLock { $0 } == [
+                "info Something else", "warning Trying to lease connection", "debug \(PostgresPoolLog.connectFailed)",
+            ])
     }
 }

@@ -88,4 +88,30 @@ import Testing
         #expect(problem.contains("GRANT CREATE ON SCHEMA public"), "\(health.text)")
         #expect(!health.text.contains("Generic description"), "\(health.text)")
     }
+
+    /// A record whose database does not exist is named in `/health` as the gateway starts,
+    /// before any notify (the check at start, `PostgresStartCheck`), with the fix; a notify is
+    /// then delivered once from the memory record, without waiting for PostgreSQL.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aMissingDatabaseIsInHealthBeforeTheFirstNotify() async throws {
+        let base = try #require(TestPostgres.url)
+        var components = try #require(URLComponents(string: base))
+        components.path = "/herald_never_created"
+        let url = try #require(components.string)
+        let setup = try await APNsEndToEndTests().start(top: "notify:\n  repeat_store: \(url)")
+        var health = try await setup.herald.request(.GET, "/health")
+        let named = await eventually {
+            health = (try? await setup.herald.request(.GET, "/health")) ?? health
+            return health.text.contains("3D000")
+        }
+        let key = APNsEndToEndTests.pushkey()
+        let answered = try await OnceTests().notify(setup.herald, key)
+        await setup.stop()
+        #expect(named, "\(health.text)")
+        let problem = health.json?["failing"]?["repeat_store"].map { "\($0)" } ?? ""
+        #expect(problem.contains("SQLSTATE 3D000") && problem.contains("herald_never_created"), "\(health.text)")
+        #expect(problem.contains("create it"), "\(health.text)")
+        #expect(answered.status == 200 && answered.json == ["rejected": []])
+        #expect(setup.apns.received(token: APNsEndToEndTests.hex(key)).count == 1)
+    }
 }

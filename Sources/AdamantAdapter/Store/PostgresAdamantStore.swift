@@ -49,7 +49,7 @@ package final class PostgresAdamantStore: AdamantStore {
     ) throws {
         self.url = url
         self.clock = clock
-        tracker = ComponentHealth(name: "adamant_store", metrics: metrics, clock: clock)
+        tracker = ComponentHealth(name: "adamant_store", metrics: metrics, clock: clock, logger: logger)
         self.logger = logger
         self.leaseCheck = leaseCheck
         self.timeout = timeout
@@ -59,14 +59,14 @@ package final class PostgresAdamantStore: AdamantStore {
         } catch {
             throw URLError(description: error.description)
         }
-        client = PostgresClient(configuration: configurations.client, backgroundLogger: logger)
+        client = PostgresClient(configuration: configurations.client, backgroundLogger: PostgresPoolLog.logger(logger))
         bound = PostgresStoreBound(
             connection: configurations.connection, timeout: timeout, clock: clock.loopClock,
             tracker: tracker, isAnswer: { $0 is LeaseLost })
         lease = PostgresLease(client: client, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
     }
 
-    package var services: [any Service] { [client] }
+    package var services: [any Service] { [client, PostgresStartCheck(bound: bound)] }
 
     /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
     /// A lost lease is an answer of the database, not a failure of it.

@@ -1,4 +1,5 @@
 package import FoundationEssentials
+package import Logging
 package import Metrics
 import NIOPosix
 import Synchronization
@@ -18,6 +19,10 @@ package final class ComponentHealth: Sendable {
     private let skips: Counter?
     /// When a failure began (docs/architecture.md, "Time").
     let clock: any HeraldClock
+    /// Where a change of its state is said: a failure once, and again only when its error
+    /// changes (a refused password after a timeout) or a `logInterval` later, and the recovery, at
+    /// most once a `logInterval` (a component that fails and recovers by turns).
+    private let logger: Logger?
 
     struct State {
         var failingSince: Date?
@@ -28,10 +33,17 @@ package final class ComponentHealth: Sendable {
         var probing = false
         /// When the last probe ended, or the use that made it silent.
         var lastProbe: HeraldInstant?
+        /// The error last written to the log and when, so that a failure is logged once, and a
+        /// component that fails and recovers by turns writes a line of each kind a `logInterval`.
+        var logged = ""
+        var loggedAt: HeraldInstant?
+        var recoveryLoggedAt: HeraldInstant?
     }
 
     /// How often a silent component is probed, at most.
     package static let probeInterval: Duration = .seconds(1)
+    /// How often the same failure, or a recovery, is logged at most.
+    package static let logInterval: Duration = .seconds(60)
 
     /// The component missed a deadline and has not answered since: this use was not tried, so
     /// that no caller waits on a silent database (docs/operations.md, "A silent store").
@@ -40,9 +52,10 @@ package final class ComponentHealth: Sendable {
         package var description: String { "\(component) has not answered since it missed its deadline; not waited on" }
     }
 
-    package init(name: String, metrics: (any MetricsFactory)? = nil, clock: any HeraldClock) {
+    package init(name: String, metrics: (any MetricsFactory)? = nil, clock: any HeraldClock, logger: Logger? = nil) {
         self.name = name
         self.clock = clock
+        self.logger = logger
         gauge = metrics.map { Gauge(label: MetricName.componentFailing, dimensions: [("component", name)], factory: $0) }
         skips = metrics.map { Counter(label: MetricName.componentSkipped, dimensions: [("component", name)], factory: $0) }
         gauge?.record(0)
@@ -50,15 +63,23 @@ package final class ComponentHealth: Sendable {
 
     /// Its latest use succeeded.
     package func succeeded() {
-        let was = state.withLock { state -> Bool in
+        let now = clock.now
+        let was = state.withLock { state -> (since: Date, log: Bool)? in
             defer {
                 state.failingSince = nil
                 state.silent = false
                 state.lastProbe = nil
             }
-            return state.failingSince != nil
+            guard let since = state.failingSince else { return nil }
+            let log = state.recoveryLoggedAt.map { now - $0 >= Self.logInterval } ?? true
+            if log { state.recoveryLoggedAt = now }
+            return (since, log)
         }
-        if was { gauge?.record(0) }
+        guard let was else { return }
+        gauge?.record(0)
+        guard was.log else { return }
+        let seconds = Int(clock.date.timeIntervalSince(was.since).rounded())
+        logger?.notice("\(name) answers again", metadata: ["component": "\(name)", "failed_for_seconds": "\(seconds)"])
     }
 
     /// Whether it is skipped: it missed a deadline and has not answered since.
@@ -72,11 +93,42 @@ package final class ComponentHealth: Sendable {
     /// `failed` at `now`.
     package func failed(_ error: any Error, at now: Date) {
         let text = String(String(describing: error).prefix(400))
-        state.withLock {
-            if $0.failingSince == nil { $0.failingSince = now }
-            $0.lastError = text
+        let instant = clock.now
+        let isNew = state.withLock { state -> Bool in
+            if state.failingSince == nil { state.failingSince = now }
+            state.lastError = text
+            guard state.logged != text || state.loggedAt.map({ instant - $0 >= Self.logInterval }) ?? true else { return false }
+            state.logged = text
+            state.loggedAt = instant
+            return true
         }
         gauge?.record(1)
+        if isNew {
+            logger?.warning(
+                "\(name) failed; /health names it until it answers again",
+                metadata: ["component": "\(name)", "error": "\(text)"])
+        }
+    }
+
+    /// Checks the component once, at start, with `probe` (a silent one's): a failure is its
+    /// problem at once, and the component is silent, so that `/health` and the log name a refused
+    /// password or a missing database before the first use, and that use does not wait its
+    /// deadline for it; the next use a `probeInterval` later probes it again. The error, if any.
+    package func checkAtStart(_ probe: () async throws -> Void) async -> (any Error)? {
+        do {
+            try await probe()
+            return nil
+        } catch is CancellationError {
+            return nil
+        } catch {
+            failed(error)
+            let now = clock.now
+            state.withLock { state in
+                state.silent = true
+                state.lastProbe = now
+            }
+            return error
+        }
     }
 
     /// nil while it works; else since when it fails and its latest error.

@@ -50,20 +50,20 @@ package final class PostgresStatusStore: StatusStore {
         self.url = url
         self.clock = clock
         self.timeout = timeout
-        tracker = ComponentHealth(name: "status_store", metrics: metrics, clock: clock)
+        tracker = ComponentHealth(name: "status_store", metrics: metrics, clock: clock, logger: logger)
         let configurations: (client: PostgresClient.Configuration, connection: PostgresConnection.Configuration)
         do {
             configurations = try PostgresURL.configurations(url, maxConnections: maxConnections)
         } catch {
             throw URLError(description: error.description)
         }
-        client = PostgresClient(configuration: configurations.client, backgroundLogger: logger)
+        client = PostgresClient(configuration: configurations.client, backgroundLogger: PostgresPoolLog.logger(logger))
         bound = PostgresStoreBound(
             connection: configurations.connection, timeout: timeout, clock: clock.loopClock,
             tracker: tracker)
     }
 
-    package var services: [any Service] { [client] }
+    package var services: [any Service] { [client, PostgresStartCheck(bound: bound)] }
 
     /// `work` within `timeout`, else `Unavailable` (`PostgresDeadline`); every operation but the
     /// start-up ones goes through it, and its outcome is the store's health.
