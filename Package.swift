@@ -148,6 +148,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -335,6 +336,7 @@ let package = Package(
                 "AdamantAdapter",
                 "StatusAdapter",
                 "HeraldPostgres",
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -13,9 +13,13 @@ package enum PostgresDeadline {
         package var description: String { "the PostgreSQL store did not answer in time" }
     }
 
-    /// Whether `error` says the database did not answer in time: what makes a store silent
-    /// (`ComponentHealth.track`, which then skips it but for one probe at a time).
-    package static func isSilence(_ error: any Error) -> Bool { error is Unavailable }
+    /// Whether `error` says the database did not answer in time, or that the pool gave up
+    /// connecting to it for now (`PostgresFailure.isCircuitBroken`): what makes a store silent
+    /// (`ComponentHealth.track`, which then skips it but for one probe at a time, on a connection
+    /// of its own, whose failure says why).
+    package static func isSilence(_ error: any Error) -> Bool {
+        error is Unavailable || (error as? PostgresFailure)?.isUnreachable == true || PostgresFailure.isCircuitBroken(error)
+    }
 
     /// A silent store's probe: `SELECT 1` within `timeout` on `clock`, on a connection of its own
     /// (`connection`, the store's URL) outside the pool, closed after: the pool tries a refused

@@ -1,4 +1,5 @@
 import PostgresNIO
+import _ConnectionPoolModule
 
 /// A PostgreSQL store's failure as a log line and `/health` say it. PostgresNIO describes every
 /// `PSQLError` with one generic sentence (so that a query's values stay out of logs), which tells
@@ -11,9 +12,22 @@ package struct PostgresFailure: Error, CustomStringConvertible, Sendable {
     package let sqlState: String?
     package let description: String
 
+    /// The pool has given up connecting for now (`isCircuitBroken`): the database is as good as
+    /// silent, and its probe, on a connection of its own, says why.
+    package let isUnreachable: Bool
+
     /// `error` described, when it is PostgresNIO's; nil for any other error.
     package init?(_ error: any Error) {
+        if Self.isCircuitBroken(error) {
+            sqlState = nil
+            isUnreachable = true
+            description =
+                "PostgreSQL has accepted no connection for 15 s or more: PostgresNIO's pool fails each operation at once, and "
+                + "connects again at its own pace (up to a minute apart once the database is back)"
+            return
+        }
         guard let error = error as? PSQLError else { return nil }
+        isUnreachable = false
         guard let info = error.serverInfo, let state = info[.sqlState] else {
             sqlState = nil
             let cause = error.underlying.map { ": " + Self.clean(String(describing: $0)) } ?? ""
@@ -24,6 +38,13 @@ package struct PostgresFailure: Error, CustomStringConvertible, Sendable {
         let quoted = Self.quotable.contains(String(state.prefix(2))) ? info[.message].map { ": " + Self.clean($0) } ?? "" : ""
         let fix = Self.fixes[state].map { "; " + $0 } ?? ""
         description = "PostgreSQL refused (SQLSTATE \(state)\(quoted))\(fix)"
+    }
+
+    /// Whether `error` is the pool's refusal to wait for a connection: after 15 s in which no
+    /// connection could be made and none is open, PostgresNIO's pool fails every lease at once
+    /// until one of its attempts, backing off up to a minute apart, succeeds.
+    package static func isCircuitBroken(_ error: any Error) -> Bool {
+        (error as? ConnectionPoolError) == .connectionCreationCircuitBreakerTripped
     }
 
     /// The SQLSTATE classes whose messages name a connection, a database, a role, an object or a

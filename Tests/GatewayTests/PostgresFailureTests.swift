@@ -6,6 +6,7 @@ import Logging
 import PostgresNIO
 import Synchronization
 import Testing
+import _ConnectionPoolModule
 
 /// What a PostgreSQL store's failure says (`PostgresFailure`), on a real PostgreSQL: what the
 /// server refused, its message only where it names objects, never a value; a client's failure by
@@ -139,5 +140,24 @@ import Testing
             sink.lines.withLock { $0 } == [
                 "info Something else", "warning Trying to lease connection", "debug \(PostgresPoolLog.connectFailed)",
             ])
+    }
+
+    /// After 15 s in which it made no connection and has none open, PostgresNIO's pool fails every
+    /// operation at once, with an error that names a type: it is said in words, and it makes the
+    /// store silent, so that its probe, on a connection of its own, says why (a refused
+    /// connection, a missing database) and the uses are skipped until the database answers.
+    @Test func aPoolThatGaveUpConnectingIsSaidInWordsAndMakesTheStoreSilent() async throws {
+        let error = ConnectionPoolError.connectionCreationCircuitBreakerTripped
+        let failure = try #require(PostgresFailure(error))
+        #expect(failure.description.hasPrefix("PostgreSQL has accepted no connection for 15 s or more"), "\(failure)")
+        #expect(PostgresDeadline.isSilence(error) && PostgresDeadline.isSilence(failure))
+        #expect(PostgresFailure(ConnectionPoolError.poolShutdown) == nil)
+        let (_, connection) = try PostgresURL.configurations("postgres://herald@127.0.0.1:1/none", maxConnections: 1)
+        let health = ComponentHealth(name: "store", clock: ManualClock())
+        let bound = PostgresStoreBound(connection: connection, timeout: .seconds(5), clock: ManualClock().loopClock, tracker: health)
+        await #expect(throws: PostgresFailure.self) { try await bound.run { () async throws -> Int in throw error } }
+        #expect(health.isSilent)
+        #expect(health.problem?.error == failure.description)
+        await #expect(throws: ComponentHealth.Skipped.self) { try await bound.run { "tried" } }
     }
 }

@@ -50,7 +50,7 @@ struct PushbackTests {
             gatewayYAML(apps: fcmApp("com.example.held", held) + fcmApp("com.example.other", other)), clock: clock)
         async let first = fcmNotify(herald, app: "com.example.held", token: "first")
         let holding = await eventually(within: .seconds(60)) {
-            (try? await herald.request(.GET, "/health"))?.json?["held"] != nil
+            (await herald.request(.GET, "/health")).json?["held"] != nil
         }
         var during: [Int] = []
         var answers: [TestResponse] = []
@@ -60,7 +60,7 @@ struct PushbackTests {
             answers.append(answer)
         }
         let elsewhere = try await fcmNotify(herald, app: "com.example.other", token: "elsewhere")
-        let health = try await herald.request(.GET, "/health")
+        let health = await herald.request(.GET, "/health")
         let trace = try await herald.deliveries(event: "$d0")
         clock.advance(by: .seconds(5))
         let firstAnswer = try await first
@@ -165,7 +165,7 @@ struct PushbackTests {
             message["event_id"] = .string("$w\(n)")
             answers.append(try await herald.notify(notifyBody(message, devices: [web.device(subscription)])).status)
         }
-        let health = try await herald.request(.GET, "/health")
+        let health = await herald.request(.GET, "/health")
         await herald.stop()
         await one.stop()
         await two.stop()

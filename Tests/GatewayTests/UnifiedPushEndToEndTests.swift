@@ -134,11 +134,11 @@ import Testing
 
     @Test func discoveryIsAnsweredOnlyWhenAUnifiedPushAppIsConfigured() async throws {
         let setup = try await start()
-        let withApp = try await setup.herald.request(.GET, "/_matrix/push/v1/notify")
+        let withApp = await setup.herald.request(.GET, "/_matrix/push/v1/notify")
         await setup.stop()
         let without = try await InMemoryGateway.start(
             gatewayYAML(apps: "  com.example.probe:\n    type: probe\n"), registry: .withProbe(Probe()))
-        let noApp = try await without.request(.GET, "/_matrix/push/v1/notify")
+        let noApp = await without.request(.GET, "/_matrix/push/v1/notify")
         await without.stop()
         #expect(withApp.status == 200)
         #expect(withApp.json == ["unifiedpush": ["gateway": "matrix"]])

@@ -68,9 +68,10 @@ import Testing
             ])
         for _ in 0..<10 {
             _ = try? await health.track { () async throws -> Int in throw Other() }
+            _ = try? await health.track { () async throws -> Int in throw Down() }
             _ = try? await health.track { 1 }
         }
-        #expect(sink.all.count == 3)
+        #expect(sink.all.count == 3, "\(sink.all)")
         clock.advance(by: ComponentHealth.logInterval)
         _ = try? await health.track { () async throws -> Int in throw Other() }
         _ = try? await health.track { 1 }

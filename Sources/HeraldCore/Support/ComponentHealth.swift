@@ -33,10 +33,10 @@ package final class ComponentHealth: Sendable {
         var probing = false
         /// When the last probe ended, or the use that made it silent.
         var lastProbe: HeraldInstant?
-        /// The error last written to the log and when, so that a failure is logged once, and a
-        /// component that fails and recovers by turns writes a line of each kind a `logInterval`.
-        var logged = ""
-        var loggedAt: HeraldInstant?
+        /// The errors written to the log within the last `logInterval`, and when, so that a
+        /// failure is logged once, and a component that fails and recovers by turns (or whose uses
+        /// and probes fail differently by turns) writes a line of each kind a `logInterval`.
+        var logged: [String: HeraldInstant] = [:]
         var recoveryLoggedAt: HeraldInstant?
     }
 
@@ -44,6 +44,8 @@ package final class ComponentHealth: Sendable {
     package static let probeInterval: Duration = .seconds(1)
     /// How often the same failure, or a recovery, is logged at most.
     package static let logInterval: Duration = .seconds(60)
+    /// How many different errors of a `logInterval` are remembered, so that each is logged once.
+    static let errorsRemembered = 16
 
     /// The component missed a deadline and has not answered since: this use was not tried, so
     /// that no caller waits on a silent database (docs/operations.md, "A silent store").
@@ -97,9 +99,10 @@ package final class ComponentHealth: Sendable {
         let isNew = state.withLock { state -> Bool in
             if state.failingSince == nil { state.failingSince = now }
             state.lastError = text
-            guard state.logged != text || state.loggedAt.map({ instant - $0 >= Self.logInterval }) ?? true else { return false }
-            state.logged = text
-            state.loggedAt = instant
+            guard state.logged[text].map({ instant - $0 >= Self.logInterval }) ?? true else { return false }
+            state.logged = state.logged.filter { instant - $0.value < Self.logInterval }
+            if state.logged.count >= Self.errorsRemembered { state.logged.removeAll() }
+            state.logged[text] = instant
             return true
         }
         gauge?.record(1)
