@@ -65,7 +65,6 @@ package final class ComponentHealth: Sendable {
 
     /// Its latest use succeeded.
     package func succeeded() {
-        let now = clock.now
         let was = state.withLock { state -> (since: Date, log: Bool)? in
             defer {
                 state.failingSince = nil
@@ -73,6 +72,8 @@ package final class ComponentHealth: Sendable {
                 state.lastProbe = nil
             }
             guard let since = state.failingSince else { return nil }
+            // The clock is read only on a recovery, never on a working component's every use.
+            let now = clock.now
             let log = state.recoveryLoggedAt.map { now - $0 >= Self.logInterval } ?? true
             if log { state.recoveryLoggedAt = now }
             return (since, log)
