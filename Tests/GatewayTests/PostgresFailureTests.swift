@@ -4,7 +4,6 @@ import HeraldPostgres
 import HeraldTestSupport
 import Logging
 import PostgresNIO
-import Synchronization
 import Testing
 import _ConnectionPoolModule
 
@@ -53,10 +52,7 @@ import _ConnectionPoolModule
     /// store, on a connection of its own, says why in `/health`, with the fix.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aMissingDatabaseIsNamedByTheProbe() async throws {
-        let base = try #require(TestPostgres.url)
-        var components = try #require(URLComponents(string: base))
-        components.path = "/herald_never_created"
-        let url = try #require(components.string)
+        let url = try #require(TestPostgres.missingDatabase)
         let clock = ManualClock()
         let (configuration, connection) = try PostgresURL.configurations(url, maxConnections: 1)
         let client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
@@ -98,10 +94,7 @@ import _ConnectionPoolModule
     /// (through the pool it would wait its whole timeout, "did not answer in time").
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aMissingDatabaseIsNamedAtStartAndTheFirstOperationDoesNotWaitForIt() async throws {
-        let base = try #require(TestPostgres.url)
-        var components = try #require(URLComponents(string: base))
-        components.path = "/herald_never_created"
-        let url = try #require(components.string)
+        let url = try #require(TestPostgres.missingDatabase)
         let (_, connection) = try PostgresURL.configurations(url, maxConnections: 1)
         let clock = ManualClock()
         let health = ComponentHealth(name: "store", clock: clock)
@@ -115,21 +108,8 @@ import _ConnectionPoolModule
     /// The pool's line on each failed connection attempt goes to `debug`; every other line of
     /// the pool keeps its level, and at `debug` the attempt's line is written too.
     @Test func thePoolsLineOnEachFailedAttemptIsDebug() {
-        final class Lines: Sendable {
-            let lines = Mutex<[String]>([])
-        }
-        struct Capture: LogHandler {
-            let sink: Lines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) { sink.lines.withLock { $0.append("\(event.level) \(event.message)") } }
-        }
-        let sink = Lines()
-        let atInfo = PostgresPoolLog.logger(Logger(label: "store") { _ in Capture(sink: sink, logLevel: .info) })
+        let capture = LogCapture()
+        let atInfo = PostgresPoolLog.logger(capture.logger(level: .info))
         atInfo.info("\(PostgresPoolLog.connectFailed)")
         atInfo.info("Something else")
         atInfo.warning("Trying to lease connection")
@@ -137,7 +117,7 @@ import _ConnectionPoolModule
         atDebug.logLevel = .debug
         atDebug.info("\(PostgresPoolLog.connectFailed)")
         #expect(
-            sink.lines.withLock { $0 } == [
+            capture.lines == [
                 "info Something else", "warning Trying to lease connection", "debug \(PostgresPoolLog.connectFailed)",
             ])
     }

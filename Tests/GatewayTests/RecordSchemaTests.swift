@@ -94,10 +94,7 @@ import Testing
     /// then delivered once from the memory record, without waiting for PostgreSQL.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aMissingDatabaseIsInHealthBeforeTheFirstNotify() async throws {
-        let base = try #require(TestPostgres.url)
-        var components = try #require(URLComponents(string: base))
-        components.path = "/herald_never_created"
-        let url = try #require(components.string)
+        let url = try #require(TestPostgres.missingDatabase)
         let setup = try await APNsEndToEndTests().start(top: "notify:\n  repeat_store: \(url)")
         var health = try await setup.herald.request(.GET, "/health")
         let named = await eventually {

@@ -1,3 +1,4 @@
+import HeraldTestSupport
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -8,26 +9,6 @@ import Testing
 /// docs/operations.md, "Shutdown": when the grace period ends, the log names the service that held
 /// the shutdown up, those cancelled before their turn, and each one's end.
 @Suite struct ShutdownWatchTests {
-    /// Lines logged, as "LEVEL message service".
-    final class Lines: @unchecked Sendable {
-        let lines = Mutex<[String]>([])
-        var all: [String] { lines.withLock { $0 } }
-    }
-
-    struct Capture: LogHandler {
-        let sink: Lines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            guard let service = event.metadata?["service"] else { return }
-            sink.lines.withLock { $0.append("\(event.level) \(event.message) \(service)") }
-        }
-    }
-
     /// Ignores the graceful shutdown; ends only when cancelled.
     struct Stubborn: Service {
         func run() async throws {
@@ -51,8 +32,9 @@ import Testing
     }
 
     @Test func theServiceThatHeldTheShutdownUpIsNamedAndEachEndIsLogged() async throws {
-        let sink = Lines()
-        let logger = Logger(label: "t") { _ in Capture(sink: sink) }
+        // Lines logged, as "LEVEL message service".
+        let sink = LogCapture { event in event.metadata?["service"].map { "\(event.level) \(event.message) \($0)" } }
+        let logger = sink.logger()
         let (started, starting) = AsyncStream.makeStream(of: Void.self)
         let services: [any Service] = [Later(), Stubborn(), Polite(started: starting)]
         var configuration = ServiceGroupConfiguration(
@@ -66,7 +48,7 @@ import Testing
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
-        let lines = sink.all
+        let lines = sink.lines
         #expect(lines.contains("warning Did not stop within the shutdown grace period; cancelled Stubborn"), "\(lines)")
         #expect(lines.contains("notice Cancelled before its turn to stop Later"), "\(lines)")
         #expect(lines.contains("notice Stopped after cancellation Stubborn"), "\(lines)")

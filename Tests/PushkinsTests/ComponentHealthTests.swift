@@ -25,43 +25,23 @@ import Testing
         #expect(health.problem == nil)
     }
 
-    /// The lines a component's health wrote.
-    final class Lines: Sendable {
-        let lines = Mutex<[String]>([])
-        var all: [String] { lines.withLock { $0 } }
-    }
-
-    struct Capture: LogHandler {
-        let sink: Lines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let error = event.metadata?["error"].map { " \($0)" } ?? ""
-            sink.lines.withLock { $0.append("\(event.level) \(event.message)\(error)") }
-        }
-    }
-
     struct Other: Error {}
 
     /// A failure is logged when it begins and again only when its error changes, and the recovery
     /// once: an outage of a thousand operations is three lines, not a thousand. A component that
     /// fails and recovers by turns writes a line of each kind a minute.
     @Test func aFailureIsLoggedOnceAndAgainOnlyWhenItsErrorChanges() async {
-        let sink = Lines()
+        let sink = LogCapture { event in "\(event.level) \(event.message)" + (event.metadata?["error"].map { " \($0)" } ?? "") }
         let clock = ManualClock()
-        let health = ComponentHealth(name: "store", clock: clock, logger: Logger(label: "test") { _ in Capture(sink: sink) })
+        let health = ComponentHealth(name: "store", clock: clock, logger: sink.logger())
         for _ in 0..<100 { _ = try? await health.track { () async throws -> Int in throw Down() } }
-        #expect(sink.all == ["warning store failed; /health names it until it answers again Down()"])
+        #expect(sink.lines == ["warning store failed; /health names it until it answers again Down()"])
         _ = try? await health.track { () async throws -> Int in throw Other() }
         _ = try? await health.track { () async throws -> Int in throw Other() }
         _ = try? await health.track { 1 }
         _ = try? await health.track { 1 }
         #expect(
-            sink.all == [
+            sink.lines == [
                 "warning store failed; /health names it until it answers again Down()",
                 "warning store failed; /health names it until it answers again Other()",
                 "notice store answers again",
@@ -71,12 +51,12 @@ import Testing
             _ = try? await health.track { () async throws -> Int in throw Down() }
             _ = try? await health.track { 1 }
         }
-        #expect(sink.all.count == 3, "\(sink.all)")
+        #expect(sink.lines.count == 3, "\(sink.lines)")
         clock.advance(by: ComponentHealth.logInterval)
         _ = try? await health.track { () async throws -> Int in throw Other() }
         _ = try? await health.track { 1 }
         #expect(
-            sink.all.suffix(2) == [
+            sink.lines.suffix(2) == [
                 "warning store failed; /health names it until it answers again Other()", "notice store answers again",
             ])
     }

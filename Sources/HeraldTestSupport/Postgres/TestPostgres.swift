@@ -7,6 +7,14 @@ import PostgresNIO
 package enum TestPostgres {
     package static let url = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
 
+    /// The URL of a database the server does not have (`herald_never_created`), for the tests of a
+    /// refused connection; nil without a server.
+    package static var missingDatabase: String? {
+        guard let url, var components = URLComponents(string: url) else { return nil }
+        components.path = "/herald_never_created"
+        return components.string
+    }
+
     /// Creates a new database and returns its URL.
     package static func createDatabase(prefix: String = "herald_test") async throws -> String {
         guard let url, var components = URLComponents(string: url) else { throw Unavailable() }
