@@ -18,7 +18,8 @@ import Synchronization
 /// taken over after `repeat_takeover`. Every operation is bounded by `repeat_store_timeout`; one
 /// that fails makes the caller use its memory record instead (`RepeatGuard`), and `/health` says so.
 final class PostgresDeliveryRecords: DeliveryRecords {
-    let client: PostgresClient
+    /// Its connections, renewed after PostgreSQL was unreachable long enough for the pool to give up.
+    let pool: PostgresPool
     let window: TimeInterval
     let takeover: TimeInterval
     let timeout: Duration
@@ -81,24 +82,27 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         // fails within `repeat_store_timeout` as any silent one does.
         configuration.options.keepAliveBehavior = nil
         configuration.options.minimumConnections = notify.connectionsKeptOpen
-        client = PostgresClient(configuration: configuration, backgroundLogger: PostgresPoolLog.logger(Self.logger))
+        pool = PostgresPool(configuration: configuration, logger: Self.logger)
         window = notify.repeatWindow.seconds
         takeover = notify.repeatTakeover.seconds
         timeout = notify.repeatStoreTimeout
         tracker = ComponentHealth(name: "repeat_store", metrics: metrics, clock: clock, logger: Self.logger)
-        bound = PostgresStoreBound(connection: configurations.connection, timeout: timeout, clock: clock.loopClock, tracker: tracker)
+        bound = PostgresStoreBound(
+            connection: configurations.connection, pool: pool, timeout: timeout, clock: clock.loopClock, tracker: tracker)
         self.clock = clock
-        let client = client
+        let pool = pool
         let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)
         claims = Batcher(concurrency: notify.statementsAtOnce, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
             return try await PostgresDeadline.bounded(timeout, clock: loopClock) {
-                try await Self.claim(rows, client: client, takeover: takeover, window: window)
+                try await Self.claim(rows, client: pool.client, takeover: takeover, window: window)
             }
         }
         finishes = Batcher(concurrency: notify.statementsAtOnce, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            try await PostgresDeadline.bounded(timeout, clock: loopClock) { try await Self.finish(rows, client: client, window: window) }
+            try await PostgresDeadline.bounded(timeout, clock: loopClock) {
+                try await Self.finish(rows, client: pool.client, window: window)
+            }
             return rows.map { _ in () }
         }
     }
@@ -106,7 +110,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     var health: ComponentHealth? { tracker }
 
     /// Its connection pool, its check at start and its sweeper: services of the gateway's group.
-    var services: [any Service] { [client, PostgresStartCheck(bound: bound), Sweeper(records: self)] }
+    var services: [any Service] { [pool, PostgresStartCheck(bound: bound), Sweeper(records: self)] }
 
     func claim(_ requests: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
         let at = now.timeIntervalSince1970
@@ -211,7 +215,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
             let at = now.timeIntervalSince1970
             let device = query.pushkey.map(Self.device)
             // The newest thousand, oldest first (an event's, or a device's across its events).
-            let rows = try await self.client.query(
+            let rows = try await self.pool.client.query(
                 """
                 SELECT event_id, front_end, state, app_id, pushkey, reason, detail, started_at, finished_at, attempts, instance,
                     provider_id, target
@@ -286,7 +290,7 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         guard !migrating.exchange(true, ordering: .acquiringAndReleasing) else { return try await ready.wait() }
         do {
             try await PostgresMigration.run(
-                client, lock: PostgresRecordSchema.lock, PostgresRecordSchema.statements, within: timeout, clock: clock.loopClock,
+                pool.client, lock: PostgresRecordSchema.lock, PostgresRecordSchema.statements, within: timeout, clock: clock.loopClock,
                 logger: Self.logger)
             ready.open(())
         } catch {
@@ -296,6 +300,6 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     }
 
     private func exec(_ query: PostgresQuery) async throws {
-        for try await _ in try await client.query(query, logger: Self.logger) {}
+        for try await _ in try await pool.client.query(query, logger: Self.logger) {}
     }
 }

@@ -22,8 +22,8 @@ package struct PostgresFailure: Error, CustomStringConvertible, Sendable {
             sqlState = nil
             isUnreachable = true
             description =
-                "PostgreSQL has accepted no connection for 15 s or more: PostgresNIO's pool fails each operation at once, and "
-                + "connects again at its own pace (up to a minute apart once the database is back)"
+                "PostgreSQL has accepted no connection for a minute or more: PostgresNIO's pool fails each operation at once; "
+                + "once the store's probe is answered, a new pool takes its place"
             return
         }
         guard let error = error as? PSQLError else { return nil }
@@ -40,9 +40,10 @@ package struct PostgresFailure: Error, CustomStringConvertible, Sendable {
         description = "PostgreSQL refused (SQLSTATE \(state)\(quoted))\(fix)"
     }
 
-    /// Whether `error` is the pool's refusal to wait for a connection: after 15 s in which no
+    /// Whether `error` is the pool's refusal to wait for a connection: after a minute in which no
     /// connection could be made and none is open, PostgresNIO's pool fails every lease at once
-    /// until one of its attempts, backing off up to a minute apart, succeeds.
+    /// until one of its attempts, backing off up to a minute apart, succeeds (`PostgresPool`
+    /// renews it sooner).
     package static func isCircuitBroken(_ error: any Error) -> Bool {
         (error as? ConnectionPoolError) == .connectionCreationCircuitBreakerTripped
     }

@@ -16,18 +16,26 @@ package struct PostgresStoreBound: Sendable {
     /// An error that is the database's answer, not its failure (ADAMANT's lost lease).
     private let isAnswer: @Sendable (any Error) -> Bool
 
+    /// The store's pool, renewed by a probe that finds the database answering after the pool gave
+    /// up on it (`PostgresPool`).
+    private let pool: PostgresPool?
+
     /// `connection`: the store's URL as one connection's configuration, for the probe
     /// (`PostgresDeadline.probe`, outside the pool).
     package init(
-        connection: PostgresConnection.Configuration, timeout: Duration, clock: any LoopClock, tracker: ComponentHealth,
-        isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
+        connection: PostgresConnection.Configuration, pool: PostgresPool?, timeout: Duration, clock: any LoopClock,
+        tracker: ComponentHealth, isAnswer: @escaping @Sendable (any Error) -> Bool = { _ in false }
     ) {
         self.tracker = tracker
         self.timeout = timeout
         self.clock = clock
         self.isAnswer = isAnswer
+        self.pool = pool
         let probe = PostgresDeadline.probe(connection, within: timeout, clock: clock)
-        self.probe = { try await Self.described(probe) }
+        self.probe = {
+            try await Self.described(probe)
+            if let pool { try await PostgresDeadline.bounded(timeout, clock: clock) { try await pool.renewIfGivenUp() } }
+        }
     }
 
     /// Probes the database once, at start (`ComponentHealth.checkAtStart`): the error, if any.
@@ -36,7 +44,7 @@ package struct PostgresStoreBound: Sendable {
     /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),
     /// its outcome the store's health, skipped as `run`'s work is: no task or timer per call.
     package func tracked<T: Sendable>(_ work: () async throws -> T) async throws -> T {
-        try await tracker.track({ try await Self.described(work) }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
+        try await tracker.track({ try await described(work) }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
     }
 
     /// `work` within the timeout, after `prepare` within it too (a table made on first use).
@@ -46,7 +54,7 @@ package struct PostgresStoreBound: Sendable {
         let (timeout, clock) = (self.timeout, self.clock)
         return try await tracker.track(
             {
-                try await Self.described {
+                try await described {
                     if let prepare { try await PostgresDeadline.bounded(timeout, clock: clock, prepare) }
                     return try await PostgresDeadline.bounded(timeout, clock: clock, work)
                 }
@@ -54,13 +62,21 @@ package struct PostgresStoreBound: Sendable {
     }
 
     /// `work`, a PostgresNIO error it throws replaced by what the log and `/health` say of it
-    /// (`PostgresFailure`).
+    /// (`PostgresFailure`); the pool's refusal to wait for a connection is told to the pool.
+    private func described<T>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch {
+            pool?.refused(error)
+            throw PostgresFailure(error) ?? error
+        }
+    }
+
     private static func described<T>(_ work: () async throws -> T) async throws -> T {
         do {
             return try await work()
         } catch {
-            if let failure = PostgresFailure(error) { throw failure }
-            throw error
+            throw PostgresFailure(error) ?? error
         }
     }
 }

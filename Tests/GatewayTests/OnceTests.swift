@@ -623,7 +623,7 @@ struct OnceTests {
         let records = try await Self.postgresRecords(clock: clock)
         let count = { @Sendable () async throws -> Int in
             var total = 0
-            for try await n in try await records.client.query("SELECT count(*)::int8 FROM herald_deliveries", logger: Self.logger)
+            for try await n in try await records.pool.client.query("SELECT count(*)::int8 FROM herald_deliveries", logger: Self.logger)
                 .decode(Int.self)
             {
                 total = n
@@ -631,7 +631,7 @@ struct OnceTests {
             return total
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await records.client.run() }
+            group.addTask { await records.pool.run() }
             let (old, young) = (RepeatKey(["$old"]), RepeatKey(["$young"]))
             _ = try await records.claim(key: old, trace: nil, instance: "a", now: clock.date)
             try await records.finish(key: old, .delivered, trace: nil, now: clock.date)
@@ -674,8 +674,8 @@ struct OnceTests {
         let trace = TraceStart(eventId: "0x09", frontEnd: "status", appId: "im.status.ios", pushkey: "abcdef0123456789")
         let dead = TraceEnd(outcome: .rejected(reason: .invalidPushkey("Unregistered")), note: DeliveryNote())
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await writer.client.run() }
-            group.addTask { await reader.client.run() }
+            group.addTask { await writer.pool.run() }
+            group.addTask { await reader.pool.run() }
             try await writer.trace(trace, dead, startedAt: start, instance: "a", now: start + 1)
             try await writer.trace(trace, dead, startedAt: start + 2, instance: "a", now: start + 3)
             let byEvent = try await reader.deliveries(DeliveryQuery(eventId: "0x09"), now: start + 4)
@@ -699,7 +699,7 @@ struct OnceTests {
         let start = Date(timeIntervalSince1970: 2_000_000_000)
         let key = RepeatKey(["$e", "app", "pushkey"])
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await records.client.run() }
+            group.addTask { await records.pool.run() }
             let trace = TraceStart(eventId: "$e", appId: "app", pushkey: "pushkey")
             #expect(try await records.claim(key: key, trace: trace, instance: "a", now: start) == .claimed)
             #expect(try await records.claim(key: key, trace: trace, instance: "b", now: start + 5) == .heldElsewhere)

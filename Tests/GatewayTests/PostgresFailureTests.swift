@@ -19,7 +19,7 @@ import _ConnectionPoolModule
         let (configuration, connection) = try PostgresURL.configurations(url, maxConnections: 2)
         let client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         let health = ComponentHealth(name: "store", clock: SystemClock())
-        let bound = PostgresStoreBound(connection: connection, timeout: .seconds(30), clock: EventLoopClock(), tracker: health)
+        let bound = PostgresStoreBound(connection: connection, pool: nil, timeout: .seconds(30), clock: EventLoopClock(), tracker: health)
         return await withTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             var said: [String] = []
@@ -58,7 +58,7 @@ import _ConnectionPoolModule
         let client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
         let health = ComponentHealth(name: "store", clock: clock)
         let timeout = Duration.seconds(5)
-        let bound = PostgresStoreBound(connection: connection, timeout: timeout, clock: clock.loopClock, tracker: health)
+        let bound = PostgresStoreBound(connection: connection, pool: nil, timeout: timeout, clock: clock.loopClock, tracker: health)
         func select() async -> String {
             do {
                 try await bound.run { for try await _ in try await client.query("SELECT 1", logger: Self.logger) {} }
@@ -98,7 +98,7 @@ import _ConnectionPoolModule
         let (_, connection) = try PostgresURL.configurations(url, maxConnections: 1)
         let clock = ManualClock()
         let health = ComponentHealth(name: "store", clock: clock)
-        let bound = PostgresStoreBound(connection: connection, timeout: .seconds(5), clock: clock.loopClock, tracker: health)
+        let bound = PostgresStoreBound(connection: connection, pool: nil, timeout: .seconds(5), clock: clock.loopClock, tracker: health)
         let error = await bound.checkAtStart().map { "\($0)" } ?? "no failure"
         #expect(error.contains(#"SQLSTATE 3D000: database "herald_never_created" does not exist"#), "\(error)")
         #expect(health.problem?.error == error)
@@ -129,12 +129,13 @@ import _ConnectionPoolModule
     @Test func aPoolThatGaveUpConnectingIsSaidInWordsAndMakesTheStoreSilent() async throws {
         let error = ConnectionPoolError.connectionCreationCircuitBreakerTripped
         let failure = try #require(PostgresFailure(error))
-        #expect(failure.description.hasPrefix("PostgreSQL has accepted no connection for 15 s or more"), "\(failure)")
+        #expect(failure.description.hasPrefix("PostgreSQL has accepted no connection for a minute or more"), "\(failure)")
         #expect(PostgresDeadline.isSilence(error) && PostgresDeadline.isSilence(failure))
         #expect(PostgresFailure(ConnectionPoolError.poolShutdown) == nil)
         let (_, connection) = try PostgresURL.configurations("postgres://herald@127.0.0.1:1/none", maxConnections: 1)
         let health = ComponentHealth(name: "store", clock: ManualClock())
-        let bound = PostgresStoreBound(connection: connection, timeout: .seconds(5), clock: ManualClock().loopClock, tracker: health)
+        let bound = PostgresStoreBound(
+            connection: connection, pool: nil, timeout: .seconds(5), clock: ManualClock().loopClock, tracker: health)
         await #expect(throws: PostgresFailure.self) { try await bound.run { () async throws -> Int in throw error } }
         #expect(health.isSilent)
         #expect(health.problem?.error == failure.description)

@@ -22,10 +22,10 @@ import Testing
         let now = Date(timeIntervalSince1970: 2_000_000_000)
         let sent = RepeatKey(["$sent", "app", "pushkey"])
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await records.client.run() }
+            group.addTask { await records.pool.run() }
             func rows(_ query: PostgresQuery) async throws -> [String] {
                 var found: [String] = []
-                for try await value in try await records.client.query(query, logger: Self.logger).decode(String.self) {
+                for try await value in try await records.pool.client.query(query, logger: Self.logger).decode(String.self) {
                     found.append(value)
                 }
                 return found

@@ -18,7 +18,9 @@ package import ServiceLifecycle
 /// is pushed only after `confirmLease()` read this instance's epoch, and every cursor commit reads
 /// the epoch `FOR SHARE` in its transaction and is refused unless it is still its own.
 package final class PostgresAdamantStore: AdamantStore {
-    private let client: PostgresClient
+    /// Its connections (`PostgresPool`).
+    private let pool: PostgresPool
+    private var client: PostgresClient { pool.client }
     private let logger: Logger
     package let url: String
     /// How often the lease holder proves its lock's connection alive; an answer later than five
@@ -59,14 +61,14 @@ package final class PostgresAdamantStore: AdamantStore {
         } catch {
             throw URLError(description: error.description)
         }
-        client = PostgresClient(configuration: configurations.client, backgroundLogger: PostgresPoolLog.logger(logger))
+        pool = PostgresPool(configuration: configurations.client, logger: logger)
         bound = PostgresStoreBound(
-            connection: configurations.connection, timeout: timeout, clock: clock.loopClock,
+            connection: configurations.connection, pool: pool, timeout: timeout, clock: clock.loopClock,
             tracker: tracker, isAnswer: { $0 is LeaseLost })
-        lease = PostgresLease(client: client, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
+        lease = PostgresLease(pool: pool, logger: logger, check: leaseCheck, timeout: timeout, health: tracker, clock: clock)
     }
 
-    package var services: [any Service] { [client, PostgresStartCheck(bound: bound)] }
+    package var services: [any Service] { [pool, PostgresStartCheck(bound: bound)] }
 
     /// `work` within `timeout` (`PostgresDeadline`); its outcome is the store's health.
     /// A lost lease is an answer of the database, not a failure of it.

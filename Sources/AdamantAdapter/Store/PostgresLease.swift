@@ -18,7 +18,8 @@ import Synchronization
 /// its next fenced commit (`PostgresAdamantStore`), and the instance that took over never sees
 /// that commit land after its own.
 final class PostgresLease: Sendable {
-    private let client: PostgresClient
+    private let pool: PostgresPool
+    private var client: PostgresClient { pool.client }
     private let logger: Logger
     /// How often the holder proves its lock's connection alive; an answer later than five times
     /// this counts as a lost lease (a database merely slow for a moment keeps its poller).
@@ -40,8 +41,8 @@ final class PostgresLease: Sendable {
         case lost
     }
 
-    init(client: PostgresClient, logger: Logger, check: Duration, timeout: Duration, health: ComponentHealth, clock: any HeraldClock) {
-        self.client = client
+    init(pool: PostgresPool, logger: Logger, check: Duration, timeout: Duration, health: ComponentHealth, clock: any HeraldClock) {
+        self.pool = pool
         self.logger = logger
         self.check = check
         self.timeout = timeout

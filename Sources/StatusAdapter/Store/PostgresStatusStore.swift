@@ -14,7 +14,9 @@ import Synchronization
 /// concurrent writers cannot lose it). Its connection pool is a `Service` (`services`): queries
 /// wait until the pool runs in the gateway's service group.
 package final class PostgresStatusStore: StatusStore {
-    let client: PostgresClient
+    /// Its connections (`PostgresPool`).
+    let pool: PostgresPool
+    var client: PostgresClient { pool.client }
     private let inserts = AtomicCounter()
     /// The URL it was opened with.
     package let url: String
@@ -57,13 +59,13 @@ package final class PostgresStatusStore: StatusStore {
         } catch {
             throw URLError(description: error.description)
         }
-        client = PostgresClient(configuration: configurations.client, backgroundLogger: PostgresPoolLog.logger(logger))
+        pool = PostgresPool(configuration: configurations.client, logger: logger)
         bound = PostgresStoreBound(
-            connection: configurations.connection, timeout: timeout, clock: clock.loopClock,
+            connection: configurations.connection, pool: pool, timeout: timeout, clock: clock.loopClock,
             tracker: tracker)
     }
 
-    package var services: [any Service] { [client, PostgresStartCheck(bound: bound)] }
+    package var services: [any Service] { [pool, PostgresStartCheck(bound: bound)] }
 
     /// `work` within `timeout`, else `Unavailable` (`PostgresDeadline`); every operation but the
     /// start-up ones goes through it, and its outcome is the store's health.
