@@ -1,7 +1,7 @@
 import HeraldCore
 package import Logging
 package import PostgresNIO
-package import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 /// A PostgreSQL store's pool of connections (PostgresNIO's `PostgresClient`), a service of the
