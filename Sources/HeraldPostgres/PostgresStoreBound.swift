@@ -33,7 +33,7 @@ package struct PostgresStoreBound: Sendable {
         self.pool = pool
         let probe = PostgresDeadline.probe(connection, within: timeout, clock: clock)
         self.probe = {
-            try await Self.described(probe)
+            try await Self.described(nil, probe)
             if let pool { try await PostgresDeadline.bounded(timeout, clock: clock) { try await pool.renewIfGivenUp() } }
         }
     }
@@ -44,17 +44,18 @@ package struct PostgresStoreBound: Sendable {
     /// `work` that bounds its own waits (a batch's statement run within the timeout, `Batcher`),
     /// its outcome the store's health, skipped as `run`'s work is: no task or timer per call.
     package func tracked<T: Sendable>(_ work: () async throws -> T) async throws -> T {
-        try await tracker.track({ try await described(work) }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
+        try await tracker.track(
+            { try await Self.described(pool, work) }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
     }
 
     /// `work` within the timeout, after `prepare` within it too (a table made on first use).
     package func run<T: Sendable>(
         prepare: (@Sendable () async throws -> Void)? = nil, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let (timeout, clock) = (self.timeout, self.clock)
+        let (timeout, clock, pool) = (self.timeout, self.clock, self.pool)
         return try await tracker.track(
             {
-                try await described {
+                try await Self.described(pool) {
                     if let prepare { try await PostgresDeadline.bounded(timeout, clock: clock, prepare) }
                     return try await PostgresDeadline.bounded(timeout, clock: clock, work)
                 }
@@ -62,20 +63,12 @@ package struct PostgresStoreBound: Sendable {
     }
 
     /// `work`, a PostgresNIO error it throws replaced by what the log and `/health` say of it
-    /// (`PostgresFailure`); the pool's refusal to wait for a connection is told to the pool.
-    private func described<T>(_ work: () async throws -> T) async throws -> T {
+    /// (`PostgresFailure`); the pool's refusal to wait for a connection is told to `pool`.
+    private static func described<T>(_ pool: PostgresPool?, _ work: () async throws -> T) async throws -> T {
         do {
             return try await work()
         } catch {
             pool?.refused(error)
-            throw PostgresFailure(error) ?? error
-        }
-    }
-
-    private static func described<T>(_ work: () async throws -> T) async throws -> T {
-        do {
-            return try await work()
-        } catch {
             throw PostgresFailure(error) ?? error
         }
     }
