@@ -225,7 +225,13 @@ struct DeliveryTraceTests {
         let (ok, dead) = (APNsEndToEndTests.pushkey(), APNsEndToEndTests.pushkey())
         fleet.apns.script(APNsEndToEndTests.hex(dead), .fail(410, "Unregistered"))
         let answer = try await notify(fleet.instances[0], [ok, dead])
-        let seen = try await fleet.instances[1].deliveries(event: Self.eventId)
+        // The finish is written after the answer ("Once", docs/operations.md): the trace says the
+        // outcome once it lands, `in_flight` until then.
+        var seen = try await fleet.instances[1].deliveries(event: Self.eventId)
+        await eventually {
+            seen = (try? await fleet.instances[1].deliveries(event: Self.eventId)) ?? []
+            return !seen.isEmpty && !seen.contains { $0["outcome"]?.stringValue == "in_flight" }
+        }
         let one = try await fleet.instances[1].deliveries(event: Self.eventId, query: "&pushkey=\(escaped(ok))")
         await fleet.stop()
         #expect(answer.status == 200)
@@ -245,7 +251,12 @@ struct DeliveryTraceTests {
         let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
         let token = RelayEndToEndTests.token
         let sent = try await first.send("/relay-to/production/\(token)/acct-42", headers: headers, body: body)
-        let seen = try await second.herald.deliveries(pushkey: token)
+        // The finish lands after the answer: the trace says `in_flight` until then.
+        var seen = try await second.herald.deliveries(pushkey: token)
+        await eventually {
+            seen = (try? await second.herald.deliveries(pushkey: token)) ?? []
+            return !seen.isEmpty && !seen.contains { $0["outcome"]?.stringValue == "in_flight" }
+        }
         let byRequest = try await second.herald.deliveries(event: sent.headers.first(name: "X-Request-Id") ?? "")
         await first.stop()
         await second.stop()
