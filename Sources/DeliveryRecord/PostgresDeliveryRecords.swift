@@ -94,13 +94,13 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         let (window, takeover, statements, timeout, loopClock) = (window, takeover, statements, timeout, clock.loopClock)
         claims = Batcher(concurrency: notify.statementsAtOnce, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            return try await PostgresDeadline.bounded(timeout, clock: loopClock) {
+            return try await PostgresDeadline.bounded(timeout, clock: loopClock, on: PostgresLoop.loop) {
                 try await Self.claim(rows, client: pool.client, takeover: takeover, window: window)
             }
         }
         finishes = Batcher(concurrency: notify.statementsAtOnce, failsQueue: PostgresDeadline.isSilence) { rows in
             statements.add(1)
-            try await PostgresDeadline.bounded(timeout, clock: loopClock) {
+            try await PostgresDeadline.bounded(timeout, clock: loopClock, on: PostgresLoop.loop) {
                 try await Self.finish(rows, client: pool.client, window: window)
             }
             return rows.map { _ in () }

@@ -34,7 +34,7 @@ package enum PostgresDeadline {
             try await bounded(timeout, clock: clock) {
                 let id = ids.add(1, ordering: .relaxed).newValue
                 let opened = try await PostgresConnection.connect(
-                    on: MultiThreadedEventLoopGroup.singleton.any(), configuration: connection, id: id, logger: logger
+                    on: PostgresLoop.loop, configuration: connection, id: id, logger: logger
                 ).get()
                 do {
                     for try await _ in try await opened.query("SELECT 1", logger: logger) {}
@@ -54,13 +54,14 @@ package enum PostgresDeadline {
     /// (PostgreSQL killed mid-request) may never complete whatever its cancellation, so it is not
     /// awaited (a task of its own, then abandoned; it ends when its connection is finally closed).
     ///
-    /// The task runs on the caller's event loop when it is on one (a request's task prefers its
-    /// connection's loop): the store's work then stays on the thread that asked for it, without
-    /// two hops through Swift's global pool for every operation.
+    /// The task runs on `given`, else on the caller's event loop when it is on one (a request's
+    /// task prefers its connection's loop): the store's work then stays on one thread, without two
+    /// hops through Swift's global pool for every operation. The record's statements give the
+    /// stores' own loop (`PostgresLoop`), where their connections read the answers.
     package static func bounded<T: Sendable>(
-        _ timeout: Duration, clock: any LoopClock, _ work: @escaping @Sendable () async throws -> T
+        _ timeout: Duration, clock: any LoopClock, on given: (any EventLoop)? = nil, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
+        let loop = given ?? MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
         let promise = loop.makePromise(of: T.self)
         let task = Task(executorPreference: EventLoopTaskExecutor(loop)) {
             do {

@@ -56,7 +56,8 @@ package final class PostgresPool: Service, Sendable {
     package init(configuration: PostgresClient.Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        let client = PostgresClient(configuration: configuration, backgroundLogger: PostgresPoolLog.logger(logger))
+        let client = PostgresClient(
+            configuration: configuration, eventLoopGroup: PostgresLoop.group, backgroundLogger: PostgresPoolLog.logger(logger))
         let (stopped, stop) = AsyncStream<Never>.makeStream()
         state = Mutex(State(current: Running(client: client, stop: stop)))
         (starts, startsContinuation) = AsyncStream<Start>.makeStream()
@@ -96,7 +97,8 @@ package final class PostgresPool: Service, Sendable {
             if let renewing = state.renewing { return (renewing.placed, nil) }
             guard state.givenUp else { return nil }
             state.givenUp = false
-            let client = PostgresClient(configuration: configuration, backgroundLogger: PostgresPoolLog.logger(logger))
+            let client = PostgresClient(
+                configuration: configuration, eventLoopGroup: PostgresLoop.group, backgroundLogger: PostgresPoolLog.logger(logger))
             let (stopped, stop) = AsyncStream<Never>.makeStream()
             let placed = ReadinessGate<Void>()
             state.renewing = Renewal(next: Running(client: client, stop: stop), placed: placed)
