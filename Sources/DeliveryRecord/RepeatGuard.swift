@@ -32,9 +32,39 @@ package final class RepeatGuard: Sendable {
     package let clock: any HeraldClock
     let counters: CounterCache
     let logger: Logger
-    /// The deliveries under way on this instance, by key; the gate of the repeats that joined one
-    /// is made only when the first of them arrives (a delivery nobody repeats costs no gate).
-    private let flights = Mutex<[RepeatKey: ReadinessGate<DeviceOutcome>?]>([:])
+    /// The deliveries under way on this instance, by key.
+    private let flights = Mutex<[RepeatKey: Flight]>([:])
+
+    /// A delivery under way on this instance. Each gate is made only when the first repeat
+    /// arrives (a delivery nobody repeats costs none).
+    private enum Flight {
+        /// Being sent: a repeat joins it and gets its outcome.
+        case sending(ReadinessGate<DeviceOutcome>?)
+        /// Answered, its finish not yet written (`settleAfterAnswer`): a repeat waits for the
+        /// finish, then claims from the record, which answers it with the outcome or, heard or
+        /// failed, lets it be sent again. The record, not this instance, decides, as for a repeat
+        /// that reaches another instance.
+        case finishing(ReadinessGate<Void>?)
+    }
+
+    /// The deliveries whose finish a repeat waits for (`Flight.finishing`), for tests.
+    package var finishesWaitedFor: Int {
+        flights.withLock { table in
+            table.values.count { flight in
+                if case .finishing(.some) = flight { return true }
+                return false
+            }
+        }
+    }
+
+    /// What a claim of a key found on this instance.
+    private enum Arrival {
+        /// No delivery: this caller's is now the one under way.
+        case first
+        case join(ReadinessGate<DeviceOutcome>)
+        /// A delivery whose finish is being written: claim again once it is.
+        case wait(ReadinessGate<Void>)
+    }
 
     package init(
         store: any DeliveryRecords, fallback: MemoryDeliveryRecords, clock: any HeraldClock, counters: CounterCache, logger: Logger
@@ -52,17 +82,45 @@ package final class RepeatGuard: Sendable {
     package var instance: String { InstanceName.current }
 
     /// Joins the delivery of `key` under way on this instance, or, when there is none, makes
-    /// this caller's the one under way (nil).
-    private func flight(_ key: RepeatKey) -> ReadinessGate<DeviceOutcome>? {
-        flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
-            guard let flight = table[key] else {
-                table[key] = .some(nil)
-                return nil
+    /// this caller's the one under way (`first`).
+    private func arrive(_ key: RepeatKey) -> Arrival {
+        flights.withLock { table -> Arrival in
+            switch table[key] {
+            case nil:
+                table[key] = .sending(nil)
+                return .first
+            case .sending(let gate?): return .join(gate)
+            case .sending(nil):
+                let gate = ReadinessGate<DeviceOutcome>()
+                table[key] = .sending(gate)
+                return .join(gate)
+            case .finishing(let gate?): return .wait(gate)
+            case .finishing(nil):
+                let gate = ReadinessGate<Void>()
+                table[key] = .finishing(gate)
+                return .wait(gate)
             }
-            if let gate = flight { return gate }
-            let gate = ReadinessGate<DeviceOutcome>()
-            table[key] = gate
-            return gate
+        }
+    }
+
+    /// `arrive`, after waiting out the finish of an answered delivery of `key` (`first` or
+    /// `join`; `wait` only when the caller was cancelled meanwhile).
+    private func flight(_ key: RepeatKey) async -> Arrival {
+        while true {
+            let arrival = arrive(key)
+            guard case .wait(let finished) = arrival else { return arrival }
+            do { try await finished.wait() } catch { return arrival }
+        }
+    }
+
+    /// What a caller that was not the first to claim `key` is answered (nil: it was the first).
+    private func joined(_ key: RepeatKey, app: String) async -> Decision? {
+        switch await flight(key) {
+        case .first: return nil
+        case .join(let gate):
+            suppressed(app)
+            return .join(gate)
+        case .wait: return .answered(.failed(reason: .localError("cancelled")))
         }
     }
 
@@ -73,9 +131,8 @@ package final class RepeatGuard: Sendable {
         var claimed: [RecordClaimRequest] = []
         var positions: [Int] = []
         for (index, request) in requests.enumerated() {
-            if let joined = flight(request.key) {
-                suppressed(app)
-                decisions[index] = .join(joined)
+            if let joined = await joined(request.key, app: app) {
+                decisions[index] = joined
             } else {
                 claimed.append(request)
                 positions.append(index)
@@ -100,10 +157,7 @@ package final class RepeatGuard: Sendable {
     /// Claims `key` for a delivery through `app`; `trace`, the device whose delivery it is, when
     /// it is to be traced (a Matrix notify's).
     package func claim(_ key: RepeatKey, app: String, trace: TraceStart? = nil) async -> Decision {
-        if let joined = flight(key) {
-            suppressed(app)
-            return .join(joined)
-        }
+        if let joined = await joined(key, app: app) { return joined }
         let found: RecordClaim
         if inMemory {
             found = fallback.claim(key, trace: trace, instance: instance, now: clock.date)
@@ -158,10 +212,10 @@ package final class RepeatGuard: Sendable {
         land(key, outcome)
     }
 
-    /// Ends a claimed key's delivery on this instance now (the repeats that joined it, and any that
-    /// join it from now on, get `outcome`) and returns its finish, for `finish` to write once the
-    /// notify is answered; with the memory record, which costs no round trip, it is settled now
-    /// and nil is returned.
+    /// Ends a claimed key's delivery on this instance now (the repeats that joined it get
+    /// `outcome`; one that comes before the finish is written waits for it, `Flight.finishing`) and
+    /// returns its finish, for `finish` to write once the notify is answered; with the memory
+    /// record, which costs no round trip, it is settled now and nil is returned.
     package func settleAfterAnswer(_ key: RepeatKey, _ outcome: DeviceOutcome, note: DeliveryNote = DeliveryNote()) async
         -> RecordFinish?
     {
@@ -169,12 +223,12 @@ package final class RepeatGuard: Sendable {
             await settle(key, outcome, note: note)
             return nil
         }
-        flights.withLock { table in
-            if case .some(.some(let gate)) = table[key] { return gate.open(outcome) }
-            let gate = ReadinessGate<DeviceOutcome>()
-            gate.open(outcome)
-            table[key] = gate
+        let joined = flights.withLock { table -> ReadinessGate<DeviceOutcome>? in
+            defer { table[key] = .finishing(nil) }
+            guard case .sending(let gate?) = table[key] else { return nil }
+            return gate
         }
+        joined?.open(outcome)
         return RecordFinish(key, RecordedOutcome(outcome), trace: TraceEnd(outcome: outcome, note: note))
     }
 
@@ -228,8 +282,11 @@ package final class RepeatGuard: Sendable {
 
     /// The delivery of `key` is over on this instance: the repeats that joined it get `outcome`.
     private func land(_ key: RepeatKey, _ outcome: DeviceOutcome) {
-        let joined = flights.withLock { $0.removeValue(forKey: key) }
-        if case .some(.some(let gate)) = joined { gate.open(outcome) }
+        switch flights.withLock({ $0.removeValue(forKey: key) }) {
+        case .sending(let joined?): joined.open(outcome)
+        case .finishing(let waiting?): waiting.open(())
+        case .sending(nil), .finishing(nil), nil: break
+        }
     }
 
     private func suppressed(_ app: String) {

@@ -1,0 +1,72 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+import Logging
+import Metrics
+import Synchronization
+import Testing
+
+@testable import DeliveryRecord
+
+/// docs/operations.md, "Once": with the record in PostgreSQL a notify's finishes are written after
+/// its answer, beside the connection's next request. A repeat that comes meanwhile waits for the
+/// finish, then claims from the record, as it would on another instance: a heard answer's repeat
+/// is sent again. It does not take the outcome this instance has not written yet.
+@Suite struct RepeatDuringFinishTests {
+    /// A record whose finishes wait for `release`; it says `claimed` to every claim, as
+    /// PostgreSQL does once a heard finish has let the key go, and keeps what it was asked, in order.
+    final class HeldFinishes: DeliveryRecords {
+        let release = ReadinessGate<Void>()
+        let calls = Mutex<[String]>([])
+
+        func claim(_ claims: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
+            calls.withLock { $0.append("claim") }
+            return claims.map { _ in .claimed }
+        }
+        func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws {
+            calls.withLock { $0.append("finish \(heard ? "heard" : "unheard")") }
+            try await release.wait()
+            calls.withLock { $0.append("finished") }
+        }
+        func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {}
+        func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }
+        var health: ComponentHealth? { nil }
+    }
+
+    @Test func aRepeatWhileAHeardFinishIsWrittenWaitsForItAndIsSentAgain() async throws {
+        let store = HeldFinishes()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let memory = MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(30), maxEntries: 100, maxBytes: 1 << 20)
+        let guardian = RepeatGuard(
+            store: store, fallback: memory, clock: SystemClock(), counters: CounterCache(factory: NOOPMetricsHandler.instance),
+            logger: logger)
+        let key = RepeatKey(["$event", "com.example.app", "pushkey"])
+        guard case .send = await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first else {
+            Issue.record("the first claim is not sent")
+            return
+        }
+        let finish = try #require(await guardian.settleAfterAnswer(key, .delivered))
+        let repeated = try await withThrowingTaskGroup(of: RepeatGuard.Decision?.self) { group in
+            group.addTask {
+                await guardian.finish([finish], heard: true)
+                return nil
+            }
+            #expect(await eventually { store.calls.withLock { $0 } == ["claim", "finish heard"] })
+            group.addTask { await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first }
+            // The repeat waits for the finish; it neither joins the delivery nor reaches the store.
+            #expect(await eventually { guardian.finishesWaitedFor == 1 })
+            #expect(store.calls.withLock { $0 } == ["claim", "finish heard"])
+            store.release.open(())
+            var decision: RepeatGuard.Decision?
+            for try await answer in group { if let answer { decision = answer } }
+            return decision
+        }
+        guard case .send = repeated else {
+            Issue.record("the repeat of a heard answer was not sent again: \(String(describing: repeated))")
+            return
+        }
+        #expect(store.calls.withLock { $0 } == ["claim", "finish heard", "finished", "claim"])
+        #expect(guardian.finishesWaitedFor == 0)
+    }
+}
