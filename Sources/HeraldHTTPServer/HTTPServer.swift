@@ -178,7 +178,17 @@ package final class HTTPServer: Sendable {
         }
     }
 
+    /// Serves `connection`'s requests in order. A handler's work after its answer that waits
+    /// (`ServerResponse.afterAnswerWaits`) runs in `behind`, beside the next request, one at a
+    /// time: the next one's waits for it first.
     private func serve(_ connection: ServerConnection) async {
+        await withTaskGroup(of: Void.self) { behind in
+            await serve(connection, behind: &behind)
+        }
+    }
+
+    private func serve(_ connection: ServerConnection, behind: inout TaskGroup<Void>) async {
+        var waiting = false
         let peer = connection.channel.remoteAddress
         // The peer's source, made once for the connection; a trusted proxy's requests each name
         // their own (`RequestSource.of`).
@@ -204,14 +214,27 @@ package final class HTTPServer: Sendable {
             // What the handler left for after its answer, and whether that answer goes out on an
             // open connection (the deadline did not answer first).
             let afterAnswer = response.afterAnswer
+            let waits = response.afterAnswerWaits
             let written = afterAnswer == nil ? false : await connection.claimAnswer()
             // What the access log keeps is taken first: the answer itself is handed on, so that
             // the head is made from its fields without a copy of them.
             let logged = accessLog == nil ? nil : LoggedAnswer(response)
-            switch await connection.respond(consume response, to: read.head) {
+            let responded = await connection.respond(consume response, to: read.head)
+            if waiting {
+                await behind.next()
+                waiting = false
+            }
+            switch responded {
             case .open:
                 record(request, logged, duration: clock.now - started)
-                await afterAnswer?(written)
+                if let afterAnswer {
+                    if waits {
+                        behind.addTask { await afterAnswer(written) }
+                        waiting = true
+                    } else {
+                        await afterAnswer(written)
+                    }
+                }
                 await connection.writable()
             case .closing:
                 record(request, logged, duration: clock.now - started)

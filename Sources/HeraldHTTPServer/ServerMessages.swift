@@ -49,6 +49,11 @@ package struct ServerResponse: Sendable {
     /// says whether it went out on a connection still open, the deadline not having answered
     /// first (docs/architecture.md, "Answer deadline").
     package var afterAnswer: (@Sendable (_ written: Bool) async -> Void)?
+    /// `afterAnswer` waits (on a database's statement): on a connection still open it then runs
+    /// beside the next request instead of before it is read, one at a time (the next one's
+    /// `afterAnswer` runs once this one has returned). A sender's next request does not wait for
+    /// what it will never see.
+    package var afterAnswerWaits = false
 
     package init(status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer()) {
         self.status = status

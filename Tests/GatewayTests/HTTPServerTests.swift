@@ -117,6 +117,47 @@ import Testing
     /// While an answer is being made the server goes on reading a client that waits for it (to keep
     /// the socket's read interest), but not one that pipelines: past the socket buffers the client
     /// cannot send faster than the server answers, however long it pipelines.
+    /// Work a handler leaves for after its answer that waits (the delivery record's finishes on
+    /// PostgreSQL) runs beside the connection's next request: the sender's next answer does not
+    /// wait for it, and the next request's own such work starts only once it has returned.
+    @Test func workAfterAnAnswerThatWaitsDoesNotHoldTheConnectionsNextRequest() async throws {
+        final class Held: HTTPHandler {
+            let release = ReadinessGate<Void>()
+            let steps = Mutex<[String]>([])
+
+            func handle(_ request: ServerRequest) async -> ServerResponse {
+                var response = ServerResponse(status: .ok, body: ByteBuffer(string: request.path))
+                let path = request.path
+                response.afterAnswer = { _ in
+                    self.steps.withLock { $0.append("start \(path)") }
+                    if path == "/a" { try? await self.release.wait() }
+                    self.steps.withLock { $0.append("end \(path)") }
+                }
+                response.afterAnswerWaits = true
+                return response
+            }
+        }
+        let handler = Held()
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"), clock: SystemClock())
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await server.serve() }
+            let fd = RawHTTP.connectLoopback(port: server.port)
+            #expect(fd >= 0)
+            let first = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /a HTTP/1.1\r\nHost: x\r\n\r\n") }
+            #expect(first.hasPrefix("HTTP/1.1 200 OK") && first.hasSuffix("/a"))
+            #expect(try await eventually { handler.steps.withLock { $0 } == ["start /a"] })
+            // /a's work is held: /b is answered all the same, and its own work waits its turn.
+            let second = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /b HTTP/1.1\r\nHost: x\r\n\r\n") }
+            #expect(second.hasPrefix("HTTP/1.1 200 OK") && second.hasSuffix("/b"))
+            #expect(handler.steps.withLock { $0 } == ["start /a"])
+            handler.release.open(())
+            #expect(try await eventually { handler.steps.withLock { $0 } == ["start /a", "end /a", "start /b", "end /b"] })
+            close(fd)
+            await server.shutdown()
+        }
+    }
+
     @Test func aClientPipeliningFasterThanItIsAnsweredIsNotReadAhead() async throws {
         let echo = Echo(delay: .milliseconds(20))
         let server = try await Self.bind(echo)

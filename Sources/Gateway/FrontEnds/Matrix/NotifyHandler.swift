@@ -135,6 +135,8 @@ package struct NotifyHandler: Sendable {
             response.afterAnswer = { written in
                 await dispatched.answered(heard: written && once.heard(after: clock.now - start))
             }
+            // The finishes' statement: the sender's next request on this connection is read meanwhile.
+            response.afterAnswerWaits = !dispatched.finishes.isEmpty
         }
         return response
     }
