@@ -1,8 +1,8 @@
+import CoreMetrics
 import Foundation
 import HeraldCore
 import HeraldTestSupport
 import Logging
-import Metrics
 import Synchronization
 import Testing
 
