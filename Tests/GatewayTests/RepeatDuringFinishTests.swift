@@ -69,4 +69,42 @@ import Testing
         #expect(store.calls.withLock { $0 } == ["claim", "finish heard", "finished", "claim"])
         #expect(guardian.finishesWaitedFor == 0)
     }
+
+    /// A repeat whose sender goes away while it waits for the finish (its task cancelled) is
+    /// answered a local error at once, without claiming; the finish still lands, and the next
+    /// repeat is sent again.
+    @Test func aRepeatCancelledWhileItWaitsForTheFinishNeitherClaimsNorHoldsTheFinish() async throws {
+        let store = HeldFinishes()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let memory = MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(30), maxEntries: 100, maxBytes: 1 << 20)
+        let guardian = RepeatGuard(
+            store: store, fallback: memory, clock: SystemClock(), counters: CounterCache(factory: NOOPMetricsHandler.instance),
+            logger: logger)
+        let key = RepeatKey(["$event", "com.example.app", "pushkey"])
+        guard case .send = await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first else {
+            Issue.record("the first claim is not sent")
+            return
+        }
+        let finish = try #require(await guardian.settleAfterAnswer(key, .delivered))
+        async let finished: Void = guardian.finish([finish], heard: true)
+        #expect(await eventually { store.calls.withLock { $0 } == ["claim", "finish heard"] })
+        let repeated = Task { await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first }
+        #expect(await eventually { guardian.finishesWaitedFor == 1 })
+        repeated.cancel()
+        let cancelled = await repeated.value
+        guard case .answered(.failed(reason: .localError)) = cancelled else {
+            Issue.record("a cancelled repeat was answered \(String(describing: cancelled))")
+            return
+        }
+        #expect(store.calls.withLock { $0 } == ["claim", "finish heard"])
+        store.release.open(())
+        await finished
+        #expect(store.calls.withLock { $0 } == ["claim", "finish heard", "finished"])
+        guard case .send = await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first else {
+            Issue.record("the repeat after the finish is not sent again")
+            return
+        }
+        #expect(store.calls.withLock { $0 } == ["claim", "finish heard", "finished", "claim"])
+    }
 }
