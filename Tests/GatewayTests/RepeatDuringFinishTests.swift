@@ -33,7 +33,8 @@ import Testing
         var health: ComponentHealth? { nil }
     }
 
-    @Test func aRepeatWhileAHeardFinishIsWrittenWaitsForItAndIsSentAgain() async throws {
+    /// A guard over a `HeldFinishes` store, and the key of one delivery.
+    static func guarded() -> (HeldFinishes, RepeatGuard, RepeatKey) {
         let store = HeldFinishes()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
@@ -41,7 +42,11 @@ import Testing
         let guardian = RepeatGuard(
             store: store, fallback: memory, clock: SystemClock(), counters: CounterCache(factory: NOOPMetricsHandler.instance),
             logger: logger)
-        let key = RepeatKey(["$event", "com.example.app", "pushkey"])
+        return (store, guardian, RepeatKey(["$event", "com.example.app", "pushkey"]))
+    }
+
+    @Test func aRepeatWhileAHeardFinishIsWrittenWaitsForItAndIsSentAgain() async throws {
+        let (store, guardian, key) = Self.guarded()
         guard case .send = await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first else {
             Issue.record("the first claim is not sent")
             return
@@ -74,14 +79,7 @@ import Testing
     /// answered a local error at once, without claiming; the finish still lands, and the next
     /// repeat is sent again.
     @Test func aRepeatCancelledWhileItWaitsForTheFinishNeitherClaimsNorHoldsTheFinish() async throws {
-        let store = HeldFinishes()
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let memory = MemoryDeliveryRecords(window: .seconds(60), takeover: .seconds(30), maxEntries: 100, maxBytes: 1 << 20)
-        let guardian = RepeatGuard(
-            store: store, fallback: memory, clock: SystemClock(), counters: CounterCache(factory: NOOPMetricsHandler.instance),
-            logger: logger)
-        let key = RepeatKey(["$event", "com.example.app", "pushkey"])
+        let (store, guardian, key) = Self.guarded()
         guard case .send = await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first else {
             Issue.record("the first claim is not sent")
             return
