@@ -32,3 +32,22 @@ package enum DurableSQLite {
         try await pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 }
+
+extension DurableSQLite {
+    /// Closes `pool` on a queue of its own, off Swift's cooperative pool. `DatabasePool.close()`
+    /// blocks its thread until every reader is back, and an asynchronous read gives its reader
+    /// back only once its task has resumed on a thread of that pool: closes that held every one of
+    /// its threads (a Status store and an ADAMANT store stopping at once, on two cores) waited for
+    /// a read that could never resume.
+    package static func close(_ pool: DatabasePool) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            closing.async {
+                try? pool.close()
+                done.resume()
+            }
+        }
+    }
+
+    /// Where pools are closed: a serial queue, whose thread may block.
+    private static let closing = DispatchQueue(label: "herald.sqlite.close")
+}

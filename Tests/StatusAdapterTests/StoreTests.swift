@@ -320,6 +320,35 @@ import Testing
         await defaults.close()
     }
 
+    /// Closing a store's file holds no thread of Swift's cooperative pool: as many closes as that
+    /// pool has threads, each begun while an asynchronous read holds a reader, all return once the
+    /// read is over. When a close blocked its thread, the read could not resume to give its reader
+    /// back, and every close waited for it (the suite hung there at full parallelism).
+    @Test func closingWhileAReadHoldsAReaderLeavesTheCooperativePoolItsThreads() async throws {
+        let pool = try DurableSQLite.open(path: temporaryPath("close.sqlite"))
+        let closes = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        // Each close says it is about to begin; the read ends only once all have.
+        let begun = DispatchSemaphore(value: 0)
+        let (holding, reading) = AsyncStream.makeStream(of: Void.self)
+        async let read = pool.read { _ in
+            reading.yield()
+            for _ in 0..<closes { begun.wait() }
+            return "read"
+        }
+        for await _ in holding { break }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<closes {
+                group.addTask {
+                    begun.signal()
+                    await DurableSQLite.close(pool)
+                }
+            }
+        }
+        #expect(try await read == "read")
+        // Closed: a read now fails instead of opening the file again.
+        await #expect(throws: DatabaseError.self) { try await pool.read { _ in 1 } }
+    }
+
     @Test func theResponseCacheIsNotSyncedButRegistrationsStillAre() async throws {
         let store = try SQLiteStatusStore(path: temporaryPath("status.sqlite"), clock: SystemClock())
         try await store.migrate()

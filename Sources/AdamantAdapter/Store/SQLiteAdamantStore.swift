@@ -131,5 +131,5 @@ package final class SQLiteAdamantStore: AdamantStore {
         }
     }
 
-    package func close() async { try? pool.close() }
+    package func close() async { await DurableSQLite.close(pool) }
 }

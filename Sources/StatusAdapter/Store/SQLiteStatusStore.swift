@@ -198,6 +198,6 @@ package final class SQLiteStatusStore: StatusStore {
 
     package func close() async {
         lookups.close()
-        try? pool.close()
+        await DurableSQLite.close(pool)
     }
 }
