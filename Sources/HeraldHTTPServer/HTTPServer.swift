@@ -178,17 +178,31 @@ package final class HTTPServer: Sendable {
         }
     }
 
+    /// A handler's work after its answer that waits on something outside (`afterAnswerWaits`).
+    private typealias Behind = @Sendable () async -> Void
+
     /// Serves `connection`'s requests in order. A handler's work after its answer that waits
-    /// (`ServerResponse.afterAnswerWaits`) runs in `behind`, beside the next request, one at a
-    /// time: the next one's waits for it first.
+    /// (`ServerResponse.afterAnswerWaits`) runs beside the next request, one piece at a time: the
+    /// next one's waits for it first.
+    ///
+    /// The requests are read and answered in a child task and the work behind them runs in this
+    /// one, not the other way round: a request binds its `RequestContext` while its task owns no
+    /// group, because the runtime copies the task-locals bound inside a group's body into every
+    /// child task made beneath them (a notify's fan-out made one allocation a further device).
     private func serve(_ connection: ServerConnection) async {
-        await withTaskGroup(of: Void.self) { behind in
-            await serve(connection, behind: &behind)
+        let (behind, queue) = AsyncStream.makeStream(of: Behind.self)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await self.serve(connection, behind: queue)
+                queue.finish()
+            }
+            for await work in behind { await work() }
         }
     }
 
-    private func serve(_ connection: ServerConnection, behind: inout TaskGroup<Void>) async {
-        var waiting = false
+    private func serve(_ connection: ServerConnection, behind: AsyncStream<Behind>.Continuation) async {
+        // The piece of work behind the last answer, open once it is done.
+        var previous: ReadinessGate<Void>?
         let peer = connection.channel.remoteAddress
         // The peer's source, made once for the connection; a trusted proxy's requests each name
         // their own (`RequestSource.of`).
@@ -220,17 +234,21 @@ package final class HTTPServer: Sendable {
             // the head is made from its fields without a copy of them.
             let logged = accessLog == nil ? nil : LoggedAnswer(response)
             let responded = await connection.respond(consume response, to: read.head)
-            if waiting {
-                await behind.next()
-                waiting = false
+            if let done = previous {
+                try? await done.wait()
+                previous = nil
             }
             switch responded {
             case .open:
                 record(request, logged, duration: clock.now - started)
                 if let afterAnswer {
-                    if waits {
-                        behind.addTask { await afterAnswer(written) }
-                        waiting = true
+                    let done = waits ? ReadinessGate<Void>() : nil
+                    if let done,
+                        case .enqueued = behind.yield({
+                            await afterAnswer(written); done.open(())
+                        })
+                    {
+                        previous = done
                     } else {
                         await afterAnswer(written)
                     }
