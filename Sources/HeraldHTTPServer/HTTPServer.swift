@@ -121,30 +121,36 @@ package final class HTTPServer: Sendable {
     package var isAccepting: Bool { channel.channel.isActive }
 
     /// Accepts and serves connections until `shutdown()` has closed the listener and every
-    /// connection has finished.
+    /// connection has finished, with the work behind their answers.
     package func serve() async {
-        await withDiscardingTaskGroup { group in
-            do {
-                try await channel.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        pending.taken(connection)
-                        guard openConnections.add(1) <= limits.maxConnections else {
-                            openConnections.add(-1)
-                            connection.turnAway()
-                            continue
-                        }
-                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
-                            await self.serve(connection)
-                            self.openConnections.add(-1)
+        let behind = AfterAnswerQueues(loops: MultiThreadedEventLoopGroup.singleton)
+        await withDiscardingTaskGroup { server in
+            server.addTask { await behind.run() }
+            await withDiscardingTaskGroup { group in
+                do {
+                    try await channel.executeThenClose { inbound in
+                        for try await connection in inbound {
+                            pending.taken(connection)
+                            guard openConnections.add(1) <= limits.maxConnections else {
+                                openConnections.add(-1)
+                                connection.turnAway()
+                                continue
+                            }
+                            let queue = behind.queue(for: connection.channel.eventLoop)
+                            group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
+                                await self.serve(connection, behind: queue)
+                                self.openConnections.add(-1)
+                            }
                         }
                     }
+                } catch is CancellationError {
+                    // The server's task was cancelled: its connections' tasks close them.
+                } catch {
+                    logger.error("Listener failed", metadata: ["error": "\(error)"])
                 }
-            } catch is CancellationError {
-                // The server's task was cancelled: its connections' tasks close them.
-            } catch {
-                logger.error("Listener failed", metadata: ["error": "\(error)"])
+                for connection in pending.closeAll() { connection.channel.close(promise: nil) }
             }
-            for connection in pending.closeAll() { connection.channel.close(promise: nil) }
+            behind.finish()
         }
     }
 
@@ -178,29 +184,11 @@ package final class HTTPServer: Sendable {
         }
     }
 
-    /// A handler's work after its answer that waits on something outside (`afterAnswerWaits`).
-    private typealias Behind = @Sendable () async -> Void
-
     /// Serves `connection`'s requests in order. A handler's work after its answer that waits
-    /// (`ServerResponse.afterAnswerWaits`) runs beside the next request, one piece at a time: the
-    /// next one's waits for it first.
-    ///
-    /// The requests are read and answered in a child task and the work behind them runs in this
-    /// one, not the other way round: a request binds its `RequestContext` while its task owns no
-    /// group, because the runtime copies the task-locals bound inside a group's body into every
-    /// child task made beneath them (a notify's fan-out made one allocation a further device).
-    private func serve(_ connection: ServerConnection) async {
-        let (behind, queue) = AsyncStream.makeStream(of: Behind.self)
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                await self.serve(connection, behind: queue)
-                queue.finish()
-            }
-            for await work in behind { await work() }
-        }
-    }
-
-    private func serve(_ connection: ServerConnection, behind: AsyncStream<Behind>.Continuation) async {
+    /// (`ServerResponse.afterAnswerWaits`) is handed to `behind` and runs beside the next request,
+    /// one piece at a time: the next request's answer waits for it before its own piece is handed
+    /// over.
+    private func serve(_ connection: ServerConnection, behind: AsyncStream<AfterAnswerQueues.Work>.Continuation?) async {
         // The piece of work behind the last answer, open once it is done.
         var previous: ReadinessGate<Void>?
         let peer = connection.channel.remoteAddress
@@ -243,7 +231,7 @@ package final class HTTPServer: Sendable {
                 record(request, logged, duration: clock.now - started)
                 if let afterAnswer {
                     let done = waits ? ReadinessGate<Void>() : nil
-                    if let done,
+                    if let done, let behind,
                         case .enqueued = behind.yield({
                             await afterAnswer(written); done.open(())
                         })

@@ -158,6 +158,45 @@ import Testing
         }
     }
 
+    @Test func workAfterAnAnswerStillRunningWhenTheServerStopsEndsBeforeServeReturns() async throws {
+        final class Held: HTTPHandler {
+            let release = ReadinessGate<Void>()
+            let steps = Mutex<[String]>([])
+
+            func handle(_ request: ServerRequest) async -> ServerResponse {
+                var response = ServerResponse(status: .ok, body: ByteBuffer(string: request.path))
+                response.afterAnswer = { _ in
+                    self.steps.withLock { $0.append("start") }
+                    try? await self.release.wait()
+                    self.steps.withLock { $0.append(Task.isCancelled ? "cancelled" : "end") }
+                }
+                response.afterAnswerWaits = true
+                return response
+            }
+        }
+        let handler = Held()
+        let server = try await HTTPServer.bind(
+            host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"), clock: SystemClock())
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask {
+                await server.serve()
+                handler.steps.withLock { $0.append("served") }
+            }
+            let fd = RawHTTP.connectLoopback(port: server.port)
+            #expect(fd >= 0)
+            let answer = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /a HTTP/1.1\r\nHost: x\r\n\r\n") }
+            #expect(answer.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(await eventually { handler.steps.withLock { $0 } == ["start"] })
+            // The client leaves and the server stops while the work is held: it still runs to its
+            // end (a delivery record's finishes), and only then does `serve()` return.
+            close(fd)
+            server.initiateShutdown()
+            #expect(await eventually { !server.isAccepting })
+            handler.release.open(())
+        }
+        #expect(handler.steps.withLock { $0 } == ["start", "end", "served"])
+    }
+
     @Test func aClientPipeliningFasterThanItIsAnsweredIsNotReadAhead() async throws {
         let echo = Echo(delay: .milliseconds(20))
         let server = try await Self.bind(echo)
