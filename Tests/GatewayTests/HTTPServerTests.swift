@@ -39,7 +39,7 @@ import Testing
         }
     }
 
-    static func bind(_ handler: Echo) async throws -> HTTPServer {
+    static func bind(_ handler: some HTTPHandler) async throws -> HTTPServer {
         try await HTTPServer.bind(host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"), clock: SystemClock())
     }
 
@@ -120,26 +120,32 @@ import Testing
     /// Work a handler leaves for after its answer that waits (the delivery record's finishes on
     /// PostgreSQL) runs beside the connection's next request: the sender's next answer does not
     /// wait for it, and the next request's own such work starts only once it has returned.
-    @Test func workAfterAnAnswerThatWaitsDoesNotHoldTheConnectionsNextRequest() async throws {
-        final class Held: HTTPHandler {
-            let release = ReadinessGate<Void>()
-            let steps = Mutex<[String]>([])
+    /// Answers each request with its path, and leaves work after the answer that waits: it writes
+    /// down its start and its end (or that it was cancelled), and the work of a path `holds` names
+    /// waits for `release` in between.
+    final class HeldAfterAnswer: HTTPHandler {
+        let holds: @Sendable (String) -> Bool
+        let release = ReadinessGate<Void>()
+        let steps = Mutex<[String]>([])
 
-            func handle(_ request: ServerRequest) async -> ServerResponse {
-                var response = ServerResponse(status: .ok, body: ByteBuffer(string: request.path))
-                let path = request.path
-                response.afterAnswer = { _ in
-                    self.steps.withLock { $0.append("start \(path)") }
-                    if path == "/a" { try? await self.release.wait() }
-                    self.steps.withLock { $0.append("end \(path)") }
-                }
-                response.afterAnswerWaits = true
-                return response
+        init(holding holds: @escaping @Sendable (String) -> Bool) { self.holds = holds }
+
+        func handle(_ request: ServerRequest) async -> ServerResponse {
+            var response = ServerResponse(status: .ok, body: ByteBuffer(string: request.path))
+            let path = request.path
+            response.afterAnswer = { _ in
+                self.steps.withLock { $0.append("start \(path)") }
+                if self.holds(path) { try? await self.release.wait() }
+                self.steps.withLock { $0.append("\(Task.isCancelled ? "cancelled" : "end") \(path)") }
             }
+            response.afterAnswerWaits = true
+            return response
         }
-        let handler = Held()
-        let server = try await HTTPServer.bind(
-            host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"), clock: SystemClock())
+    }
+
+    @Test func workAfterAnAnswerThatWaitsDoesNotHoldTheConnectionsNextRequest() async throws {
+        let handler = HeldAfterAnswer { $0 == "/a" }
+        let server = try await Self.bind(handler)
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await server.serve() }
             let fd = RawHTTP.connectLoopback(port: server.port)
@@ -159,24 +165,8 @@ import Testing
     }
 
     @Test func workAfterAnAnswerStillRunningWhenTheServerStopsEndsBeforeServeReturns() async throws {
-        final class Held: HTTPHandler {
-            let release = ReadinessGate<Void>()
-            let steps = Mutex<[String]>([])
-
-            func handle(_ request: ServerRequest) async -> ServerResponse {
-                var response = ServerResponse(status: .ok, body: ByteBuffer(string: request.path))
-                response.afterAnswer = { _ in
-                    self.steps.withLock { $0.append("start") }
-                    try? await self.release.wait()
-                    self.steps.withLock { $0.append(Task.isCancelled ? "cancelled" : "end") }
-                }
-                response.afterAnswerWaits = true
-                return response
-            }
-        }
-        let handler = Held()
-        let server = try await HTTPServer.bind(
-            host: "127.0.0.1", port: 0, handler: handler, logger: Logger(label: "test"), clock: SystemClock())
+        let handler = HeldAfterAnswer { _ in true }
+        let server = try await Self.bind(handler)
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask {
                 await server.serve()
@@ -186,7 +176,7 @@ import Testing
             #expect(fd >= 0)
             let answer = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /a HTTP/1.1\r\nHost: x\r\n\r\n") }
             #expect(answer.hasPrefix("HTTP/1.1 200 OK"))
-            #expect(await eventually { handler.steps.withLock { $0 } == ["start"] })
+            #expect(await eventually { handler.steps.withLock { $0 } == ["start /a"] })
             // The client leaves and the server stops while the work is held: it still runs to its
             // end (a delivery record's finishes), and only then does `serve()` return.
             close(fd)
@@ -194,7 +184,7 @@ import Testing
             #expect(await eventually { !server.isAccepting })
             handler.release.open(())
         }
-        #expect(handler.steps.withLock { $0 } == ["start", "end", "served"])
+        #expect(handler.steps.withLock { $0 } == ["start /a", "end /a", "served"])
     }
 
     @Test func aClientPipeliningFasterThanItIsAnsweredIsNotReadAhead() async throws {
