@@ -17,7 +17,12 @@ import Testing
 
     @Test func theServersStreamLimitHoldsWhenItIsBelowTheConfiguredOne() async throws {
         // max_concurrent_streams defaults far above the 3 the server allows: the extra streams wait.
-        let setup = try await e2e.start(extra: "max_connections: 1", maxConcurrentStreams: 3, limit: 5000)
+        // Patient timeouts, the subject being the stream limit: with every test of the suite at
+        // once on two cores, requests waited past the default 10 s and were sent again (the fake
+        // saw 40, 13 at once).
+        let setup = try await e2e.start(
+            extra: "max_connections: 1\nrequest_timeout: 120", top: "notify:\n  answer_within: 300", maxConcurrentStreams: 3,
+            limit: 5000)
         setup.apns.scriptDefault(.delay(.milliseconds(20), then: .accept))
         let keys = (0..<30).map { _ in APNsEndToEndTests.pushkey() }
         let response = try await setup.herald.notify(notifyBody(APNsEndToEndTests.message, devices: keys.map { e2e.device($0) }))
