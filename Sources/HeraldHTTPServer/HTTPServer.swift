@@ -27,6 +27,10 @@ package final class HTTPServer: Sendable {
     /// connections' own timeouts are timers of their event loops.
     private let clock: any HeraldClock
 
+    /// The loops every server's connections live on, and the work after their answers
+    /// (`AfterAnswerQueues`, one queue per loop).
+    private static var loops: MultiThreadedEventLoopGroup { .singleton }
+
     /// With `reusePort` (the handover period) the port may be shared with the next Herald of a
     /// rolling restart (`ReusePortHandover`).
     package static func bind(
@@ -42,7 +46,7 @@ package final class HTTPServer: Sendable {
         // The listener's own answers, rendered once.
         let timeoutAnswer = ResponseWriter.encoded(handler.connectionErrors.render(ServerError.requestTimeout))
         let malformedAnswer = handler.connectionErrors.render(ServerError.malformed)
-        let group = MultiThreadedEventLoopGroup.singleton
+        let group = Self.loops
         let quiesce = ServerQuiescingHelper(group: group)
         let pending = PendingConnections()
         let channel = try await ServerBootstrap(group: group)
@@ -123,7 +127,7 @@ package final class HTTPServer: Sendable {
     /// Accepts and serves connections until `shutdown()` has closed the listener and every
     /// connection has finished, with the work behind their answers.
     package func serve() async {
-        let behind = AfterAnswerQueues(loops: MultiThreadedEventLoopGroup.singleton)
+        let behind = AfterAnswerQueues(loops: Self.loops)
         await withDiscardingTaskGroup { server in
             server.addTask { await behind.run() }
             await withDiscardingTaskGroup { group in
@@ -157,7 +161,7 @@ package final class HTTPServer: Sendable {
     /// Stops accepting, finishes requests in progress and closes idle connections; returns when
     /// all are closed.
     package func shutdown() async {
-        let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
+        let promise = Self.loops.next().makePromise(of: Void.self)
         drain(promise: promise)
         try? await promise.futureResult.get()
     }
