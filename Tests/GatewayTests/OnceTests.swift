@@ -817,4 +817,47 @@ struct OnceTests {
         #expect((skipped ?? 0) >= 19, "\(String(describing: skipped))")
         #expect(recovered)
     }
+
+    /// The relay's 201 is written before its finish, as a notify's 200 is (docs/operations.md,
+    /// "Once"): with the database stopped once APNs has the message, the sender is answered at
+    /// once, and nothing times out (the record's timeout runs on a clock that does not move). Once
+    /// the database answers again the finish lands, and the same message sent again is answered
+    /// from the record without a second push.
+    @Test(
+        .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),
+        .timeLimit(.minutes(3)))
+    func theRelaysAnswerDoesNotWaitForItsFinish() async throws {
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        let clock = ManualClock()
+        let setup = try await RelayEndToEndTests().start(top: "notify:\n  repeat_store: \(postgres.url)\n", clock: clock)
+        let records = try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
+        let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
+        let path = "/relay-to/production/\(RelayEndToEndTests.token)/acct-42"
+        let release = TestEvent()
+        setup.production.script(RelayEndToEndTests.token, .hold(release, then: .accept))
+        let answered = AtomicCounter()
+        func relay() async throws -> Int {
+            let status = try await setup.send(path, headers: headers, body: body).status
+            _ = answered.add(1)
+            return status
+        }
+        let before = records.statements.current
+        async let first = relay()
+        // The claim is written: APNs has the message. The database stops before the finish.
+        #expect(await eventually(within: .seconds(60)) { setup.production.arrived(token: RelayEndToEndTests.token) >= 1 })
+        try postgres.freeze()
+        release.raise()
+        let answeredWhileStopped = await eventually(within: .seconds(60)) { answered.current == 1 }
+        try postgres.thaw()
+        let status = try await first
+        let again = try await setup.send(path, headers: headers, body: body)
+        let statements = records.statements.current - before
+        await setup.stop()
+        #expect(answeredWhileStopped, "the relay's answer waited for its finish")
+        #expect(status == 201 && again.status == 201)
+        #expect(setup.production.received.count == 1)
+        // The claim, the finish, and the repeat's claim, answered from the record.
+        #expect(statements == 3, "statements: \(statements)")
+    }
 }

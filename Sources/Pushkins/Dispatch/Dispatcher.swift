@@ -56,8 +56,8 @@ package struct Dispatcher: Sendable {
         await dispatchReporting(notification, logger: logger).outcomes
     }
 
-    /// What `dispatchReporting` found: each device's outcome, and how many were repeats answered
-    /// without a second send (recorded, or joined to the same delivery under way).
+    /// What `dispatchReporting` (or `deliverOnce`) found: each device's outcome, and how many were
+    /// repeats answered without a second send (recorded, or joined to the same delivery under way).
     package struct Dispatched: Sendable {
         package var outcomes: [DeviceOutcome]
         package var repeats: Int
@@ -453,16 +453,20 @@ package struct Dispatcher: Sendable {
     /// once within the window (docs/operations.md, "Once"), through the keyed path a Matrix notify's
     /// devices take (`GroupClaims`): the jobs' keys are claimed together (one statement on
     /// PostgreSQL), a job whose key is recorded is answered as then, one under way on this instance
-    /// joins it, and a failure leaves no record; the sent jobs' finishes are written together
-    /// before this returns. Repeats are counted under `app`, not as new outcomes. A keyed job with
-    /// a `traces` entry is in the delivery trace under that entry's event and device (gorush's
-    /// `notif_id` and token), with its upstream call's attempts and message id.
+    /// joins it, and a failure leaves no record. The sent jobs' finishes are returned with the
+    /// outcomes, to be written together by `answered(heard:)`: once the front end's answer is
+    /// written, or before it for a front end with no answer to wait for (gorush's queue). Such a
+    /// job's sender sends it again whatever it heard (a Mastodon server's retry, a gorush batch
+    /// after a cut answer), so its finish is never `heard`. Repeats are counted under `app`, not
+    /// as new outcomes. A keyed job with a `traces` entry is in the delivery trace under that
+    /// entry's event and device (gorush's `notif_id` and token), with its upstream call's attempts
+    /// and message id.
     package func deliverOnce<Job: Sendable>(
         _ jobs: [Job], app: String, keys: [RepeatKey?], traces: [TraceStart?] = [], limit: Int? = nil, logger: Logger,
         _ send: @escaping @Sendable (Job) async -> Delivery
-    ) async -> [DeviceOutcome] {
+    ) async -> Dispatched {
         guard let once, let guardian = once.guardian, keys.contains(where: { $0 != nil }) else {
-            return await deliver(jobs, limit: limit, logger: logger, send)
+            return Dispatched(outcomes: await deliver(jobs, limit: limit, logger: logger, send), repeats: 0, guardian: nil)
         }
         let keys = jobs.indices.map { $0 < keys.count ? keys[$0] : nil }
         let trace = { (position: Int) in position < traces.count ? traces[position] : nil }
@@ -475,8 +479,9 @@ package struct Dispatcher: Sendable {
         let delivered = await fanOut(claims.sending(jobs), limit: limit, notStarted: Self.notStarted, send)
         let sent = delivered.map { DeviceResult(reported($0, logger: logger), note: $0.note) }
         let settled = await claims.settle(sent, guardian: guardian)
-        await guardian.finish(settled.finishes, heard: false)
-        return await claims.outcomes(sent: sent, once: once)
+        return Dispatched(
+            outcomes: await claims.outcomes(sent: sent, once: once), repeats: claims.repeats, finishes: settled.finishes,
+            guardian: guardian)
     }
 
     // MARK: metrics and log

@@ -171,10 +171,15 @@ package final class GorushAPI: Service {
             traceId.map { TraceStart(eventId: $0, frontEnd: "gorush", appId: app, pushkey: token) }
         }
         // One token at a time: `workers` bounds the pushes in flight, as in gorush.
-        let outcomes = await dispatcher.deliverOnce(tokens, app: app, keys: keys, traces: traces, limit: 1, logger: logger) { token in
+        let dispatched = await dispatcher.deliverOnce(tokens, app: app, keys: keys, traces: traces, limit: 1, logger: logger) {
+            token in
             let result = await delivery.send(notification, platform: platform, token: token, context: context)
             return Dispatcher.Delivery(result, pushkin: delivery.pushkinName(platform), token: token)
         }
+        // Written before the notification counts as sent: a queued one has no answer to wait
+        // for, and a synchronous batch's answer is written after every notification of it.
+        await dispatched.answered(heard: false)
+        let outcomes = dispatched.outcomes
         var sent = Sent()
         for (token, outcome) in zip(tokens, outcomes) {
             // Another instance claimed this push and has not finished it (docs/operations.md,

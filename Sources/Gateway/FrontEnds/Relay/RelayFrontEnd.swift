@@ -68,19 +68,32 @@ struct RelayFrontEnd: FrontEnd {
         // token: `herald trace --pushkey <token>`.
         let trace = TraceStart(
             eventId: request.requestId, frontEnd: "relay", appId: sender.name, pushkey: message.deviceToken)
-        let outcome =
-            await dispatcher.deliverOnce(
-                [apnsMessage], app: sender.name, keys: [key], traces: [trace], logger: requestLogger
-            ) {
-                [requestLogger] message in
-                let result = await sender.send(message, context: DispatchContext(logger: requestLogger))
-                return Dispatcher.Delivery(result, pushkin: sender.name, token: message.deviceToken)
-            }[0]
-        if let error = Self.error(for: outcome, retryAfter: config.retryAfter) { throw error }
+        let dispatched = await dispatcher.deliverOnce(
+            [apnsMessage], app: sender.name, keys: [key], traces: [trace], logger: requestLogger
+        ) {
+            [requestLogger] message in
+            let result = await sender.send(message, context: DispatchContext(logger: requestLogger))
+            return Dispatcher.Delivery(result, pushkin: sender.name, token: message.deviceToken)
+        }
+        if let error = Self.error(for: dispatched.outcomes.first ?? Self.notDispatched, retryAfter: config.retryAfter) {
+            // The sender retries an error: its retry finds the finish written.
+            await dispatched.answered(heard: false)
+            throw error
+        }
         var response = ServerResponse(status: .created)
         response.headers.add(name: "Location", value: "https://not-supported/\(id)")
+        // With the record in PostgreSQL the finish is written once the 201 is, beside the sender's
+        // next request on this connection, as a notify's are: nothing waits on the database
+        // between APNs's answer and the sender's (docs/operations.md, "Once").
+        if !dispatched.finishes.isEmpty {
+            response.afterAnswer = { _ in await dispatched.answered(heard: false) }
+            response.afterAnswerWaits = true
+        }
         return response
     }
+
+    /// The outcome of a message that was not sent (none came back).
+    static let notDispatched = DeviceOutcome.failed(reason: .localError("not dispatched"))
 
     /// What the sender is told of an APNs outcome: a dead token is 410 (the sender deletes the
     /// subscription); Herald's own or Apple's problems are 5xx, never a 4xx that would make a
