@@ -305,15 +305,45 @@ for row in webpush apns "fcm v1"; do
     run "herald $row 80%" "$HERALD_PID" "$NOTIFY" "$work/${row%% *}.json" "" "$(paced "herald $row")"
   fi
 done
+# relay_scripts: the relay rows' wrk scripts, relay.lua and relay-warm.lua. The Web Push → APNs
+# relay gets Mastodon's aesgcm message (toot-relay's vector), relayed to the fake APNs. Each
+# request is a new message, with a salt of its own (Mastodon's every message has one; the same
+# body and salt again would be a repeat, answered from the delivery record without an APNs call).
+# The relay passes the message on encrypted, so another salt costs it nothing more; the warm-up's
+# salts are its own ("w").
+relay_scripts() {
+  python3 - "$work" <<'PY'
+import base64, json, sys
+v = json.load(open("Tests/GatewayTests/Fixtures/relay/toot_relay_vectors.json"))["aesgcm"]
+body = base64.urlsafe_b64decode(v["body_b64url"] + "=" * (-len(v["body_b64url"]) % 4))
+open(f"{sys.argv[1]}/relay.bin", "wb").write(body)
+for name, prefix in (("relay", "r"), ("relay-warm", "w")):
+    with open(f"{sys.argv[1]}/{name}.lua", "w") as lua:
+        lua.write(f'local f = io.open("{sys.argv[1]}/relay.bin", "rb")\nlocal body = f:read("*a")\nf:close()\n')
+        lua.write("local headers = {}\n")
+        for key, value in v["request_headers"].items():
+            if key != "Encryption":
+                lua.write(f'headers["{key}"] = "{value}"\n')
+        # 22 characters of base64url, the last one 'A': 16 bytes, canonical.
+        lua.write("local threads = 0\n")
+        lua.write('function setup(thread) thread:set("id", threads); threads = threads + 1 end\n')
+        lua.write("local n = 0\nfunction request()\n  n = n + 1\n")
+        lua.write(f'  headers["Encryption"] = string.format("salt={prefix}%02d%018dA", id, n)\n')
+        lua.write('  return wrk.format("POST", nil, headers, body)\nend\n')
+PY
+}
+RELAY_TOKEN=c0ffee0000000000000000000000000000000000000000000000000000000000
+RELAY_PATH=/relay-to/production/$RELAY_TOKEN/acct-42
 # The delivery record's cost (docs/operations.md, "Once"): the same APNs notifies against Heralds
 # whose `notify:` differs, each started alike for its one run (the first row's Herald above also
 # warmed up for it, which makes it no fair base): the default (memory record, answer_within
 # 20 s); no record; no record and no deadline (each notify waits in its own task, as before the
 # record); the record in PostgreSQL.
-# variant NAME NOTIFY_YAML [RATE]: a Herald of its own with that `notify:` section, for one APNs
-# run (paced at RATE requests/s when given).
+# variant NAME NOTIFY_YAML [RATE] [PATH SCRIPT]: a Herald of its own with that `notify:` section,
+# for one APNs run (paced at RATE requests/s when given), or one run of SCRIPT against PATH (after
+# SCRIPT's warm-up, the same name with -warm).
 variant() {
-  local name=$1 notify=$2 rate=${3:-} port pid
+  local name=$1 notify=$2 rate=${3:-} path=${4:-} script=${5:-} port pid
   wanted "$name" || return 0
   port=$(free_port)
   sed "s/^  port: $HERALD_PORT\$/  port: $port/" "$work/herald.yaml" > "$work/herald-variant.yaml"
@@ -322,16 +352,27 @@ variant() {
   pid=$!
   pids+=($pid)
   wait_http "http://127.0.0.1:$port/health"
-  run "$name" "$pid" "http://127.0.0.1:$port/_matrix/push/v1/notify" "$work/apns.json" "" "$rate"
+  if [ -n "$script" ]; then
+    wrk -t1 -c8 -d2s -s "${script%.lua}-warm.lua" "http://127.0.0.1:$port$path" >/dev/null
+    run "$name" "$pid" "http://127.0.0.1:$port$path" "" "$script" "$rate"
+  else
+    run "$name" "$pid" "http://127.0.0.1:$port/_matrix/push/v1/notify" "$work/apns.json" "" "$rate"
+  fi
   kill "$pid" 2>/dev/null || true
 }
 variant "herald apns default" '  repeat_window: 7200\n'
 variant "herald apns no record" '  repeat_window: 0\n'
 variant "herald apns no deadline" '  repeat_window: 0\n  answer_within: 0\n'
-if wanted "herald apns pg record" && [ "$(id -u)" -eq 0 ] && out=$(scripts/postgres.sh 2>/dev/null); then
+if { wanted "herald apns pg record" || wanted "herald relay pg record"; } && [ "$(id -u)" -eq 0 ] &&
+  out=$(scripts/postgres.sh 2>/dev/null); then
   PG_DIR=${out#* }
   PG_URL=${out%% *}
   variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
+  # The relay on a fleet's record: each message's claim before its APNs call, its finish after.
+  if wanted "herald relay pg record"; then
+    relay_scripts
+    variant "herald relay pg record" "  repeat_store: ${out%% *}\n" "" "$RELAY_PATH" "$work/relay.lua"
+  fi
   PG_DIR=
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
   # The memory record at the rate the PostgreSQL row reached, open loop: a Herald's CPU per notify
@@ -416,21 +457,9 @@ PY
 run "herald status 1M regs" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/_status/v1/message" "" "$work/status1.lua"
 fi
 if wanted "herald relay"; then
-# The Web Push → APNs relay: Mastodon's aesgcm message (toot-relay's vector) relayed to the fake APNs.
-python3 - "$work" <<'PY'
-import base64, json, sys
-v = json.load(open("Tests/GatewayTests/Fixtures/relay/toot_relay_vectors.json"))["aesgcm"]
-body = base64.urlsafe_b64decode(v["body_b64url"] + "=" * (-len(v["body_b64url"]) % 4))
-open(f"{sys.argv[1]}/relay.bin", "wb").write(body)
-with open(f"{sys.argv[1]}/relay.lua", "w") as lua:
-    lua.write('wrk.method = "POST"\n')
-    for name, value in v["request_headers"].items():
-        lua.write(f'wrk.headers["{name}"] = "{value}"\n')
-    lua.write(f'local f = io.open("{sys.argv[1]}/relay.bin", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
-PY
-RELAY_TOKEN=c0ffee0000000000000000000000000000000000000000000000000000000000
-wrk -t1 -c8 -d2s -s "$work/relay.lua" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" >/dev/null
-run "herald relay" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT/relay-to/production/$RELAY_TOKEN/acct-42" "" "$work/relay.lua"
+relay_scripts
+wrk -t1 -c8 -d2s -s "$work/relay-warm.lua" "http://127.0.0.1:$HERALD_PORT$RELAY_PATH" >/dev/null
+run "herald relay" "$HERALD_PID" "http://127.0.0.1:$HERALD_PORT$RELAY_PATH" "" "$work/relay.lua"
 fi
 if wanted "adamant (10k users)"; then
 # ADAMANT: a second Herald polls the fake node, where 10 000 users registered by signal, and
