@@ -265,4 +265,32 @@ struct DeliveryTraceTests {
         #expect(seen.first?["front_end"] == "relay" && seen.first?["outcome"] == "delivered")
         #expect(seen.first?["provider_id"]?.stringValue == first.production.received.first?.headers["apns-id"])
     }
+    /// The same message sent to a second instance while the first is sending it (a Mastodon retry
+    /// behind a load balancer) is a 503 with `Retry-After`, never "APNs refused it", and is not
+    /// sent twice; the retry after the first's answer is answered 201 from the record.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
+    func aRelayedMessageHeldByAnotherInstanceIsRetriedLater() async throws {
+        let url = try await TestPostgres.createDatabase(prefix: "herald_trace")
+        let top = "notify:\n  repeat_store: \(url)\n"
+        let first = try await RelayEndToEndTests().start(top: top)
+        let second = try await RelayEndToEndTests().start(top: top)
+        let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
+        let token = RelayEndToEndTests.token
+        let path = "/relay-to/production/\(token)/acct-42"
+        let release = TestEvent()
+        first.production.script(token, .hold(release, then: .accept))
+        async let sent = first.send(path, headers: headers, body: body)
+        let arrived = await eventually(within: .seconds(60)) { first.production.arrived(token: token) >= 1 }
+        let held = try await second.send(path, headers: headers, body: body)
+        release.raise()
+        let firstStatus = try await sent.status
+        let retried = try await second.send(path, headers: headers, body: body)
+        await first.stop()
+        await second.stop()
+        #expect(arrived && firstStatus == 201)
+        #expect(held.status == 503, "\(held.status) \(held.text)")
+        #expect(held.headers.first(name: "Retry-After") != nil)
+        #expect(retried.status == 201)
+        #expect(first.production.received.count == 1 && second.production.received.isEmpty)
+    }
 }

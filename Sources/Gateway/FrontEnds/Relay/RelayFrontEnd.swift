@@ -116,6 +116,10 @@ struct RelayFrontEnd: FrontEnd {
             return .upstreamUnavailable(retryAfter: retryAfter)
         case .failed(.network):
             return .upstreamUnavailable(retryAfter: retryAfter)
+        case .failed(.heldElsewhere):
+            // Another instance of the fleet is sending the same message: the retry after
+            // `Retry-After` is answered from the record.
+            return .upstreamUnavailable(retryAfter: retryAfter)
         case .rejected(let reason), .failed(let reason), .dropped(let reason), .skipped(let reason):
             return .upstreamRefused(reason.description)
         }
