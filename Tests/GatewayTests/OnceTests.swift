@@ -430,12 +430,14 @@ struct OnceTests {
             """
         let before = records.statements.current
         let first = try await setup.post("/api/push", Array(batch.utf8))
+        // The finish is written once the answer is: the claim's statement and the finish's, in all.
+        let finished = await eventually(within: .seconds(60)) { records.statements.current - before >= 2 }
         let forTen = records.statements.current - before
         let again = try await setup.post("/api/push", Array(batch.utf8))
         let forTheRepeat = records.statements.current - before - forTen
         await setup.stop()
         #expect(first.status == 200 && again.status == 200)
-        #expect(forTen == 2, "statements for a gorush notification of ten tokens: \(forTen)")
+        #expect(finished && forTen == 2, "statements for a gorush notification of ten tokens: \(forTen)")
         #expect(forTheRepeat == 1, "statements for the same notification again: \(forTheRepeat)")
         #expect(tokens.allSatisfy { token in setup.apns.received.filter { $0.token == token }.count == 1 })
     }
@@ -816,6 +818,52 @@ struct OnceTests {
         // answer was heard): none but the first was tried (the probes run beside them).
         #expect((skipped ?? 0) >= 19, "\(String(describing: skipped))")
         #expect(recovered)
+    }
+
+    /// gorush's `sync` mode answers before its pushes' finishes are written, as a notify does:
+    /// with the database stopped once APNs has the push, status-go is answered at once (the
+    /// record's timeout runs on a clock that does not move). Once the database answers again the
+    /// finish lands, in one statement for the request's two notifications, and the same batch
+    /// again is answered from the record without a second push.
+    @Test(
+        .enabled(if: ThrowawayPostgres.available && TestPostgres.url != nil, "needs root and PostgreSQL's server"),
+        .timeLimit(.minutes(3)))
+    func gorushsSynchronousAnswerDoesNotWaitForItsFinishes() async throws {
+        let postgres = try ThrowawayPostgres.start()
+        defer { postgres.stop() }
+        let clock = ManualClock()
+        let setup = try await StatusEndToEndTests().start(
+            statusExtra: "  gorush:\n    sync: true", top: "notify:\n  repeat_store: \(postgres.url)\n", clock: clock)
+        let records = try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
+        let tokens = (0..<2).map { _ in APNsEndToEndTests.hex(APNsEndToEndTests.pushkey()) }
+        let batch = """
+            {"notifications":[\(tokens.enumerated().map { #"{"tokens":["\#($1)"],"platform":1,"message":"hi","notif_id":"n-\#($0)"}"# }.joined(separator: ","))]}
+            """
+        let release = TestEvent()
+        setup.apns.script(tokens[1], .hold(release, then: .accept))
+        let answered = AtomicCounter()
+        func push() async throws -> Int {
+            let status = try await setup.post("/api/push", Array(batch.utf8)).status
+            _ = answered.add(1)
+            return status
+        }
+        let before = records.statements.current
+        async let first = push()
+        // Both claims are written: APNs has the second push. The database stops before the finishes.
+        #expect(await eventually(within: .seconds(60)) { setup.apns.arrived(token: tokens[1]) >= 1 })
+        try postgres.freeze()
+        release.raise()
+        let answeredWhileStopped = await eventually(within: .seconds(60)) { answered.current == 1 }
+        try postgres.thaw()
+        let status = try await first
+        let again = try await setup.post("/api/push", Array(batch.utf8))
+        let statements = records.statements.current - before
+        await setup.stop()
+        #expect(answeredWhileStopped, "gorush's synchronous answer waited for its finishes")
+        #expect(status == 200 && again.status == 200)
+        #expect(tokens.allSatisfy { token in setup.apns.received.filter { $0.token == token }.count == 1 })
+        // Two claims and one finish for the request; two claims for the repeat, answered from the record.
+        #expect(statements == 5, "statements: \(statements)")
     }
 
     /// The relay's 201 is written before its finish, as a notify's 200 is (docs/operations.md,

@@ -40,7 +40,7 @@ import Testing
         }
     }
 
-    func start(statusExtra: String = "") async throws -> Setup {
+    func start(statusExtra: String = "", top: String = "", clock: any HeraldClock = SystemClock()) async throws -> Setup {
         let dir = temporaryDirectory()
         let pki = try TestPKI(directory: dir)
         let key = P256.Signing.PrivateKey()
@@ -75,7 +75,7 @@ import Testing
               store: \(dir)/status.sqlite
             \(statusExtra)
             """
-        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: status))
+        let herald = try await RunningGateway.start(gatewayYAML(apps: apps, extra: top + status), clock: clock)
         return Setup(herald: herald, apns: apns, fcm: fcm, feedback: feedback)
     }
 

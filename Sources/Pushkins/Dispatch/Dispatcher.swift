@@ -75,6 +75,15 @@ package struct Dispatcher: Sendable {
         /// Whether anything is left to do once the answer is written.
         package var hasAfterAnswer: Bool { !settled.isEmpty || !finishes.isEmpty }
 
+        /// Another dispatch of this dispatcher's joined to this one, so that one answer writes
+        /// both's finishes in one statement (a gorush request's notifications).
+        package mutating func join(_ other: Dispatched) {
+            outcomes += other.outcomes
+            repeats += other.repeats
+            settled += other.settled
+            finishes += other.finishes
+        }
+
         /// The answer to this notify was written (`heard`: a 200 on an open connection, within
         /// `notify.heard_within`), or will never be heard: the finishes are written, and heard
         /// deliveries are no longer answered from the record.

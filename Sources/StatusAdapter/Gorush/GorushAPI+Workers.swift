@@ -79,7 +79,10 @@ extension GorushAPI {
         var heldElsewhere = false
         // The queue keeps JSON: a job is parsed and typed here, once, before it is sent.
         if case .object(let object)? = try? JSONParser.parse(job.body), let notification = try? GorushNotification(object) {
-            heldElsewhere = await send(notification).heldElsewhere
+            let sent = await send(notification)
+            // Written before the job counts as sent: a queued job has no answer to wait for.
+            await sent.dispatched?.answered(heard: false)
+            heldElsewhere = sent.heldElsewhere
         } else {
             logger.error("gorush queue held a job that is not a notification; dropped", metadata: ["job": "\(job.id)"])
         }

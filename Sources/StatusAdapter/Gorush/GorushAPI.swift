@@ -64,12 +64,27 @@ package final class GorushAPI: Service {
             ? nil : try? UpstreamHTTPClient(settings: UpstreamSettings(maxConnections: 4, requestTimeout: config.feedbackTimeout))
     }
 
-    /// `POST /api/push`: the answer body, or a `GorushError` with gorush's message.
-    package func handle(body: [UInt8]) async throws(GorushError) -> JSONValue {
+    /// What `POST /api/push` answers, and what is left to do once the answer is written.
+    package struct PushAnswer: Sendable {
+        package let body: JSONValue
+        /// In `sync` mode with the record in PostgreSQL: the sent pushes' finishes, one statement
+        /// for the request, written after its answer as a notify's are (docs/operations.md, "Once").
+        package let finishing: Dispatcher.Dispatched?
+    }
+
+    /// `POST /api/push`: the answer, or a `GorushError` with gorush's message.
+    package func handle(body: [UInt8]) async throws(GorushError) -> PushAnswer {
         let (notifications, counts) = try Self.parseRequest(body, maxNotification: config.maxNotification)
         var logs: [JSONValue] = []
+        var finishing: Dispatcher.Dispatched?
         if config.sync {
-            for n in notifications { logs.append(contentsOf: await send(n.typed).logs) }
+            for n in notifications {
+                let sent = await send(n.typed)
+                logs.append(contentsOf: sent.logs)
+                if let dispatched = sent.dispatched, !dispatched.finishes.isEmpty {
+                    if finishing == nil { finishing = dispatched } else { finishing?.join(dispatched) }
+                }
+            }
         } else {
             try await enqueue(notifications)
         }
@@ -77,7 +92,7 @@ package final class GorushAPI: Service {
             $0.submitted += notifications.count
             $0.total += counts
         }
-        return ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)]
+        return PushAnswer(body: ["success": "ok", "counts": .int(Int64(counts)), "logs": .array(logs)], finishing: finishing)
     }
 
     /// One notification of a `POST /api/push` body, read once: as it came (what the queue keeps)
@@ -135,11 +150,13 @@ package final class GorushAPI: Service {
         bell.ring()
     }
 
-    /// What became of one notification: its failure log entries, and whether a token's push is
-    /// held by another instance that has not finished it (its queued job must stay queued).
+    /// What became of one notification: its failure log entries, whether a token's push is held
+    /// by another instance that has not finished it (its queued job must stay queued), and its
+    /// pushes' finishes, for the caller to write (`Dispatched.answered(heard:)`).
     struct Sent {
         var logs: [JSONValue] = []
         var heldElsewhere = false
+        var dispatched: Dispatcher.Dispatched?
     }
 
     /// Sends one gorush notification to each of its tokens (and `to`, as gorush adds it).
@@ -176,11 +193,8 @@ package final class GorushAPI: Service {
             let result = await delivery.send(notification, platform: platform, token: token, context: context)
             return Dispatcher.Delivery(result, pushkin: delivery.pushkinName(platform), token: token)
         }
-        // Written before the notification counts as sent: a queued one has no answer to wait
-        // for, and a synchronous batch's answer is written after every notification of it.
-        await dispatched.answered(heard: false)
         let outcomes = dispatched.outcomes
-        var sent = Sent()
+        var sent = Sent(dispatched: dispatched)
         for (token, outcome) in zip(tokens, outcomes) {
             // Another instance claimed this push and has not finished it (docs/operations.md,
             // "Once"): neither a success nor a failure yet. Its job stays queued and comes back.

@@ -20,7 +20,15 @@ struct GorushFrontEnd: FrontEnd {
         let access = self.access
         routes.add(.exact("/api/push"), [.POST], maxBodyBytes: maxBodyBytes, errors: GorushErrors()) { request in
             try access.admit(request)
-            return .json(.ok, try await api.handle(body: Array(request.body.readableBytesView)))
+            let answer = try await api.handle(body: Array(request.body.readableBytesView))
+            var response = ServerResponse.json(.ok, answer.body)
+            // `sync` mode on the PostgreSQL record: the finishes are written once the answer is,
+            // beside status-go's next request, as a notify's are (docs/operations.md, "Once").
+            if let finishing = answer.finishing {
+                response.afterAnswer = { _ in await finishing.answered(heard: false) }
+                response.afterAnswerWaits = true
+            }
+            return response
         }
         routes.add(.exact("/healthz"), [.GET, .HEAD], errors: GorushErrors()) { _ in .empty(.ok) }
         routes.add(.exact("/api/stat/app"), [.GET], errors: GorushErrors()) { request in
