@@ -13,6 +13,9 @@
 # graph go to dir. PERF_CALLGRAPH='--call-graph dwarf' (with a lower PERF_FREQUENCY, say 199) unwinds
 # through Swift's async frames, which frame pointers alone leave as [unknown].
 #
+# KEEP_WORK=1 keeps the run's folder (its configs, logs, scripts and each row's wrk output); its
+# path is the newest /tmp/tmp.*.
+#
 # Everything listens on 127.0.0.1 only. Figures from one run are comparable with each other;
 # the machines are shared, so compare ratios, not absolute numbers across runs.
 set -euo pipefail
@@ -38,7 +41,7 @@ FAKES=${FAKES:-$BIN/herald-fakes}
 
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -332,6 +335,34 @@ for name, prefix in (("relay", "r"), ("relay-warm", "w")):
         lua.write('  return wrk.format("POST", nil, headers, body)\nend\n')
 PY
 }
+# gorush_scripts: gorush.lua and gorush-warm.lua, a status-go `POST /api/push` of one iOS
+# notification to the APNs rows' device, each with a `notif_id` of its own.
+gorush_scripts() {
+  python3 - "$work" <<'PY'
+import base64, json, sys
+pushkey = json.load(open(f"{sys.argv[1]}/apns.json"))["notification"]["devices"][0]["pushkey"]
+token = base64.b64decode(pushkey).hex()  # gorush's APNs tokens are hex, Matrix's pushkeys base64
+body = ('{"notifications":[{"tokens":["%s"],"platform":1,"message":"You have a new message",'
+        '"notif_id":"%%s%%02d-%%d","data":{"chatId":"0x1"}}]}' % token)
+for name, prefix in (("gorush", "g"), ("gorush-warm", "w")):
+    with open(f"{sys.argv[1]}/{name}.lua", "w") as lua:
+        lua.write("local threads = 0\n")
+        lua.write('function setup(thread) thread:set("id", threads); threads = threads + 1 end\n')
+        lua.write("local n = 0\nfunction request()\n  n = n + 1\n")
+        lua.write(f"  local body = string.format('{body}', '{prefix}', id, n)\n")
+        lua.write('  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, body)\nend\n')
+        # gorush answers 200 with the failed pushes in its `logs`: each such answer is counted in
+        # the row's non-2xx column, in wrk's own words, which the row reads (each thread's first
+        # is printed in the run's .wrk file).
+        lua.write("local all = {}\nlocal setup_first = setup\n")
+        lua.write("setup = function(thread) table.insert(all, thread); setup_first(thread) end\n")
+        lua.write("failed = 0\n")
+        lua.write('function response(status, headers, body)\n  if not body:find(\'"logs":[]\', 1, true) then failed = failed + 1; if failed == 1 then print(body) end end\nend\n')
+        lua.write("function done(summary, latency, requests)\n  local n = 0\n")
+        lua.write('  for _, t in ipairs(all) do n = n + t:get("failed") end\n')
+        lua.write('  if n > 0 then print(string.format("  Non-2xx or 3xx responses: %d", n)) end\nend\n')
+PY
+}
 RELAY_TOKEN=c0ffee0000000000000000000000000000000000000000000000000000000000
 RELAY_PATH=/relay-to/production/$RELAY_TOKEN/acct-42
 # The delivery record's cost (docs/operations.md, "Once"): the same APNs notifies against Heralds
@@ -339,14 +370,16 @@ RELAY_PATH=/relay-to/production/$RELAY_TOKEN/acct-42
 # warmed up for it, which makes it no fair base): the default (memory record, answer_within
 # 20 s); no record; no record and no deadline (each notify waits in its own task, as before the
 # record); the record in PostgreSQL.
-# variant NAME NOTIFY_YAML [RATE] [PATH SCRIPT]: a Herald of its own with that `notify:` section,
-# for one APNs run (paced at RATE requests/s when given), or one run of SCRIPT against PATH (after
-# SCRIPT's warm-up, the same name with -warm).
+# variant NAME NOTIFY_YAML [RATE] [PATH SCRIPT] [STATUS_YAML]: a Herald of its own with that
+# `notify:` section (and STATUS_YAML added to its `status:`), for one APNs run (paced at RATE
+# requests/s when given), or one run of SCRIPT against PATH (after SCRIPT's warm-up, the same
+# name with -warm).
 variant() {
-  local name=$1 notify=$2 rate=${3:-} path=${4:-} script=${5:-} port pid
+  local name=$1 notify=$2 rate=${3:-} path=${4:-} script=${5:-} status=${6:-} port pid
   wanted "$name" || return 0
   port=$(free_port)
-  sed "s/^  port: $HERALD_PORT\$/  port: $port/" "$work/herald.yaml" > "$work/herald-variant.yaml"
+  sed "s/^  port: $HERALD_PORT\$/  port: $port/" "$work/herald.yaml" |
+    awk -v extra="$status" '{ print } /^status:$/ && extra != "" { printf "%s", extra }' > "$work/herald-variant.yaml"
   printf 'notify:\n%b' "$notify" >> "$work/herald-variant.yaml"
   "$HERALD" serve --config "$work/herald-variant.yaml" 2>>"$work/herald-variant.log" &
   pid=$!
@@ -363,15 +396,24 @@ variant() {
 variant "herald apns default" '  repeat_window: 7200\n'
 variant "herald apns no record" '  repeat_window: 0\n'
 variant "herald apns no deadline" '  repeat_window: 0\n  answer_within: 0\n'
-if { wanted "herald apns pg record" || wanted "herald relay pg record"; } && [ "$(id -u)" -eq 0 ] &&
+if { wanted "herald apns pg record" || wanted "herald relay pg record" || wanted "herald gorush sync pg record"; } && [ "$(id -u)" -eq 0 ] &&
   out=$(scripts/postgres.sh 2>/dev/null); then
   PG_DIR=${out#* }
   PG_URL=${out%% *}
   variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
   # The relay on a fleet's record: each message's claim before its APNs call, its finish after.
+  # PG_RATE=N paces this row and gorush's below at N requests/s (a sender's pace: the latency of
+  # one request, without the queue of a closed loop).
   if wanted "herald relay pg record"; then
     relay_scripts
-    variant "herald relay pg record" "  repeat_store: ${out%% *}\n" "" "$RELAY_PATH" "$work/relay.lua"
+    variant "herald relay pg record" "  repeat_store: ${out%% *}\n" "${PG_RATE:-}" "$RELAY_PATH" "$work/relay.lua"
+  fi
+  # gorush's API in `sync` mode on a fleet's record (`herald gorush sync pg record`): status-go's
+  # notifications, each with a `notif_id` of its own (keyed: claimed before its APNs call, its
+  # finish written after the answer), to the APNs rows' device.
+  if wanted "herald gorush sync pg record"; then
+    gorush_scripts
+    variant "herald gorush sync pg record" "  repeat_store: ${out%% *}\n" "${PG_RATE:-}" /api/push "$work/gorush.lua" '  gorush:\n    sync: true\n'
   fi
   PG_DIR=
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
@@ -668,6 +710,12 @@ if "herald apns pg record" in cpus and "herald apns default" in cpus:
         print(f"{'both':<22} {herald + pg:>7.0f}µs = {(herald + pg) / memory:4.2f} ×")
     if "herald apns pg record" in pgxacts:
         print(f"{'statements per notify':<22} {pgxacts['herald apns pg record']:>7}  (PostgreSQL's committed transactions ÷ notifies)")
+others = sorted(k for k in pgcpus if k != "herald apns pg record")
+if others:
+    print()
+    print("PostgreSQL's CPU and statements per request in the other rows on the record (this run)")
+    for row in others:
+        print(f"{row:<30} {pgcpus[row]:>5}µs  {pgxacts.get(row, '?'):>5} statements")
     same = cpus.get("herald apns default at pg rate")
     if same:
         print(f"{'at the same rate':<22} {herald:>7.0f}µs = {herald / same:4.2f} × the memory record's {same:.0f}µs at the PostgreSQL row's rate")
