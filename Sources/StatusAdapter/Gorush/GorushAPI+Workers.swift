@@ -79,7 +79,8 @@ extension GorushAPI {
         var heldElsewhere = false
         // The queue keeps JSON: a job is parsed and typed here, once, before it is sent.
         if case .object(let object)? = try? JSONParser.parse(job.body), let notification = try? GorushNotification(object) {
-            let sent = await send(notification)
+            // One token at a time: `workers` bounds the pushes in flight, as in gorush.
+            let sent = await send([notification], limit: 1)
             // Written before the job counts as sent: a queued job has no answer to wait for.
             await sent.dispatched?.answered(heard: false)
             heldElsewhere = sent.heldElsewhere

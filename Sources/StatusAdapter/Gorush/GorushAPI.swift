@@ -78,13 +78,11 @@ package final class GorushAPI: Service {
         var logs: [JSONValue] = []
         var finishing: Dispatcher.Dispatched?
         if config.sync {
-            for n in notifications {
-                let sent = await send(n.typed)
-                logs.append(contentsOf: sent.logs)
-                if let dispatched = sent.dispatched, !dispatched.finishes.isEmpty {
-                    if finishing == nil { finishing = dispatched } else { finishing?.join(dispatched) }
-                }
-            }
+            // Every push of the request at once, `workers` of them in flight, as gorush's workers
+            // send a synchronous request's notifications.
+            let sent = await send(notifications.map(\.typed), limit: config.workers)
+            logs = sent.logs
+            if let dispatched = sent.dispatched, !dispatched.finishes.isEmpty { finishing = dispatched }
         } else {
             try await enqueue(notifications)
         }
@@ -150,8 +148,8 @@ package final class GorushAPI: Service {
         bell.ring()
     }
 
-    /// What became of one notification: its failure log entries, whether a token's push is held
-    /// by another instance that has not finished it (its queued job must stay queued), and its
+    /// What became of notifications: their failure log entries, whether a token's push is held by
+    /// another instance that has not finished it (its queued job must stay queued), and the
     /// pushes' finishes, for the caller to write (`Dispatched.answered(heard:)`).
     struct Sent {
         var logs: [JSONValue] = []
@@ -159,43 +157,51 @@ package final class GorushAPI: Service {
         var dispatched: Dispatcher.Dispatched?
     }
 
-    /// Sends one gorush notification to each of its tokens (and `to`, as gorush adds it).
-    func send(_ typed: GorushNotification) async -> Sent {
-        var n = typed
-        if !n.to.isEmpty { n.tokens.append(n.to) }
-        let tokens = n.tokens
-        let message = n.message
-        guard let platform = StatusPlatform(number: n.platform) else {
-            logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(n.platform)"])
-            return Sent()
+    /// A notification made ready to send: as gorush sends it (`to` added to its tokens, an
+    /// Android topic kept only when configured), and its platform.
+    private struct Ready: Sendable {
+        let notification: GorushNotification
+        let platform: StatusPlatform
+    }
+
+    /// One push: a ready notification's place, and one of its tokens.
+    private struct Push: Sendable {
+        let notification: Int
+        let token: String
+    }
+
+    /// Sends gorush notifications, each to each of its tokens: one platform's pushes in one keyed
+    /// dispatch (on PostgreSQL, one claim statement), at most `limit` of them in flight, as
+    /// gorush's workers and `max_concurrent_pushes` bound its own. The log entries keep the
+    /// notifications' order and their tokens'.
+    func send(_ notifications: [GorushNotification], limit: Int) async -> Sent {
+        var ready: [Ready] = []
+        var pushes: [Push] = []
+        for typed in notifications {
+            var n = typed
+            guard let platform = StatusPlatform(number: n.platform) else {
+                logger.info("gorush notification for an unsupported platform dropped", metadata: ["platform": "\(n.platform)"])
+                continue
+            }
+            if !n.to.isEmpty { n.tokens.append(n.to) }
+            if platform != .ios && !config.honourAndroidTopic { n.topic = "" }
+            for token in n.tokens { pushes.append(Push(notification: ready.count, token: token)) }
+            ready.append(Ready(notification: n, platform: platform))
         }
-        let platformName = platform.name
-        if platform != .ios && !config.honourAndroidTopic { n.topic = "" }
-        let context = DispatchContext(logger: logger)
-        let delivery = self.delivery
-        let notification = n
-        // A notification is a repeat only by its `notif_id` (docs/operations.md, "Once"): the same
-        // id to the same token within the window is one delivery. Without one, every notification
-        // is new: status-go's push server sends byte-identical notifications for consecutive
-        // messages of one chat, and never retries a gorush request.
-        let keys: [RepeatKey?] = tokens.map { token in
-            n.notifId.map { RepeatKey(["gorush", JSONWriter.string($0), token]) }
+        var sent = Sent()
+        var outcomes = [DeviceOutcome?](repeating: nil, count: pushes.count)
+        var platforms: [StatusPlatform] = []
+        for r in ready where !platforms.contains(r.platform) { platforms.append(r.platform) }
+        for platform in platforms {
+            let places = pushes.indices.filter { ready[pushes[$0].notification].platform == platform }
+            let dispatched = await dispatch(places.map { pushes[$0] }, ready: ready, platform: platform, limit: limit)
+            for (place, outcome) in zip(places, dispatched.outcomes) { outcomes[place] = outcome }
+            if sent.dispatched == nil { sent.dispatched = dispatched } else { sent.dispatched?.join(dispatched) }
         }
-        // Traced under its `notif_id` (`herald trace <notif_id>`), each token a device.
-        let app = delivery.pushkinName(platform) ?? platformName
-        let traceId = n.notifId.map { $0.stringValue ?? JSONWriter.string($0) }
-        let traces: [TraceStart?] = tokens.map { token in
-            traceId.map { TraceStart(eventId: $0, frontEnd: "gorush", appId: app, pushkey: token) }
-        }
-        // One token at a time: `workers` bounds the pushes in flight, as in gorush.
-        let dispatched = await dispatcher.deliverOnce(tokens, app: app, keys: keys, traces: traces, limit: 1, logger: logger) {
-            token in
-            let result = await delivery.send(notification, platform: platform, token: token, context: context)
-            return Dispatcher.Delivery(result, pushkin: delivery.pushkinName(platform), token: token)
-        }
-        let outcomes = dispatched.outcomes
-        var sent = Sent(dispatched: dispatched)
-        for (token, outcome) in zip(tokens, outcomes) {
+        for (push, outcome) in zip(pushes, outcomes) {
+            let n = ready[push.notification].notification
+            let platform = ready[push.notification].platform
+            let outcome = outcome ?? Self.notDispatched
             // Another instance claimed this push and has not finished it (docs/operations.md,
             // "Once"): neither a success nor a failure yet. Its job stays queued and comes back.
             if case .failed(reason: .heldElsewhere) = outcome {
@@ -214,7 +220,7 @@ package final class GorushAPI: Service {
             guard !ok else { continue }
             let error = outcome.reason.map(String.init(describing:)) ?? outcome.label
             var entry: JSONObject = [
-                "type": "failed-push", "platform": .string(platformName), "token": .string(token), "message": .string(message),
+                "type": "failed-push", "platform": .string(platform.name), "token": .string(push.token), "message": .string(n.message),
                 "error": .string(error),
             ]
             if let id = n.notifId { entry["notif_id"] = id }
@@ -222,6 +228,33 @@ package final class GorushAPI: Service {
             await postFeedback(.object(entry))
         }
         return sent
+    }
+
+    /// The outcome of a push that was not sent (none came back).
+    private static let notDispatched = DeviceOutcome.failed(reason: .localError("not dispatched"))
+
+    /// One platform's pushes, through the keyed path.
+    private func dispatch(_ pushes: [Push], ready: [Ready], platform: StatusPlatform, limit: Int) async -> Dispatcher.Dispatched {
+        let delivery = self.delivery
+        let context = DispatchContext(logger: logger)
+        let app = delivery.pushkinName(platform) ?? platform.name
+        // A notification is a repeat only by its `notif_id` (docs/operations.md, "Once"): the same
+        // id to the same token within the window is one delivery. Without one, every notification
+        // is new: status-go's push server sends byte-identical notifications for consecutive
+        // messages of one chat, and never retries a gorush request.
+        let keys: [RepeatKey?] = pushes.map { push in
+            ready[push.notification].notification.notifId.map { RepeatKey(["gorush", JSONWriter.string($0), push.token]) }
+        }
+        // Traced under its `notif_id` (`herald trace <notif_id>`), each token a device.
+        let traces: [TraceStart?] = pushes.map { push in
+            ready[push.notification].notification.notifId.map { id in
+                TraceStart(eventId: id.stringValue ?? JSONWriter.string(id), frontEnd: "gorush", appId: app, pushkey: push.token)
+            }
+        }
+        return await dispatcher.deliverOnce(pushes, app: app, keys: keys, traces: traces, limit: limit, logger: logger) { push in
+            let result = await delivery.send(ready[push.notification].notification, platform: platform, token: push.token, context: context)
+            return Dispatcher.Delivery(result, pushkin: delivery.pushkinName(platform), token: push.token)
+        }
     }
 
     private func postFeedback(_ entry: JSONValue) async {
