@@ -335,21 +335,26 @@ for name, prefix in (("relay", "r"), ("relay-warm", "w")):
         lua.write('  return wrk.format("POST", nil, headers, body)\nend\n')
 PY
 }
-# gorush_scripts: gorush.lua and gorush-warm.lua, a status-go `POST /api/push` of one iOS
-# notification to the APNs rows' device, each with a `notif_id` of its own.
+# gorush_scripts [N]: gorush.lua and gorush-warm.lua (gorushN.lua and gorushN-warm.lua when N is
+# given), a status-go `POST /api/push` of N iOS notifications (one by default) to the APNs rows'
+# device, each with a `notif_id` of its own.
 gorush_scripts() {
-  python3 - "$work" <<'PY'
+  python3 - "$work" "${1:-}" <<'PY'
 import base64, json, sys
 pushkey = json.load(open(f"{sys.argv[1]}/apns.json"))["notification"]["devices"][0]["pushkey"]
 token = base64.b64decode(pushkey).hex()  # gorush's APNs tokens are hex, Matrix's pushkeys base64
-body = ('{"notifications":[{"tokens":["%s"],"platform":1,"message":"You have a new message",'
-        '"notif_id":"%%s%%02d-%%d","data":{"chatId":"0x1"}}]}' % token)
-for name, prefix in (("gorush", "g"), ("gorush-warm", "w")):
+count = int(sys.argv[2] or 1)
+one = ('{"tokens":["%s"],"platform":1,"message":"You have a new message",'
+       '"notif_id":"%%s%%02d-%%d-%d","data":{"chatId":"0x1"}}')
+body = '{"notifications":[' + ",".join(one % (token, i) for i in range(count)) + ']}'
+places = ", ".join("prefix, id, n" for _ in range(count))
+for name, prefix in ((f"gorush{sys.argv[2]}", "g"), (f"gorush{sys.argv[2]}-warm", "w")):
     with open(f"{sys.argv[1]}/{name}.lua", "w") as lua:
+        lua.write(f'local prefix = "{prefix}"\n')
         lua.write("local threads = 0\n")
         lua.write('function setup(thread) thread:set("id", threads); threads = threads + 1 end\n')
         lua.write("local n = 0\nfunction request()\n  n = n + 1\n")
-        lua.write(f"  local body = string.format('{body}', '{prefix}', id, n)\n")
+        lua.write(f"  local body = string.format('{body}', {places})\n")
         lua.write('  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, body)\nend\n')
         # gorush answers 200 with the failed pushes in its `logs`: each such answer is counted in
         # the row's non-2xx column, in wrk's own words, which the row reads (each thread's first
@@ -396,7 +401,8 @@ variant() {
 variant "herald apns default" '  repeat_window: 7200\n'
 variant "herald apns no record" '  repeat_window: 0\n'
 variant "herald apns no deadline" '  repeat_window: 0\n  answer_within: 0\n'
-if { wanted "herald apns pg record" || wanted "herald relay pg record" || wanted "herald gorush sync pg record"; } && [ "$(id -u)" -eq 0 ] &&
+if { wanted "herald apns pg record" || wanted "herald relay pg record" || wanted "herald gorush sync pg record" ||
+  wanted "herald gorush sync pg record 10"; } && [ "$(id -u)" -eq 0 ] &&
   out=$(scripts/postgres.sh 2>/dev/null); then
   PG_DIR=${out#* }
   PG_URL=${out%% *}
@@ -414,6 +420,11 @@ if { wanted "herald apns pg record" || wanted "herald relay pg record" || wanted
   if wanted "herald gorush sync pg record"; then
     gorush_scripts
     variant "herald gorush sync pg record" "  repeat_store: ${out%% *}\n" "${PG_RATE:-}" /api/push "$work/gorush.lua" '  gorush:\n    sync: true\n'
+  fi
+  # The same with ten notifications a request (gorush's clients batch; status-go sends one).
+  if wanted "herald gorush sync pg record 10"; then
+    gorush_scripts 10
+    variant "herald gorush sync pg record 10" "  repeat_store: ${out%% *}\n" "${PG_RATE:-}" /api/push "$work/gorush10.lua" '  gorush:\n    sync: true\n'
   fi
   PG_DIR=
   scripts/postgres.sh stop "${out#* }" >/dev/null 2>&1 || true
