@@ -23,7 +23,7 @@ struct GorushFrontEnd: FrontEnd {
             let answer = try await api.handle(body: Array(request.body.readableBytesView))
             var response = ServerResponse.json(.ok, answer.body)
             // `sync` mode on the PostgreSQL record: the finishes are written once the answer is,
-            // beside status-go's next request, as a notify's are (docs/operations.md, "Once").
+            // beside the client's next request, as a notify's are (docs/operations.md, "Once").
             if let finishing = answer.finishing {
                 response.afterAnswer = { _ in await finishing.answered(heard: false) }
                 response.afterAnswerWaits = true
