@@ -14,6 +14,10 @@ package enum DeviceOutcome: Sendable, Equatable {
     /// answers 502 so that the homeserver retries it later.
     case failed(reason: OutcomeReason)
 
+    /// A device no outcome came back for (a dispatch that never reached it): failed, so that its
+    /// sender retries.
+    package static let notDispatched = DeviceOutcome.failed(reason: .localError("not dispatched"))
+
     package var isRejected: Bool {
         if case .rejected = self { return true }
         return false

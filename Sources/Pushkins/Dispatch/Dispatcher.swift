@@ -170,7 +170,7 @@ package struct Dispatcher: Sendable {
         }
         let final = outcomes.enumerated().map { index, outcome in
             let device = notification.devices[index]
-            let result = outcome ?? .failed(reason: .localError("not dispatched"))
+            let result = outcome ?? .notDispatched
             log(result, app: device.appId, token: device.pushkey, logger: logger)
             return result
         }
@@ -357,7 +357,7 @@ package struct Dispatcher: Sendable {
         if let budgeted {
             var sent = outcomes.makeIterator()
             outcomes = budgeted.map {
-                $0.map { DeviceResult($0) } ?? sent.next() ?? DeviceResult(.failed(reason: .localError("not dispatched")))
+                $0.map { DeviceResult($0) } ?? sent.next() ?? DeviceResult(.notDispatched)
             }
         }
         if let slots = group.slots { limits[group.pushkin.name]?.release(count: slots, source: group.source) }

@@ -121,6 +121,6 @@ struct GroupClaims {
         var outcomes = answered.isEmpty ? [DeviceOutcome?](repeating: nil, count: all.count) : answered
         for (position, result) in zip(positions, sent) { outcomes[position] = result.outcome }
         for entry in joined { outcomes[entry.position] = await once.outcome(of: entry.flight) }
-        return outcomes.map { $0 ?? .failed(reason: .localError("not dispatched")) }
+        return outcomes.map { $0 ?? .notDispatched }
     }
 }

@@ -36,7 +36,7 @@ struct FCMLegacySender: Sendable {
             return Array(zip(indices, chunkOutcomes))
         }
         for (index, outcome) in results.joined() { outcomes[index] = outcome }
-        return outcomes.map { $0 ?? DeviceResult(.failed(reason: .localError("not dispatched"))) }
+        return outcomes.map { $0 ?? DeviceResult(.notDispatched) }
     }
 
     /// One legacy request for `pushkeys` (at most 1000), retrying the ones FCM could not take yet;
@@ -97,6 +97,6 @@ struct FCMLegacySender: Sendable {
         if case .failure(let failure) = result {
             for i in pending { outcomes[i] = .failed(reason: failure.reason) }
         }
-        return outcomes.map { DeviceResult($0 ?? .failed(reason: .localError("not dispatched")), note: note) }
+        return outcomes.map { DeviceResult($0 ?? .notDispatched, note: note) }
     }
 }

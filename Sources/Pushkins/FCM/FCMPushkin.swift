@@ -96,7 +96,7 @@ package final class FCMPushkin: FCMSending {
             body["to"] = .string(raw.token)
             let message = JSONValue.object(body)
             return await legacy.send(pushkeys: [raw.token], context: context) { _ in message }.first
-                ?? DeviceResult(.failed(reason: .localError("not dispatched")))
+                ?? DeviceResult(.notDispatched)
         }
     }
 

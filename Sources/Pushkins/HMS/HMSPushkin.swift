@@ -95,7 +95,7 @@ package final class HMSPushkin: HMSSending {
             return Array(zip(chunk.indices, await self.send(chunk.message, tokens: tokens, context: context)))
         }
         for (index, outcome) in results.joined() { outcomes[index] = outcome }
-        return outcomes.map { $0 ?? DeviceResult(.failed(reason: .localError("not dispatched"))) }
+        return outcomes.map { $0 ?? DeviceResult(.notDispatched) }
     }
 
     /// Sends a message built elsewhere (Status, gorush): a visible notification with the data.

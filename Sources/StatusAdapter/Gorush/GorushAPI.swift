@@ -189,7 +189,7 @@ package final class GorushAPI: Service {
             ready.append(Ready(notification: n, platform: platform))
         }
         var sent = Sent()
-        var outcomes = [DeviceOutcome?](repeating: nil, count: pushes.count)
+        var outcomes = [DeviceOutcome](repeating: .notDispatched, count: pushes.count)
         var platforms: [StatusPlatform] = []
         for r in ready where !platforms.contains(r.platform) { platforms.append(r.platform) }
         for platform in platforms {
@@ -201,7 +201,6 @@ package final class GorushAPI: Service {
         for (push, outcome) in zip(pushes, outcomes) {
             let n = ready[push.notification].notification
             let platform = ready[push.notification].platform
-            let outcome = outcome ?? Self.notDispatched
             // Another instance claimed this push and has not finished it (docs/operations.md,
             // "Once"): neither a success nor a failure yet. Its job stays queued and comes back.
             if case .failed(reason: .heldElsewhere) = outcome {
@@ -229,9 +228,6 @@ package final class GorushAPI: Service {
         }
         return sent
     }
-
-    /// The outcome of a push that was not sent (none came back).
-    private static let notDispatched = DeviceOutcome.failed(reason: .localError("not dispatched"))
 
     /// One platform's pushes, through the keyed path.
     private func dispatch(_ pushes: [Push], ready: [Ready], platform: StatusPlatform, limit: Int) async -> Dispatcher.Dispatched {

@@ -48,7 +48,7 @@ extension Gateway {
         case .pushkin(let pushkin): app = pushkin.name
         case .unknown, .ambiguous: app = nil
         }
-        let outcome = await dispatcher.dispatch(notification, logger: logger).first ?? .failed(reason: .localError("not dispatched"))
+        let outcome = await dispatcher.dispatch(notification, logger: logger).first ?? .notDispatched
         return SendTestResult(app: app, outcome: outcome)
     }
 }

@@ -75,7 +75,7 @@ struct RelayFrontEnd: FrontEnd {
             let result = await sender.send(message, context: DispatchContext(logger: requestLogger))
             return Dispatcher.Delivery(result, pushkin: sender.name, token: message.deviceToken)
         }
-        if let error = Self.error(for: dispatched.outcomes.first ?? Self.notDispatched, retryAfter: config.retryAfter) {
+        if let error = Self.error(for: dispatched.outcomes.first ?? .notDispatched, retryAfter: config.retryAfter) {
             // The sender retries an error: its retry finds the finish written.
             await dispatched.answered(heard: false)
             throw error
@@ -91,9 +91,6 @@ struct RelayFrontEnd: FrontEnd {
         }
         return response
     }
-
-    /// The outcome of a message that was not sent (none came back).
-    static let notDispatched = DeviceOutcome.failed(reason: .localError("not dispatched"))
 
     /// What the sender is told of an APNs outcome: a dead token is 410 (the sender deletes the
     /// subscription); Herald's own or Apple's problems are 5xx, never a 4xx that would make a
@@ -114,11 +111,9 @@ struct RelayFrontEnd: FrontEnd {
             return .rateLimited(retryAfter: retryAfter)
         case .failed(.provider(let answer)) where answer.status >= 500:
             return .upstreamUnavailable(retryAfter: retryAfter)
-        case .failed(.network):
-            return .upstreamUnavailable(retryAfter: retryAfter)
-        case .failed(.heldElsewhere):
-            // Another instance of the fleet is sending the same message: the retry after
-            // `Retry-After` is answered from the record.
+        // `heldElsewhere`: another instance of the fleet is sending the same message, and the
+        // retry after `Retry-After` is answered from the record.
+        case .failed(.network), .failed(.heldElsewhere):
             return .upstreamUnavailable(retryAfter: retryAfter)
         case .rejected(let reason), .failed(let reason), .dropped(let reason), .skipped(let reason):
             return .upstreamRefused(reason.description)
