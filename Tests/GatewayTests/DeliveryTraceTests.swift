@@ -240,14 +240,18 @@ struct DeliveryTraceTests {
         #expect(one.first?["provider_id"]?.stringValue != nil && one.first?["attempts"] == 1)
     }
 
+    /// Two relays, each with its own fake APNs, on one PostgreSQL record (two instances of a fleet).
+    static func relaysOnOneRecord() async throws -> (RelayEndToEndTests.Setup, RelayEndToEndTests.Setup) {
+        let url = try await TestPostgres.createDatabase(prefix: "herald_trace")
+        let top = "notify:\n  repeat_store: \(url)\n"
+        return (try await RelayEndToEndTests().start(top: top), try await RelayEndToEndTests().start(top: top))
+    }
+
     /// A front end with no event id an operator knows (the relay) is answered by the device token,
     /// by any instance of the fleet.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aRelayedMessageIsAnsweredByItsTokenFromAnotherInstance() async throws {
-        let url = try await TestPostgres.createDatabase(prefix: "herald_trace")
-        let top = "notify:\n  repeat_store: \(url)\n"
-        let first = try await RelayEndToEndTests().start(top: top)
-        let second = try await RelayEndToEndTests().start(top: top)
+        let (first, second) = try await Self.relaysOnOneRecord()
         let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
         let token = RelayEndToEndTests.token
         let sent = try await first.send("/relay-to/production/\(token)/acct-42", headers: headers, body: body)
@@ -270,10 +274,7 @@ struct DeliveryTraceTests {
     /// sent twice; the retry after the first's answer is answered 201 from the record.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aRelayedMessageHeldByAnotherInstanceIsRetriedLater() async throws {
-        let url = try await TestPostgres.createDatabase(prefix: "herald_trace")
-        let top = "notify:\n  repeat_store: \(url)\n"
-        let first = try await RelayEndToEndTests().start(top: top)
-        let second = try await RelayEndToEndTests().start(top: top)
+        let (first, second) = try await Self.relaysOnOneRecord()
         let (headers, body, _, _) = try RelayEndToEndTests.vector("aesgcm")
         let token = RelayEndToEndTests.token
         let path = "/relay-to/production/\(token)/acct-42"

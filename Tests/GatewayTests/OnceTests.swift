@@ -414,16 +414,21 @@ struct OnceTests {
         #expect(setup.apns.received.map(\.token).filter { $0 != "0a0b0c" }.sorted() == ["0d0e0f", "0d0e0f", "101112", "101112"])
     }
 
+    /// gorush's API in `sync` mode on a PostgreSQL record of its own, and that record.
+    static func gorushSyncOnPostgres() async throws -> (StatusEndToEndTests.Setup, PostgresDeliveryRecords) {
+        let url = try await TestPostgres.createDatabase(prefix: "herald_once")
+        let setup = try await StatusEndToEndTests().start(
+            statusExtra: "  gorush:\n    sync: true\nnotify:\n  repeat_store: \(url)")
+        return (setup, try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords))
+    }
+
     /// gorush's notifications take the keyed path a Matrix notify's devices take: on PostgreSQL a
     /// notification of ten tokens with a `notif_id` is claimed in one statement and finished in
     /// one more (it was twenty, a claim and a finish per token), and the same batch sent again
     /// costs its claim alone and reaches no token twice.
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aGorushNotificationOfTenTokensCostsTwoStatements() async throws {
-        let url = try await TestPostgres.createDatabase(prefix: "herald_once")
-        let setup = try await StatusEndToEndTests().start(
-            statusExtra: "  gorush:\n    sync: true\nnotify:\n  repeat_store: \(url)")
-        let records = try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
+        let (setup, records) = try await Self.gorushSyncOnPostgres()
         let tokens = (0..<10).map { _ in APNsEndToEndTests.hex(APNsEndToEndTests.pushkey()) }
         let batch = """
             {"notifications":[{"tokens":[\(tokens.map { "\"\($0)\"" }.joined(separator: ","))],"platform":1,"message":"hi","notif_id":"n-\(UUID().uuidString)"}]}
@@ -449,10 +454,7 @@ struct OnceTests {
     /// statement and one finish (they cost a claim each).
     @Test(.enabled(if: TestPostgres.url != nil, "needs HERALD_TEST_POSTGRES_URL"))
     func aSynchronousGorushRequestsNotificationsAreSentTogetherInTwoStatements() async throws {
-        let url = try await TestPostgres.createDatabase(prefix: "herald_once")
-        let setup = try await StatusEndToEndTests().start(
-            statusExtra: "  gorush:\n    sync: true\nnotify:\n  repeat_store: \(url)")
-        let records = try #require(setup.herald.gateway.onceSetup.once.guardian?.store as? PostgresDeliveryRecords)
+        let (setup, records) = try await Self.gorushSyncOnPostgres()
         let tokens = (0..<10).map { _ in APNsEndToEndTests.hex(APNsEndToEndTests.pushkey()) }
         let notifications = tokens.enumerated().map { #"{"tokens":["\#($1)"],"platform":1,"message":"hi","notif_id":"s-\#($0)"}"# }
         let batch = #"{"notifications":["# + notifications.joined(separator: ",") + "]}"
