@@ -98,6 +98,7 @@ let package = Package(
                 "HeraldCore",
                 "HeraldUpstream",
                 "HeraldPostgres",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),

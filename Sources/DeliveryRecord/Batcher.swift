@@ -1,3 +1,4 @@
+import ServiceLifecycle
 import Synchronization
 
 /// Calls of concurrent callers joined into one (a group commit, as a database does with its log):
@@ -11,8 +12,15 @@ import Synchronization
 ///
 /// A run is led by one of its callers, in its own task: the first, or the one a finished run hands
 /// the next batch to, so that no caller runs others' work after its own has been answered and no
-/// task of its own is made.
+/// task of its own is made. Items handed over by a caller that does not wait (`hand`: a notify's
+/// finishes after its answer) are run by the batcher's own service (`leader`), whose task leads
+/// every batch a handed item starts; their answers go to each one's `landed`.
 package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
+    /// Handed items came after the leader had stopped (the shutdown is over).
+    package struct Stopped: Error, CustomStringConvertible {
+        package var description: String { "the statements' runner has stopped" }
+    }
+
     /// A run answered a different number of answers than it had items.
     package struct Mismatch: Error, CustomStringConvertible {
         package let items: Int
@@ -26,10 +34,30 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
         case lead([Waiter])
     }
 
+    /// Who waits for a run's answers: a caller's task, or a handed item's `landed`.
+    private enum Reply: Sendable {
+        case caller(CheckedContinuation<Turn, Never>)
+        case handed(@Sendable (Result<[Answer], any Error>) -> Void)
+
+        func answer(_ result: Result<[Answer], any Error>) {
+            switch self {
+            case .caller(let continuation): continuation.resume(returning: .answered(result))
+            case .handed(let landed): landed(result)
+            }
+        }
+    }
+
     private struct Waiter: Sendable {
         let id: UInt64
         let items: [Item]
-        let continuation: CheckedContinuation<Turn, Never>
+        let reply: Reply
+    }
+
+    /// The leader's side: batches a handed item starts, and the leader's task while it waits.
+    private struct Leading {
+        var batches: [[Waiter]] = []
+        var idle: [CheckedContinuation<[Waiter]?, Never>] = []
+        var stopped = false
     }
 
     private struct State {
@@ -54,6 +82,7 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    private let leading = Mutex(Leading())
     package let concurrency: Int
     package let maxItems: Int
     private let body: @Sendable ([Item]) async throws -> [Answer]
@@ -82,12 +111,12 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
         }
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
             let batch = state.withLock { state -> [Waiter]? in
-                state.waiting.append(Waiter(id: id, items: items, continuation: continuation))
+                state.waiting.append(Waiter(id: id, items: items, reply: .caller(continuation)))
                 guard state.running < concurrency else { return nil }
                 state.running += 1
                 return state.take(maxItems)
             }
-            if let batch { continuation.resume(returning: .lead(batch)) }
+            if let batch { start(batch) }
         }
         switch turn {
         case .answered(let result): return try result.get()
@@ -95,9 +124,114 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
         }
     }
 
+    /// Hands `items` over without waiting: they join the next run, as a caller's do, and
+    /// `landed` gets their answers (on the task that ran them). A run they start is led by the
+    /// batcher's service (`leader`); once that has stopped, they fail with `Stopped` at once.
+    package func hand(_ items: [Item], landed: @escaping @Sendable (Result<[Answer], any Error>) -> Void) {
+        guard !items.isEmpty else { return landed(.success([])) }
+        let batch = state.withLock { state -> [Waiter]? in
+            defer { state.nextId &+= 1 }
+            state.waiting.append(Waiter(id: state.nextId, items: items, reply: .handed(landed)))
+            guard state.running < concurrency else { return nil }
+            state.running += 1
+            return state.take(maxItems)
+        }
+        if let batch { start(batch) }
+    }
+
+    /// Starts a run of `batch`: its first caller leads it, or, when that is a handed item, the
+    /// leader's task does. Once the leader has stopped, a batch it would lead fails at once, and
+    /// the next one starts.
+    private func start(_ batch: [Waiter]) {
+        var batch = batch
+        while let first = batch.first {
+            if case .caller(let continuation) = first.reply { return continuation.resume(returning: .lead(batch)) }
+            let (stopped, idle) = leading.withLock { leading -> (Bool, CheckedContinuation<[Waiter]?, Never>?) in
+                if leading.stopped { return (true, nil) }
+                if !leading.idle.isEmpty { return (false, leading.idle.removeFirst()) }
+                leading.batches.append(batch)
+                return (false, nil)
+            }
+            if !stopped {
+                // To the leader now when it waits, else once it has led the batch in hand.
+                idle?.resume(returning: batch)
+                return
+            }
+            for waiter in batch { waiter.reply.answer(.failure(Stopped())) }
+            guard let next = takeNextOrEnd() else { return }
+            batch = next
+        }
+    }
+
+    /// The next batch of the run that just ended, or nil when none waits (the run is freed).
+    private func takeNextOrEnd() -> [Waiter]? {
+        state.withLock { state -> [Waiter]? in
+            guard !state.waiting.isEmpty else {
+                state.running -= 1
+                return nil
+            }
+            return state.take(maxItems)
+        }
+    }
+
+    /// Leads the batches handed items start, `concurrency` at a time, on `executor` when given,
+    /// until the graceful shutdown (having led those already started) or its cancellation.
+    package struct Leader: Service {
+        let batcher: Batcher
+        let executor: (any TaskExecutor)?
+
+        package func run() async {
+            await withGracefulShutdownHandler {
+                await withTaskExecutorPreference(executor) {
+                    await withDiscardingTaskGroup { group in
+                        for _ in 0..<batcher.concurrency {
+                            group.addTask {
+                                while let batch = await batcher.nextHanded() { _ = await batcher.lead(batch, me: nil) }
+                            }
+                        }
+                    }
+                }
+            } onGracefulShutdown: {
+                batcher.stopLeading()
+            }
+        }
+    }
+
+    /// Its service, which leads the runs handed items start (`hand`).
+    package func leader(on executor: (any TaskExecutor)? = nil) -> Leader { Leader(batcher: self, executor: executor) }
+
+    /// A batch to lead, or nil once stopped and none is left.
+    private func nextHanded() async -> [Waiter]? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[Waiter]?, Never>) in
+                let ready = leading.withLock { leading -> [Waiter]?? in
+                    if !leading.batches.isEmpty { return .some(leading.batches.removeFirst()) }
+                    if leading.stopped || Task.isCancelled { return .some(nil) }
+                    leading.idle.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            stopLeading()
+        }
+    }
+
+    /// No batch is led any more once those started are: a later one fails at once (`Stopped`).
+    private func stopLeading() {
+        let idle = leading.withLock { leading in
+            defer {
+                leading.stopped = true
+                leading.idle.removeAll()
+            }
+            return leading.idle
+        }
+        for waiter in idle { waiter.resume(returning: nil) }
+    }
+
     /// Runs `batch`, answers its other callers, hands the next batch on (or frees the run), and
-    /// returns the answers of `me`, the caller leading it.
-    private func lead(_ batch: [Waiter], me: UInt64) async -> Result<[Answer], any Error> {
+    /// returns the answers of `me`, the caller leading it (nil: the leader's task).
+    private func lead(_ batch: [Waiter], me: UInt64?) async -> Result<[Answer], any Error> {
         let items = batch.count == 1 ? batch[0].items : batch.flatMap(\.items)
         let result: Result<[Answer], any Error>
         do {
@@ -112,7 +246,7 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
             let count = waiter.items.count
             let answers = batch.count == 1 ? result : result.map { Array($0[offset..<offset + count]) }
             offset += count
-            if waiter.id == me { mine = answers } else { waiter.continuation.resume(returning: .answered(answers)) }
+            if waiter.id == me { mine = answers } else { waiter.reply.answer(answers) }
         }
         if case .failure(let error) = result, failsQueue(error) {
             let queued = state.withLock { state in
@@ -122,17 +256,10 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
                 }
                 return state.waiting
             }
-            for waiter in queued { waiter.continuation.resume(returning: .answered(.failure(error))) }
+            for waiter in queued { waiter.reply.answer(.failure(error)) }
             return mine
         }
-        let next = state.withLock { state -> [Waiter]? in
-            guard !state.waiting.isEmpty else {
-                state.running -= 1
-                return nil
-            }
-            return state.take(maxItems)
-        }
-        if let next, let leader = next.first { leader.continuation.resume(returning: .lead(next)) }
+        if let next = takeNextOrEnd() { start(next) }
         return mine
     }
 }

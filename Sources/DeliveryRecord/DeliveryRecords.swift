@@ -85,6 +85,9 @@ package protocol DeliveryRecords: Sendable {
     /// sender already `heard` the answer, not at all: its trace stays), or, with nil, releases it
     /// (the delivery failed: the retry really retries). Each trace ends with its `trace`.
     func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws
+    /// `finish`, handed over without waiting (a notify's after its answer): `landed` gets its
+    /// result once written, on whichever task wrote it; the memory record calls it at once.
+    func finish(_ finishes: [RecordFinish], heard: Bool, now: Date, landed: @escaping @Sendable (Result<Void, any Error>) -> Void)
     /// The trace of a delivery that is not claimed (Status's and ADAMANT's, whose stores keep their
     /// repeats apart): begun at `startedAt` in the name of `instance`, ended by `end` at `now`.
     func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws

@@ -87,6 +87,13 @@ package final class MemoryDeliveryRecords: DeliveryRecords {
         if heard { self.heard(finishes.map(\.key), now: now) }
     }
 
+    package func finish(
+        _ finishes: [RecordFinish], heard: Bool, now: Date, landed: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        finish(finishes, heard: heard, now: now)
+        landed(.success(()))
+    }
+
     /// A heard delivery is forgotten by the record (a repeat of it is sent); its trace stays.
     package func heard(_ keys: [RepeatKey], now: Date) {
         state.withLock { state in

@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldPostgres
 import Logging
 import Metrics
+import NIOPosix
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -109,8 +110,17 @@ final class PostgresDeliveryRecords: DeliveryRecords {
 
     var health: ComponentHealth? { tracker }
 
-    /// Its connection pool, its check at start and its sweeper: services of the gateway's group.
-    var services: [any Service] { [pool, PostgresStartCheck(bound: bound), Sweeper(records: self)] }
+    /// Its connection pool, the leader of the finishes handed over after answers, its check at
+    /// start and its sweeper: services of the gateway's group. The leader comes after the pool, so
+    /// that a graceful shutdown stops it first: it writes the finishes handed to it before the pool
+    /// closes. It runs on one of the server's loops, not on the stores' loop where the statements'
+    /// answers are read: it takes the next batch once that loop's work in hand is done, by when
+    /// more finishes have come, so a statement under load carries more of them (docs/operations.md,
+    /// "The work after answers handed to the record (stop 79)").
+    var services: [any Service] {
+        let leader = finishes.leader(on: EventLoopTaskExecutor(MultiThreadedEventLoopGroup.singleton.next()))
+        return [pool, leader, PostgresStartCheck(bound: bound), Sweeper(records: self)]
+    }
 
     func claim(_ requests: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
         let at = now.timeIntervalSince1970
@@ -158,8 +168,14 @@ final class PostgresDeliveryRecords: DeliveryRecords {
     }
 
     func finish(_ items: [RecordFinish], heard: Bool, now: Date) async throws {
+        let rows = Self.rows(items, heard: heard, now: now)
+        try await batched { _ = try await self.finishes.run(rows) }
+    }
+
+    /// The finishes as the statement takes them.
+    private static func rows(_ items: [RecordFinish], heard: Bool, now: Date) -> [FinishRow] {
         let at = now.timeIntervalSince1970
-        let rows = items.map { item in
+        return items.map { item in
             let reason = item.trace?.outcome.reason
             return FinishRow(
                 key: item.key.digest, state: item.outcome?.rawValue ?? (item.trace?.state == .held ? "held" : "failed"),
@@ -167,7 +183,21 @@ final class PostgresDeliveryRecords: DeliveryRecords {
                 attempts: item.trace?.note.attempts ?? 0, providerId: item.trace?.note.providerId ?? "",
                 target: item.trace?.note.target ?? "", heard: heard, at: at)
         }
-        try await batched { _ = try await self.finishes.run(rows) }
+    }
+
+    /// The same statement, handed to the finishes' leader (`services`) instead of waited for.
+    func finish(_ items: [RecordFinish], heard: Bool, now: Date, landed: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let use: ComponentHealth.Use
+        do {
+            // The claims made the table: a finish follows its claim.
+            guard ready.value != nil else { throw PostgresDeadline.Unavailable() }
+            use = try bound.begin()
+        } catch {
+            return landed(.failure(error))
+        }
+        finishes.hand(Self.rows(items, heard: heard, now: now)) { [bound] result in
+            landed(bound.end(use, result.map { _ in () }))
+        }
     }
 
     /// One statement for every finish of `rows`: a recorded outcome is answered from until the

@@ -234,17 +234,26 @@ package final class RepeatGuard: Sendable {
 
     /// Writes the finishes `settleAfterAnswer` returned, in one call of the store; `heard`: the
     /// notify's sender heard its answer, so that its repeat is sent again (docs/operations.md,
-    /// "Once"). Their deliveries are then over on this instance.
-    package func finish(_ finishes: [RecordFinish], heard: Bool) async {
-        guard !finishes.isEmpty else { return }
+    /// "Once"). Their deliveries are then over on this instance. Handed to the store without
+    /// waiting: `landed` is called once they are over (at once with the memory record).
+    package func finish(_ finishes: [RecordFinish], heard: Bool, landed: @escaping @Sendable () -> Void) {
+        guard !finishes.isEmpty else { return landed() }
         let now = clock.date
-        do {
-            try await store.finish(finishes, heard: heard, now: now)
-        } catch {
-            storeFailed(error)
-            fallback.finish(finishes, heard: heard, now: now)
+        store.finish(finishes, heard: heard, now: now) { [self] result in
+            if case .failure(let error) = result {
+                storeFailed(error)
+                fallback.finish(finishes, heard: heard, now: now)
+            }
+            for finish in finishes { land(finish.key, finish.trace?.outcome ?? .failed(reason: .heldElsewhere)) }
+            landed()
         }
-        for finish in finishes { land(finish.key, finish.trace?.outcome ?? .failed(reason: .heldElsewhere)) }
+    }
+
+    /// `finish`, waited for.
+    package func finish(_ finishes: [RecordFinish], heard: Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            finish(finishes, heard: heard) { continuation.resume() }
+        }
     }
 
     /// The senders heard the answers of these deliveries, which the memory record settled as

@@ -48,6 +48,19 @@ package struct PostgresStoreBound: Sendable {
             { try await Self.described(pool, work) }, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence, probe: probe)
     }
 
+    /// `tracked`'s halves, for work handed to another task that bounds its own waits (a statement
+    /// the batch's leader runs, `Batcher.hand`): `begin` throws `Skipped` while the store is silent;
+    /// `end` takes its outcome, described as `tracked`'s is.
+    package func begin() throws -> ComponentHealth.Use { try tracker.begin(probe: probe) }
+
+    package func end<T>(_ use: ComponentHealth.Use, _ result: Result<T, any Error>) -> Result<T, any Error> {
+        let described = result.mapError { error -> any Error in
+            pool?.refused(error)
+            return PostgresFailure(error) ?? error
+        }
+        return tracker.end(use, described, isAnswer: isAnswer, isSilence: PostgresDeadline.isSilence)
+    }
+
     /// `work` within the timeout, after `prepare` within it too (a table made on first use).
     package func run<T: Sendable>(
         prepare: (@Sendable () async throws -> Void)? = nil, _ work: @escaping @Sendable () async throws -> T

@@ -1,4 +1,6 @@
 import HeraldTestSupport
+import Logging
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -138,6 +140,82 @@ import Testing
     @Test func aRunAnsweringTheWrongCountFailsItsCallers() async {
         let batcher = Batcher<Int, Int> { items in Array(items.dropFirst()) }
         await #expect(throws: Batcher<Int, Int>.Mismatch.self) { try await batcher.run([1, 2]) }
+        #expect(batcher.load == (0, 0))
+    }
+
+    /// What handed items were answered, by item.
+    final class Landings: Sendable {
+        let answers = Mutex<[Int: Result<[Int], any Error>]>([:])
+
+        func landed(_ first: Int) -> @Sendable (Result<[Int], any Error>) -> Void {
+            { result in self.answers.withLock { $0[first] = result } }
+        }
+        func value(_ first: Int) -> [Int]? { answers.withLock { try? $0[first]?.get() } }
+        func stopped(_ first: Int) -> Bool {
+            answers.withLock {
+                guard case .failure(let error) = $0[first] else { return false }
+                return error is Batcher<Int, Int>.Stopped
+            }
+        }
+    }
+
+    /// Items handed over (a notify's finishes after its answer) join the runs as callers' items
+    /// do: a run one of them starts is led by the batcher's leader, whose task answers each one
+    /// through its `landed`; the next run, started by a caller, is led by that caller.
+    @Test func handedItemsAreLedByTheLeaderAndShareRunsWithCallers() async throws {
+        let body = Body(holding: true)
+        let batcher = Batcher<Int, Int>(body.run)
+        let landings = Landings()
+        try await withThrowingTaskGroup(of: [Int]?.self) { group in
+            group.addTask {
+                await batcher.leader().run()
+                return nil
+            }
+            batcher.hand([1], landed: landings.landed(1))
+            await body.started.wait()
+            body.stopHolding()
+            group.addTask { try await batcher.run([2]) }
+            await eventually { batcher.load.waiting == 1 }
+            batcher.hand([3, 4], landed: landings.landed(3))
+            #expect(batcher.load == (1, 2))
+            body.hold.raise()
+            let first = try await group.next()
+            #expect(first == .some([20]))
+            #expect(await eventually { landings.value(1) == [10] && landings.value(3) == [30, 40] })
+            batcher.hand([5], landed: landings.landed(5))
+            #expect(await eventually { landings.value(5) == [50] })
+            group.cancelAll()
+        }
+        #expect(body.runs.withLock { $0 } == [[1], [2, 3, 4], [5]])
+        #expect(batcher.load == (0, 0))
+    }
+
+    /// A handed item that comes before the leader runs waits for it; the leader, told of the
+    /// graceful shutdown, ends once the runs under way have ended, and an item handed after that
+    /// fails at once (`Stopped`: the record's memory stands in), with no run.
+    @Test func aHandedItemWaitsForTheLeaderWhichEndsAtTheShutdownAndLaterItemsFailAtOnce() async throws {
+        let body = Body(holding: true)
+        let batcher = Batcher<Int, Int>(body.run)
+        let landings = Landings()
+        batcher.hand([1], landed: landings.landed(1))
+        #expect(body.runs.withLock { $0 }.isEmpty && batcher.load == (1, 0))
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let services = ServiceGroup(services: [batcher.leader()], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await services.run() }
+            await body.started.wait()
+            await services.triggerGracefulShutdown()
+            // The run under way is the leader's to end: it has not returned yet.
+            #expect(landings.value(1) == nil)
+            body.stopHolding()
+            body.hold.raise()
+            try await group.next()
+        }
+        #expect(landings.value(1) == [10])
+        batcher.hand([2], landed: landings.landed(2))
+        #expect(landings.stopped(2))
+        #expect(body.runs.withLock { $0 } == [[1]])
         #expect(batcher.load == (0, 0))
     }
 }

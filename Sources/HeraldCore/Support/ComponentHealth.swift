@@ -152,6 +152,19 @@ package final class ComponentHealth: Sendable {
         _ work: () async throws -> T, isAnswer: (any Error) -> Bool = { _ in false }, isSilence: (any Error) -> Bool = { _ in false },
         probe: (@Sendable () async throws -> Void)? = nil
     ) async throws -> T {
+        let use = try begin(probe: probe)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await work())
+        } catch {
+            result = .failure(error)
+        }
+        return try end(use, result, isAnswer: isAnswer, isSilence: isSilence).get()
+    }
+
+    /// `track`'s first half, for a use whose work ends elsewhere (a statement handed to another
+    /// task): throws `Skipped` while the component is silent; `end` takes what it returns.
+    package func begin(probe: (@Sendable () async throws -> Void)? = nil) throws -> Use {
         let now = clock.now
         let turn = state.withLock { state -> Turn in
             guard state.silent else { return .use }
@@ -161,7 +174,7 @@ package final class ComponentHealth: Sendable {
         }
         switch turn {
         case .use, .probeByUse:
-            break
+            return Use(turn: turn)
         case .skip:
             skips?.increment()
             throw Skipped(component: name)
@@ -170,12 +183,18 @@ package final class ComponentHealth: Sendable {
             skips?.increment()
             throw Skipped(component: name)
         }
-        defer { if turn == .probeByUse { probed() } }
-        do {
-            let value = try await work()
+    }
+
+    /// `track`'s second half: records `result`, the outcome of the use `begin` let through.
+    package func end<T>(
+        _ use: Use, _ result: Result<T, any Error>, isAnswer: (any Error) -> Bool = { _ in false },
+        isSilence: (any Error) -> Bool = { _ in false }
+    ) -> Result<T, any Error> {
+        defer { if use.turn == .probeByUse { probed() } }
+        switch result {
+        case .success:
             succeeded()
-            return value
-        } catch {
+        case .failure(let error):
             if isAnswer(error) {
                 succeeded()
             } else if !(error is CancellationError) {
@@ -188,11 +207,16 @@ package final class ComponentHealth: Sendable {
                     }
                 }
             }
-            throw error
         }
+        return result
     }
 
-    private enum Turn {
+    /// A use `begin` let through.
+    package struct Use: Sendable {
+        fileprivate let turn: Turn
+    }
+
+    fileprivate enum Turn {
         case use, skip, probeByUse, probeInBackground
     }
 

@@ -43,10 +43,17 @@ package final class ReadinessGate<Value: Sendable>: Sendable {
     }
 
     @inlinable package func wait() async throws -> Value {
-        let id = state.withLock { s -> Int in
-            s.nextId += 1
-            return s.nextId
+        // Already open (or failed): no suspension, which would put the task back on its executor.
+        let (ready, id) = state.withLock { s -> (Result<Value, any Error>?, Int) in
+            switch s.state {
+            case .open(let value): return (.success(value), 0)
+            case .failed(let error): return (.failure(error), 0)
+            case .waiting:
+                s.nextId += 1
+                return (nil, s.nextId)
+            }
         }
+        if let ready { return try ready.get() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
                 let immediate = state.withLock { s -> Result<Value, any Error>? in
