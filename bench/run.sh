@@ -406,10 +406,11 @@ if { wanted "herald apns pg record" || wanted "herald relay pg record" || wanted
   out=$(scripts/postgres.sh 2>/dev/null); then
   PG_DIR=${out#* }
   PG_URL=${out%% *}
-  variant "herald apns pg record" "  repeat_store: ${out%% *}\n"
+  # PG_RATE=N paces this row, the relay's and gorush's below at N requests/s (a sender's pace:
+  # the latency of one request, without the queue of a closed loop; CPU a request at one rate, so
+  # that two builds compare without the closed loop's feedback).
+  variant "herald apns pg record" "  repeat_store: ${out%% *}\n" "${PG_RATE:-}"
   # The relay on a fleet's record: each message's claim before its APNs call, its finish after.
-  # PG_RATE=N paces this row and gorush's below at N requests/s (a sender's pace: the latency of
-  # one request, without the queue of a closed loop).
   if wanted "herald relay pg record"; then
     relay_scripts
     variant "herald relay pg record" "  repeat_store: ${out%% *}\n" "${PG_RATE:-}" "$RELAY_PATH" "$work/relay.lua"

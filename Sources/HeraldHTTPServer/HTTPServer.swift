@@ -27,8 +27,7 @@ package final class HTTPServer: Sendable {
     /// connections' own timeouts are timers of their event loops.
     private let clock: any HeraldClock
 
-    /// The loops every server's connections live on, and the work after their answers
-    /// (`AfterAnswerQueues`, one queue per loop).
+    /// The loops every server's connections live on.
     private static var loops: MultiThreadedEventLoopGroup { .singleton }
 
     /// With `reusePort` (the handover period) the port may be shared with the next Herald of a
@@ -127,34 +126,28 @@ package final class HTTPServer: Sendable {
     /// Accepts and serves connections until `shutdown()` has closed the listener and every
     /// connection has finished, with the work behind their answers.
     package func serve() async {
-        let behind = AfterAnswerQueues(loops: Self.loops)
-        await withDiscardingTaskGroup { server in
-            server.addTask { await behind.run() }
-            await withDiscardingTaskGroup { group in
-                do {
-                    try await channel.executeThenClose { inbound in
-                        for try await connection in inbound {
-                            pending.taken(connection)
-                            guard openConnections.add(1) <= limits.maxConnections else {
-                                openConnections.add(-1)
-                                connection.turnAway()
-                                continue
-                            }
-                            let queue = behind.queue(for: connection.channel.eventLoop)
-                            group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
-                                await self.serve(connection, behind: queue)
-                                self.openConnections.add(-1)
-                            }
+        await withDiscardingTaskGroup { group in
+            do {
+                try await channel.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        pending.taken(connection)
+                        guard openConnections.add(1) <= limits.maxConnections else {
+                            openConnections.add(-1)
+                            connection.turnAway()
+                            continue
+                        }
+                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
+                            await self.serve(connection)
+                            self.openConnections.add(-1)
                         }
                     }
-                } catch is CancellationError {
-                    // The server's task was cancelled: its connections' tasks close them.
-                } catch {
-                    logger.error("Listener failed", metadata: ["error": "\(error)"])
                 }
-                for connection in pending.closeAll() { connection.channel.close(promise: nil) }
+            } catch is CancellationError {
+                // The server's task was cancelled: its connections' tasks close them.
+            } catch {
+                logger.error("Listener failed", metadata: ["error": "\(error)"])
             }
-            behind.finish()
+            for connection in pending.closeAll() { connection.channel.close(promise: nil) }
         }
     }
 
@@ -188,13 +181,13 @@ package final class HTTPServer: Sendable {
         }
     }
 
-    /// Serves `connection`'s requests in order. A handler's work after its answer that waits
-    /// (`ServerResponse.afterAnswerWaits`) is handed to `behind` and runs beside the next request,
-    /// one piece at a time: the next request's answer waits for it before its own piece is handed
-    /// over.
-    private func serve(_ connection: ServerConnection, behind: AsyncStream<AfterAnswerQueues.Work>.Continuation?) async {
-        // The piece of work behind the last answer, open once it is done.
-        var previous: ReadinessGate<Void>?
+    /// Serves `connection`'s requests in order. What a handler's work after its answer hands on
+    /// (`ServerResponse.afterAnswer`'s `Landing`) lands beside the next request: that request's
+    /// answer is written, then waits for it before its own work after the answer starts; the
+    /// connection's task ends once the last has landed.
+    private func serve(_ connection: ServerConnection) async {
+        // What the last answer's work handed on.
+        var previous = Landing.landed
         let peer = connection.channel.remoteAddress
         // The peer's source, made once for the connection; a trusted proxy's requests each name
         // their own (`RequestSource.of`).
@@ -220,45 +213,32 @@ package final class HTTPServer: Sendable {
             // What the handler left for after its answer, and whether that answer goes out on an
             // open connection (the deadline did not answer first).
             let afterAnswer = response.afterAnswer
-            let waits = response.afterAnswerWaits
             let written = afterAnswer == nil ? false : await connection.claimAnswer()
             // What the access log keeps is taken first: the answer itself is handed on, so that
             // the head is made from its fields without a copy of them.
             let logged = accessLog == nil ? nil : LoggedAnswer(response)
             let responded = await connection.respond(consume response, to: read.head)
-            if let done = previous {
-                try? await done.wait()
-                previous = nil
-            }
+            await previous.wait()
+            previous = .landed
             switch responded {
             case .open:
                 record(request, logged, duration: clock.now - started)
-                if let afterAnswer {
-                    let done = waits ? ReadinessGate<Void>() : nil
-                    if let done, let behind,
-                        case .enqueued = behind.yield({
-                            await afterAnswer(written); done.open(())
-                        })
-                    {
-                        previous = done
-                    } else {
-                        await afterAnswer(written)
-                    }
-                }
+                if let afterAnswer { previous = afterAnswer(written) }
                 await connection.writable()
             case .closing:
                 record(request, logged, duration: clock.now - started)
-                await afterAnswer?(written)
+                await afterAnswer?(written).wait()
                 await connection.closed()
                 return
             case .answeredAtDeadline(let early):
                 // What the sender saw, when it saw it.
                 record(request, LoggedAnswer(early), duration: read.route.policy.answerDeadline?.within ?? clock.now - started)
-                await afterAnswer?(false)
+                await afterAnswer?(false).wait()
                 await connection.closed()
                 return
             }
         }
+        await previous.wait()
         await connection.closed()
     }
 

@@ -47,13 +47,12 @@ package struct ServerResponse: Sendable {
     /// Run once the answer was handed to its connection (or the route's answer deadline answered
     /// first and this one was dropped), before the connection's next request is read: `written`
     /// says whether it went out on a connection still open, the deadline not having answered
-    /// first (docs/architecture.md, "Answer deadline").
-    package var afterAnswer: (@Sendable (_ written: Bool) async -> Void)?
-    /// `afterAnswer` waits (on a database's statement): on a connection still open it then runs
-    /// beside the next request instead of before it is read, one at a time (the next one's
-    /// `afterAnswer` runs once this one has returned). A sender's next request does not wait for
-    /// what it will never see.
-    package var afterAnswerWaits = false
+    /// first (docs/architecture.md, "Answer deadline"). What it hands on without waiting (a
+    /// database's statement) it returns as a `Landing`: the next request is read meanwhile, and
+    /// its answer waits for that landing before it is written, so that a connection has at most
+    /// one under way and they land in order. A sender's next request does not wait for what it
+    /// will never see.
+    package var afterAnswer: (@Sendable (_ written: Bool) -> Landing)?
 
     package init(status: HTTPResponseStatus, headers: HTTPHeaders = HTTPHeaders(), body: ByteBuffer = ByteBuffer()) {
         self.status = status

@@ -117,16 +117,15 @@ import Testing
     /// While an answer is being made the server goes on reading a client that waits for it (to keep
     /// the socket's read interest), but not one that pipelines: past the socket buffers the client
     /// cannot send faster than the server answers, however long it pipelines.
-    /// Work a handler leaves for after its answer that waits (the delivery record's finishes on
-    /// PostgreSQL) runs beside the connection's next request: the sender's next answer does not
-    /// wait for it, and the next request's own such work starts only once it has returned.
-    /// Answers each request with its path, and leaves work after the answer that waits: it writes
-    /// down its start and its end (or that it was cancelled), and the work of a path `holds` names
-    /// waits for `release` in between.
+    /// Work a handler leaves for after its answer that lands later (the delivery record's finishes
+    /// on PostgreSQL) lands beside the connection's next request: the sender's next answer does
+    /// not wait for it, and the next request's own such work starts only once it has landed.
+    /// Answers each request with its path, and leaves work after the answer: it writes down its
+    /// start and its end; the work of a path `holds` names lands only at `release()`.
     final class HeldAfterAnswer: HTTPHandler {
         let holds: @Sendable (String) -> Bool
-        let release = ReadinessGate<Void>()
         let steps = Mutex<[String]>([])
+        private let held = Mutex<(released: Bool, gates: [(String, ReadinessGate<Void>)])>((false, []))
 
         init(holding holds: @escaping @Sendable (String) -> Bool) { self.holds = holds }
 
@@ -135,11 +134,33 @@ import Testing
             let path = request.path
             response.afterAnswer = { _ in
                 self.steps.withLock { $0.append("start \(path)") }
-                if self.holds(path) { try? await self.release.wait() }
-                self.steps.withLock { $0.append("\(Task.isCancelled ? "cancelled" : "end") \(path)") }
+                let gate = ReadinessGate<Void>()
+                let now =
+                    !self.holds(path)
+                    || self.held.withLock { held in
+                        if !held.released { held.gates.append((path, gate)) }
+                        return held.released
+                    }
+                guard !now else {
+                    self.steps.withLock { $0.append("end \(path)") }
+                    return .landed
+                }
+                return .pending(gate)
             }
-            response.afterAnswerWaits = true
             return response
+        }
+
+        /// The held work lands, and the work of later answers at once.
+        func release() {
+            let gates = held.withLock { held in
+                held.released = true
+                defer { held.gates = [] }
+                return held.gates
+            }
+            for (path, gate) in gates {
+                steps.withLock { $0.append("end \(path)") }
+                gate.open(())
+            }
         }
     }
 
@@ -157,7 +178,7 @@ import Testing
             let second = await offPool { RawHTTP.firstAnswer(fd: fd, request: "GET /b HTTP/1.1\r\nHost: x\r\n\r\n") }
             #expect(second.hasPrefix("HTTP/1.1 200 OK") && second.hasSuffix("/b"))
             #expect(handler.steps.withLock { $0 } == ["start /a"])
-            handler.release.open(())
+            handler.release()
             #expect(await eventually { handler.steps.withLock { $0 } == ["start /a", "end /a", "start /b", "end /b"] })
             close(fd)
             await server.shutdown()
@@ -182,7 +203,7 @@ import Testing
             close(fd)
             server.initiateShutdown()
             #expect(await eventually { !server.isAccepting })
-            handler.release.open(())
+            handler.release()
         }
         #expect(handler.steps.withLock { $0 } == ["start /a", "end /a", "served"])
     }

@@ -16,17 +16,41 @@ import Testing
     /// A record whose finishes wait for `release`; it says `claimed` to every claim, as
     /// PostgreSQL does once a heard finish has let the key go, and keeps what it was asked, in order.
     final class HeldFinishes: DeliveryRecords {
-        let release = ReadinessGate<Void>()
+        typealias Landed = @Sendable (Result<Void, any Error>) -> Void
         let calls = Mutex<[String]>([])
+        private let held = Mutex<(released: Bool, landed: [Landed])>((false, []))
+
+        /// The finishes held land, and later ones at once.
+        func release() {
+            let landed = held.withLock { held in
+                held.released = true
+                defer { held.landed = [] }
+                return held.landed
+            }
+            for land in landed {
+                calls.withLock { $0.append("finished") }
+                land(.success(()))
+            }
+        }
 
         func claim(_ claims: [RecordClaimRequest], instance: String, now: Date) async throws -> [RecordClaim] {
             calls.withLock { $0.append("claim") }
             return claims.map { _ in .claimed }
         }
         func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                finish(finishes, heard: heard, now: now) { continuation.resume(with: $0) }
+            }
+        }
+        func finish(_ finishes: [RecordFinish], heard: Bool, now: Date, landed: @escaping Landed) {
             calls.withLock { $0.append("finish \(heard ? "heard" : "unheard")") }
-            try await release.wait()
+            let now = held.withLock { held in
+                if !held.released { held.landed.append(landed) }
+                return held.released
+            }
+            guard now else { return }
             calls.withLock { $0.append("finished") }
+            landed(.success(()))
         }
         func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {}
         func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }
@@ -62,7 +86,7 @@ import Testing
             // The repeat waits for the finish; it neither joins the delivery nor reaches the store.
             #expect(await eventually { guardian.finishesWaitedFor == 1 })
             #expect(store.calls.withLock { $0 } == ["claim", "finish heard"])
-            store.release.open(())
+            store.release()
             var decision: RepeatGuard.Decision?
             for try await answer in group { if let answer { decision = answer } }
             return decision
@@ -96,7 +120,7 @@ import Testing
             return
         }
         #expect(store.calls.withLock { $0 } == ["claim", "finish heard"])
-        store.release.open(())
+        store.release()
         await finished
         #expect(store.calls.withLock { $0 } == ["claim", "finish heard", "finished"])
         guard case .send = await guardian.claim([RecordClaimRequest(key)], app: "com.example.app").first else {

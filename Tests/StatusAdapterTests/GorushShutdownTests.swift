@@ -69,6 +69,9 @@ import Testing
             claims.map { _ in .heldElsewhere }
         }
         func finish(_ finishes: [RecordFinish], heard: Bool, now: Date) async throws {}
+        func finish(
+            _ finishes: [RecordFinish], heard: Bool, now: Date, landed: @escaping @Sendable (Result<Void, any Error>) -> Void
+        ) { landed(.success(())) }
         func trace(_ start: TraceStart, _ end: TraceEnd, startedAt: Date, instance: String, now: Date) async throws {}
         func deliveries(_ query: DeliveryQuery, now: Date) async throws -> [TracedDelivery] { [] }
         var health: ComponentHealth? { nil }

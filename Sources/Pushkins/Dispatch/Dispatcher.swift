@@ -86,11 +86,22 @@ package struct Dispatcher: Sendable {
 
         /// The answer to this notify was written (`heard`: a 200 on an open connection, within
         /// `notify.heard_within`), or will never be heard: the finishes are written, and heard
-        /// deliveries are no longer answered from the record.
-        package func answered(heard: Bool) async {
-            guard let guardian else { return }
-            await guardian.finish(finishes, heard: heard)
-            if heard { guardian.heard(settled) }
+        /// deliveries are no longer answered from the record. The finishes are handed to the
+        /// record, not waited for: what is returned lands once they are written (at once with
+        /// the memory record, which has none).
+        package func answered(heard: Bool) -> Landing {
+            guard let guardian else { return .landed }
+            let settled = heard ? settled : []
+            guard !finishes.isEmpty else {
+                guardian.heard(settled)
+                return .landed
+            }
+            let gate = ReadinessGate<Void>()
+            guardian.finish(finishes, heard: heard) {
+                guardian.heard(settled)
+                gate.open(())
+            }
+            return gate.value == nil ? .pending(gate) : .landed
         }
     }
 

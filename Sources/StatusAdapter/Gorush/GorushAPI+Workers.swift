@@ -82,7 +82,7 @@ extension GorushAPI {
             // One token at a time: `workers` bounds the pushes in flight, as in gorush.
             let sent = await send([notification], limit: 1)
             // Written before the job counts as sent: a queued job has no answer to wait for.
-            await sent.dispatched?.answered(heard: false)
+            await sent.dispatched?.answered(heard: false).wait()
             heldElsewhere = sent.heldElsewhere
         } else {
             logger.error("gorush queue held a job that is not a notification; dropped", metadata: ["job": "\(job.id)"])

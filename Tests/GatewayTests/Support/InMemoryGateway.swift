@@ -99,7 +99,7 @@ final class InMemoryGateway: GatewayUnderTest {
             await RequestContext.$current.withValue(current) { await routes.handle(sent) }
         }
         response.headers.replaceOrAdd(name: "X-Request-Id", value: request.requestId)
-        if let afterAnswer = response.afterAnswer { await afterAnswer(true) }
+        if let afterAnswer = response.afterAnswer { await afterAnswer(true).wait() }
         return TestResponse(status: Int(response.status.code), headers: response.headers, body: Array(response.body.readableBytesView))
     }
 }

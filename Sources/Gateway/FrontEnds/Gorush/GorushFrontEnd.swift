@@ -25,8 +25,7 @@ struct GorushFrontEnd: FrontEnd {
             // `sync` mode on the PostgreSQL record: the finishes are written once the answer is,
             // beside the client's next request, as a notify's are (docs/operations.md, "Once").
             if let finishing = answer.finishing {
-                response.afterAnswer = { _ in await finishing.answered(heard: false) }
-                response.afterAnswerWaits = true
+                response.afterAnswer = { _ in finishing.answered(heard: false) }
             }
             return response
         }

@@ -118,7 +118,7 @@ package struct NotifyHandler: Sendable {
         }
         if !failures.isEmpty {
             // Never heard as a success: the finishes are written before the error is answered.
-            if !dispatched.finishes.isEmpty { await dispatched.answered(heard: false) }
+            if !dispatched.finishes.isEmpty { await dispatched.answered(heard: false).wait() }
             throw NotifyError.failed(failures, rejected: rejected)
         }
         var response = rejected.isEmpty ? Self.noneRejected : ServerResponse.json(.ok, ["rejected": .array(rejected.map(JSONValue.string))])
@@ -132,11 +132,8 @@ package struct NotifyHandler: Sendable {
         // one statement: nothing waits on the database between the upstream's answer and ours.
         if dispatched.hasAfterAnswer, let once = dispatcher.once {
             let clock = self.clock
-            response.afterAnswer = { written in
-                await dispatched.answered(heard: written && once.heard(after: clock.now - start))
-            }
-            // The finishes' statement: the sender's next request on this connection is read meanwhile.
-            response.afterAnswerWaits = !dispatched.finishes.isEmpty
+            // The finishes' statement lands while the sender's next request on this connection is read.
+            response.afterAnswer = { written in dispatched.answered(heard: written && once.heard(after: clock.now - start)) }
         }
         return response
     }

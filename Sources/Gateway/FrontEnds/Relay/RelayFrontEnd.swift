@@ -77,7 +77,7 @@ struct RelayFrontEnd: FrontEnd {
         }
         if let error = Self.error(for: dispatched.outcomes.first ?? .notDispatched, retryAfter: config.retryAfter) {
             // The sender retries an error: its retry finds the finish written.
-            await dispatched.answered(heard: false)
+            await dispatched.answered(heard: false).wait()
             throw error
         }
         var response = ServerResponse(status: .created)
@@ -86,8 +86,7 @@ struct RelayFrontEnd: FrontEnd {
         // next request on this connection, as a notify's are: nothing waits on the database
         // between APNs's answer and the sender's (docs/operations.md, "Once").
         if !dispatched.finishes.isEmpty {
-            response.afterAnswer = { _ in await dispatched.answered(heard: false) }
-            response.afterAnswerWaits = true
+            response.afterAnswer = { _ in dispatched.answered(heard: false) }
         }
         return response
     }
