@@ -5,7 +5,8 @@ package import ServiceLifecycle
 
 /// The gateway's delivery record and answer deadline, made once from `notify:` and kept across
 /// reloads (docs/operations.md, "Once"): the `Once` every dispatcher uses, the services it needs
-/// (the PostgreSQL pool and its sweeper) and its health.
+/// (with PostgreSQL: the pool, the finishes' leader, the check at start and the sweeper) and its
+/// health.
 package struct OnceSetup: Sendable {
     package let once: Once
     package let services: [any Service]
