@@ -221,6 +221,27 @@ import Testing
         #expect(healthz.status == 200)
     }
 
+    /// In `sync` mode a request's platforms are sent side by side: with APNs holding the iOS
+    /// notification's push, the Android one's reaches FCM meanwhile (one after the other, it
+    /// reached FCM only once APNs had answered).
+    @Test func aSynchronousGorushRequestsPlatformsAreSentSideBySide() async throws {
+        let setup = try await start(statusExtra: "  gorush:\n    sync: true")
+        let release = TestEvent()
+        setup.apns.script("0a0b0c", .hold(release, then: .accept))
+        let body =
+            #"{"notifications":[{"tokens":["0a0b0c"],"platform":1,"message":"hi"},{"tokens":["fcm-1"],"platform":2,"message":"hi"}]}"#
+        async let answer = setup.post("/api/push", Array(body.utf8))
+        let sideBySide = await eventually(within: .seconds(60)) {
+            setup.apns.arrived(token: "0a0b0c") == 1 && setup.fcm.received.count == 1
+        }
+        release.raise()
+        let answered = try await answer
+        await setup.stop()
+        #expect(sideBySide, "FCM's push waited for APNs's")
+        #expect(answered.status == 200 && answered.json == ["success": "ok", "counts": 2, "logs": []])
+        #expect(setup.apns.received.count == 1 && setup.fcm.received.count == 1)
+    }
+
     @Test(arguments: [
         (#"{}"#, "Missing notifications field."), (#"{"notifications":[]}"#, "Notifications field is empty."),
         ("nope", "Missing notifications field."),

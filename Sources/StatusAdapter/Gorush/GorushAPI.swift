@@ -172,8 +172,8 @@ package final class GorushAPI: Service {
 
     /// Sends gorush notifications, each to each of its tokens: one platform's pushes in one keyed
     /// dispatch (on PostgreSQL, one claim statement), at most `limit` of them in flight, as
-    /// gorush's workers and `max_concurrent_pushes` bound its own. The log entries keep the
-    /// notifications' order and their tokens'.
+    /// gorush's workers and `max_concurrent_pushes` bound its own; a request's platforms side by
+    /// side. The log entries keep the notifications' order and their tokens'.
     func send(_ notifications: [GorushNotification], limit: Int) async -> Sent {
         var ready: [Ready] = []
         var pushes: [Push] = []
@@ -190,12 +190,18 @@ package final class GorushAPI: Service {
         }
         var sent = Sent()
         var outcomes = [DeviceOutcome](repeating: .notDispatched, count: pushes.count)
-        var platforms: [StatusPlatform] = []
-        for r in ready where !platforms.contains(r.platform) { platforms.append(r.platform) }
-        for platform in platforms {
-            let places = pushes.indices.filter { ready[pushes[$0].notification].platform == platform }
-            let dispatched = await dispatch(places.map { pushes[$0] }, ready: ready, platform: platform, limit: limit)
-            for (place, outcome) in zip(places, dispatched.outcomes) { outcomes[place] = outcome }
+        // Each platform's pushes, by their places: the platforms go side by side (one alone in this
+        // task), each with at most `limit` of its pushes in flight.
+        var platforms: [(platform: StatusPlatform, places: [Int])] = []
+        for r in ready where !platforms.contains(where: { $0.platform == r.platform }) {
+            platforms.append((r.platform, pushes.indices.filter { ready[pushes[$0].notification].platform == r.platform }))
+        }
+        let byPlatform = await fanOut(platforms, notStarted: nil as Dispatcher.Dispatched?) { [pushes, ready] group in
+            await self.dispatch(group.places.map { pushes[$0] }, ready: ready, platform: group.platform, limit: limit)
+        }
+        for (group, dispatched) in zip(platforms, byPlatform) {
+            guard let dispatched else { continue }
+            for (place, outcome) in zip(group.places, dispatched.outcomes) { outcomes[place] = outcome }
             if sent.dispatched == nil { sent.dispatched = dispatched } else { sent.dispatched?.join(dispatched) }
         }
         for (push, outcome) in zip(pushes, outcomes) {
