@@ -218,4 +218,23 @@ import Testing
         #expect(body.runs.withLock { $0 } == [[1]])
         #expect(batcher.load == (0, 0))
     }
+
+    /// Cancelled (the shutdown's limit passed), the leader ends at once when it has nothing under
+    /// way, and an item handed after that fails at once rather than waiting for a run.
+    @Test func aCancelledLeaderEndsAndLaterItemsFailAtOnce() async throws {
+        let body = Body()
+        let batcher = Batcher<Int, Int>(body.run)
+        let landings = Landings()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await batcher.leader().run() }
+            batcher.hand([1], landed: landings.landed(1))
+            #expect(await eventually { landings.value(1) == [10] })
+            group.cancelAll()
+            await group.waitForAll()
+        }
+        batcher.hand([2], landed: landings.landed(2))
+        #expect(landings.stopped(2))
+        #expect(body.runs.withLock { $0 } == [[1]])
+        #expect(batcher.load == (0, 0))
+    }
 }
