@@ -249,13 +249,6 @@ package final class RepeatGuard: Sendable {
         }
     }
 
-    /// `finish`, waited for.
-    package func finish(_ finishes: [RecordFinish], heard: Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            finish(finishes, heard: heard) { continuation.resume() }
-        }
-    }
-
     /// The senders heard the answers of these deliveries, which the memory record settled as
     /// they were sent (`settle`): a notify that repeats one is sent again (docs/operations.md,
     /// "Once"). A batching store is told with their finishes (`finish`).

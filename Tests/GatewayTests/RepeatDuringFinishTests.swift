@@ -130,3 +130,12 @@ import Testing
         #expect(store.calls.withLock { $0 } == ["claim", "finish heard", "finished", "claim"])
     }
 }
+
+extension RepeatGuard {
+    /// `finish`, waited for.
+    func finish(_ finishes: [RecordFinish], heard: Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            finish(finishes, heard: heard) { continuation.resume() }
+        }
+    }
+}

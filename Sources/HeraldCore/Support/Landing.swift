@@ -12,12 +12,4 @@ package enum Landing: Sendable {
     package func wait() async {
         if case .pending(let gate) = self { try? await gate.wait() }
     }
-
-    /// Whether it is over now.
-    package var isOver: Bool {
-        switch self {
-        case .landed: return true
-        case .pending(let gate): return gate.value != nil
-        }
-    }
 }
