@@ -185,12 +185,18 @@ final class PostgresDeliveryRecords: DeliveryRecords {
         }
     }
 
+    /// A finish came before any claim had made the record's table: every claim so far fell back
+    /// to memory (the database was unreachable from the start), so no row waits for it here.
+    struct NotSetUp: Error, CustomStringConvertible {
+        var description: String { "the PostgreSQL record is not set up yet (no claim has reached it)" }
+    }
+
     /// The same statement, handed to the finishes' leader (`services`) instead of waited for.
     func finish(_ items: [RecordFinish], heard: Bool, now: Date, landed: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         let use: ComponentHealth.Use
         do {
             // The claims made the table: a finish follows its claim.
-            guard ready.value != nil else { throw PostgresDeadline.Unavailable() }
+            guard ready.value != nil else { throw NotSetUp() }
             use = try bound.begin()
         } catch {
             return landed(.failure(error))

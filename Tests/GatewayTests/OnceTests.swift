@@ -811,6 +811,26 @@ struct OnceTests {
         #expect(metrics.contains("herald_notify_repeat_store_fallbacks_total"))
         #expect(metrics.contains(#"herald_component_failing{component="repeat_store"} 1"#))
     }
+
+    /// A finish handed to a PostgreSQL record that no claim has reached (it was unreachable from
+    /// the start, so the memory record took every claim) fails at once and says so, rather than
+    /// that the database did not answer in time: the memory record then takes the finish too.
+    @Test func aFinishBeforeAnyClaimReachedTheRecordSaysItIsNotSetUp() async throws {
+        let records = try PostgresDeliveryRecords(
+            url: "postgres://postgres@127.0.0.1:1/none", notify: RecordSettings(), metrics: GatewayMetrics().factory,
+            clock: ManualClock())
+        let finish = RecordFinish(RepeatKey(["$event", "com.example.app", "pushkey"]), .delivered)
+        let result = await withCheckedContinuation { (answered: CheckedContinuation<Result<Void, any Error>, Never>) in
+            records.finish([finish], heard: false, now: Date()) { answered.resume(returning: $0) }
+        }
+        guard case .failure(let error) = result else {
+            Issue.record("a finish with no table landed")
+            return
+        }
+        #expect(error is PostgresDeliveryRecords.NotSetUp)
+        #expect("\(error)" == "the PostgreSQL record is not set up yet (no claim has reached it)")
+        #expect(records.statements.current == 0)
+    }
 }
 
 /// The delivery record on a PostgreSQL that stops answering without closing its connections (its
