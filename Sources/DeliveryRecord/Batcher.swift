@@ -232,7 +232,8 @@ package final class Batcher<Item: Sendable, Answer: Sendable>: Sendable {
     /// Runs `batch`, answers its other callers, hands the next batch on (or frees the run), and
     /// returns the answers of `me`, the caller leading it (nil: the leader's task).
     private func lead(_ batch: [Waiter], me: UInt64?) async -> Result<[Answer], any Error> {
-        let items = batch.count == 1 ? batch[0].items : batch.flatMap(\.items)
+        var items = batch.first?.items ?? []
+        for waiter in batch.dropFirst() { items.append(contentsOf: waiter.items) }
         let result: Result<[Answer], any Error>
         do {
             let answers = try await body(items)
